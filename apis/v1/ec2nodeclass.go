@@ -1,0 +1,396 @@
+package v1
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AMI family names accepted in spec.amiFamily and as the family part of an
+// AMI alias ("family@version"). Source: Karpenter v1 EC2NodeClass API
+// (karpenter.k8s.aws/v1, amiFamily enum).
+const (
+	AMIFamilyAL2          = "AL2"
+	AMIFamilyAL2023       = "AL2023"
+	AMIFamilyBottlerocket = "Bottlerocket"
+	AMIFamilyWindows2019  = "Windows2019"
+	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
+	AMIFamilyCustom       = "Custom"
+)
+
+// EC2NodeClass is the AWS-specific configuration shared by the NodeClaims of
+// one or more NodePools: where to launch (subnets, security groups), what to
+// boot (AMIs, userData) and how (IAM role, block devices, metadata options).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=ec2nodeclasses,scope=Cluster,categories=karpenter,shortName={ec2nc,ec2ncs}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Role",type="string",JSONPath=".spec.role",priority=1
+type EC2NodeClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EC2NodeClassSpec   `json:"spec,omitempty"`
+	Status EC2NodeClassStatus `json:"status,omitempty"`
+}
+
+// EC2NodeClassList is a list of EC2NodeClass.
+//
+// +kubebuilder:object:root=true
+type EC2NodeClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EC2NodeClass `json:"items"`
+}
+
+// EC2NodeClassSpec is the desired configuration of the instances launched for
+// this class. Field names and semantics follow karpenter.k8s.aws/v1.
+type EC2NodeClassSpec struct {
+	// SubnetSelectorTerms select the subnets instances may launch in; terms
+	// are ORed, and the fields within one term are ANDed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +required
+	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
+	// SecurityGroupSelectorTerms select the security groups attached to
+	// instances; terms are ORed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +required
+	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
+	// CapacityReservationSelectorTerms select on-demand capacity reservations
+	// that may be used.
+	// +kubebuilder:validation:MaxItems=30
+	// +optional
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// AssociatePublicIPAddress overrides the subnet's public IP setting.
+	// +optional
+	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// AMISelectorTerms select the AMIs; an alias term ("al2023@latest") stands
+	// alone and resolves through the public SSM parameters of that family.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +required
+	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
+	// AMIFamily selects the userData format and default block devices when
+	// AMIs are not chosen by alias.
+	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022,Windows2025}
+	// +optional
+	AMIFamily *string `json:"amiFamily,omitempty"`
+	// UserData is merged with the userData karpx generates for the AMI family
+	// (MIME multipart or shell for AL2/AL2023, TOML for Bottlerocket,
+	// PowerShell for Windows). EC2 limits userData to 16 KiB before base64.
+	// +optional
+	UserData *string `json:"userData,omitempty"`
+	// Role is the IAM role name used for the generated instance profile.
+	// Exactly one of role and instanceProfile is set.
+	// +optional
+	Role string `json:"role,omitempty"`
+	// InstanceProfile is an existing IAM instance profile name.
+	// +optional
+	InstanceProfile *string `json:"instanceProfile,omitempty"`
+	// Tags are added to every resource karpx creates for this class
+	// (instances, volumes, launch templates).
+	// +kubebuilder:validation:XValidation:message="empty tag keys aren't supported",rule="self.all(k, k != '')"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// Kubelet configures the kubelet on the launched nodes.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	// BlockDeviceMappings override the AMI family's default volumes.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+	// InstanceStorePolicy, when "RAID0", stripes local NVMe instance store
+	// volumes and uses them for ephemeral storage.
+	// +kubebuilder:validation:Enum:={RAID0}
+	// +optional
+	InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
+	// DetailedMonitoring enables 1-minute CloudWatch metrics on instances.
+	// +optional
+	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+	// MetadataOptions configure the instance metadata service (IMDS).
+	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
+	// +optional
+	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// Context is a reserved field passed to CreateFleet.
+	// +optional
+	Context *string `json:"context,omitempty"`
+}
+
+// SubnetSelectorTerm selects subnets by tags or by ID.
+type SubnetSelectorTerm struct {
+	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a subnet ID, for example "subnet-0123456789abcdef0".
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// SecurityGroupSelectorTerm selects security groups by tags, ID or name.
+type SecurityGroupSelectorTerm struct {
+	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a security group ID, for example "sg-0123456789abcdef0".
+	// +kubebuilder:validation:Pattern:="sg-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name is the security group name (not its Name tag).
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservationSelectorTerm selects capacity reservations by tags or ID.
+type CapacityReservationSelectorTerm struct {
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// OwnerID is the 12-digit account that owns the reservation.
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
+	// +optional
+	OwnerID string `json:"ownerID,omitempty"`
+}
+
+// AMISelectorTerm selects AMIs. An alias ("al2023@latest",
+// "bottlerocket@v1.32.0") resolves to the family's public AMIs for every
+// architecture and accelerator variant; the other fields query DescribeImages.
+type AMISelectorTerm struct {
+	// Alias is "family@version"; family is one of al2, al2023, bottlerocket,
+	// windows2019, windows2022, windows2025 and version is "latest" or a
+	// release. An alias term may not be combined with other terms.
+	// +kubebuilder:validation:MaxLength=30
+	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
+	// +optional
+	Alias string `json:"alias,omitempty"`
+	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is an AMI ID, for example "ami-0123456789abcdef0".
+	// +kubebuilder:validation:Pattern:="ami-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name is the AMI name; wildcards are allowed as in DescribeImages.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Owner is an account ID or "self"/"amazon".
+	// +optional
+	Owner string `json:"owner,omitempty"`
+	// SSMParameter names an SSM parameter whose value is an AMI ID.
+	// +optional
+	SSMParameter string `json:"ssmParameter,omitempty"`
+}
+
+// Family returns the AMI family of an alias term in its canonical spelling
+// ("AL2023", "Bottlerocket", …) and the version part. It returns an error
+// naming amiSelectorTerms[].alias when the alias is not "family@version" or
+// the family is unknown.
+func (t AMISelectorTerm) Family() (family, version string, err error) {
+	name, version, ok := strings.Cut(t.Alias, "@")
+	if !ok || name == "" || version == "" {
+		return "", "", fmt.Errorf("amiSelectorTerms[].alias %q: want family@version, for example al2023@latest", t.Alias)
+	}
+	for _, f := range []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025} {
+		if strings.EqualFold(f, name) {
+			return f, version, nil
+		}
+	}
+	return "", "", fmt.Errorf("amiSelectorTerms[].alias %q: unknown family %q; use al2, al2023, bottlerocket, windows2019, windows2022 or windows2025", t.Alias, name)
+}
+
+// KubeletConfiguration is the subset of kubelet settings Karpenter exposes.
+type KubeletConfiguration struct {
+	// ClusterDNS is the list of cluster DNS server IPs.
+	// +optional
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// MaxPods caps the pods on a node.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// PodsPerCore caps pods per vCPU; 0 means no cap.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
+	// SystemReserved reserves resources for OS daemons (cpu, memory,
+	// ephemeral-storage, pid quantities).
+	// +optional
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// KubeReserved reserves resources for Kubernetes daemons.
+	// +optional
+	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// EvictionHard are hard eviction thresholds ("memory.available": "100Mi").
+	// +optional
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// EvictionSoft are soft eviction thresholds.
+	// +optional
+	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
+	// EvictionSoftGracePeriod is the grace period per soft threshold.
+	// +optional
+	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
+	// EvictionMaxPodGracePeriod is the longest pod termination grace, in seconds, during soft eviction.
+	// +optional
+	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
+	// ImageGCHighThresholdPercent triggers image garbage collection, 0-100.
+	// +kubebuilder:validation:Minimum:=0
+	// +kubebuilder:validation:Maximum:=100
+	// +optional
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent is where image garbage collection stops, 0-100.
+	// +kubebuilder:validation:Minimum:=0
+	// +kubebuilder:validation:Maximum:=100
+	// +optional
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// CPUCFSQuota enables CPU CFS quota enforcement.
+	// +optional
+	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+}
+
+// BlockDeviceMapping is one EBS volume attached at launch.
+type BlockDeviceMapping struct {
+	// DeviceName is the device, for example "/dev/xvda".
+	// +optional
+	DeviceName *string `json:"deviceName,omitempty"`
+	// EBS describes the volume.
+	// +optional
+	EBS *BlockDevice `json:"ebs,omitempty"`
+	// RootVolume marks the volume used for the node's root and ephemeral storage.
+	// +optional
+	RootVolume bool `json:"rootVolume,omitempty"`
+}
+
+// BlockDevice is an EBS volume's settings, as in EC2's EbsBlockDevice.
+type BlockDevice struct {
+	// +optional
+	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
+	// +optional
+	Encrypted *bool `json:"encrypted,omitempty"`
+	// IOPS is the provisioned I/O operations per second (io1, io2, gp3).
+	// +optional
+	IOPS *int64 `json:"iops,omitempty"`
+	// +optional
+	KMSKeyID *string `json:"kmsKeyID,omitempty"`
+	// +optional
+	SnapshotID *string `json:"snapshotID,omitempty"`
+	// Throughput is gp3 throughput in MiB/s.
+	// +optional
+	Throughput *int64 `json:"throughput,omitempty"`
+	// VolumeInitializationRate is in MiB/s.
+	// +optional
+	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
+	// VolumeSize is a quantity such as "100Gi".
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern:="^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+	// +optional
+	VolumeSize *string `json:"volumeSize,omitempty"`
+	// +kubebuilder:validation:Enum:={standard,io1,io2,gp2,sc1,st1,gp3}
+	// +optional
+	VolumeType *string `json:"volumeType,omitempty"`
+}
+
+// MetadataOptions configure IMDS on launched instances.
+type MetadataOptions struct {
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	HTTPEndpoint *string `json:"httpEndpoint,omitempty"`
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	HTTPProtocolIPv6 *string `json:"httpProtocolIPv6,omitempty"`
+	// HTTPPutResponseHopLimit is the IMDS PUT hop limit, 1-64.
+	// +kubebuilder:validation:Minimum:=1
+	// +kubebuilder:validation:Maximum:=64
+	// +optional
+	HTTPPutResponseHopLimit *int64 `json:"httpPutResponseHopLimit,omitempty"`
+	// +kubebuilder:validation:Enum:={required,optional}
+	// +optional
+	HTTPTokens *string `json:"httpTokens,omitempty"`
+}
+
+// EC2NodeClassStatus is what karpx resolved from the selector terms.
+type EC2NodeClassStatus struct {
+	// Subnets resolved from subnetSelectorTerms.
+	// +optional
+	Subnets []Subnet `json:"subnets,omitempty"`
+	// SecurityGroups resolved from securityGroupSelectorTerms.
+	// +optional
+	SecurityGroups []SecurityGroup `json:"securityGroups,omitempty"`
+	// AMIs resolved from amiSelectorTerms, each with the requirements
+	// (architecture, accelerator) of the instance types it fits.
+	// +optional
+	AMIs []AMI `json:"amis,omitempty"`
+	// InstanceProfile is the instance profile in use.
+	// +optional
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Conditions include Ready and one per resolved dependency.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Subnet is a resolved subnet.
+type Subnet struct {
+	// +required
+	ID string `json:"id"`
+	// +required
+	Zone string `json:"zone"`
+	// +optional
+	ZoneID string `json:"zoneID,omitempty"`
+}
+
+// SecurityGroup is a resolved security group.
+type SecurityGroup struct {
+	// +required
+	ID string `json:"id"`
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// AMI is a resolved image and the node requirements it serves.
+type AMI struct {
+	// +required
+	ID string `json:"id"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Deprecated is true when EC2 reports the image as deprecated.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+	// Requirements are node selector requirements (kubernetes.io/arch,
+	// karpenter.k8s.aws/instance-gpu-count, …) that an instance type must
+	// meet to boot this AMI.
+	// +required
+	Requirements []NodeSelectorRequirement `json:"requirements"`
+}
+
+// NodeSelectorRequirement mirrors corev1.NodeSelectorRequirement so that the
+// status schema stays self-contained.
+type NodeSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// AMIFamilyName returns the AMI family this class boots: the family of its
+// alias term when there is one, else spec.amiFamily, else "" (unknown).
+func (in *EC2NodeClass) AMIFamilyName() string {
+	for _, t := range in.Spec.AMISelectorTerms {
+		if t.Alias != "" {
+			if f, _, err := t.Family(); err == nil {
+				return f
+			}
+		}
+	}
+	if in.Spec.AMIFamily != nil {
+		return *in.Spec.AMIFamily
+	}
+	return ""
+}

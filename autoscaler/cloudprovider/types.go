@@ -1,0 +1,142 @@
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Capacity types, as in the karpenter.sh/capacity-type label.
+const (
+	CapacityTypeOnDemand = karpv1.CapacityTypeOnDemand // "on-demand"
+	CapacityTypeSpot     = karpv1.CapacityTypeSpot     // "spot"
+)
+
+// Offering is one place and purchase option an instance type can be launched
+// with: a zone and a capacity type, at a price.
+type Offering struct {
+	// Zone is the availability zone name, for example "us-east-1a".
+	Zone string
+	// CapacityType is "on-demand" or "spot".
+	CapacityType string
+	// PriceUSDPerHour is the hourly price in USD.
+	PriceUSDPerHour float64
+	// Available is false while the offering is known to be out of capacity
+	// (a recent InsufficientInstanceCapacity) or not offered in the zone.
+	Available bool
+}
+
+// InstanceType is an instance type as the scheduler sees it: the labels a
+// node of this type carries, what it can hold, and where it can be bought.
+type InstanceType struct {
+	// Name is the EC2 instance type, for example "m5.large".
+	Name string
+	// Labels are the single-valued node labels of this type
+	// (node.kubernetes.io/instance-type, kubernetes.io/arch, kubernetes.io/os,
+	// karpenter.k8s.aws/instance-*). Zone and capacity type are not here:
+	// they vary per Offering.
+	Labels map[string]string
+	// Capacity is the node's status.capacity (cpu, memory, pods, …).
+	Capacity corev1.ResourceList
+	// Allocatable is the node's status.allocatable: what pods can request.
+	Allocatable corev1.ResourceList
+	// Offerings lists every (zone, capacity type) this type is sold in.
+	Offerings []Offering
+}
+
+// CheapestOffering returns the cheapest available offering accepted by ok
+// (nil ok accepts every offering) and false when there is none.
+func (it *InstanceType) CheapestOffering(ok func(Offering) bool) (Offering, bool) {
+	var best Offering
+	found := false
+	for _, o := range it.Offerings {
+		if !o.Available || (ok != nil && !ok(o)) {
+			continue
+		}
+		if !found || o.PriceUSDPerHour < best.PriceUSDPerHour {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// CloudProvider launches, finds and terminates the instances behind
+// NodeClaims and lists the instance types a NodePool may use.
+//
+// Every method is safe for concurrent use. Errors are wrapped so that
+// errors.As finds the typed errors below; any other error is transient
+// (throttling, 5xx, timeouts) and the caller retries with backoff.
+type CloudProvider interface {
+	// Create launches one instance that satisfies the NodeClaim's
+	// requirements and resources and returns a copy of the NodeClaim with
+	// status.providerID, status.imageID, status.capacity,
+	// status.allocatable and the labels of the chosen instance type, zone
+	// and capacity type filled. It returns *InsufficientCapacityError when no
+	// offering could be launched and *LaunchError when EC2 rejected the
+	// request for a reason retrying will not fix.
+	Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	// Delete terminates the NodeClaim's instance. It returns
+	// *NodeClaimNotFoundError when the instance is already gone.
+	Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error
+	// Get returns the NodeClaim view of the instance with this providerID,
+	// or *NodeClaimNotFoundError.
+	Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error)
+	// List returns every instance karpx launched in this cluster that is not
+	// terminated, as NodeClaim views carrying providerID and the
+	// karpenter.sh/nodeclaim name from the instance's tags.
+	List(ctx context.Context) ([]*karpv1.NodeClaim, error)
+	// GetInstanceTypes returns the instance types the NodePool's
+	// EC2NodeClass can launch, with their offerings. It returns
+	// *NodeClassNotReadyError when the class's subnets, security groups or
+	// AMIs cannot be resolved.
+	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
+}
+
+// NodeClaimNotFoundError reports that the instance behind a NodeClaim no
+// longer exists (terminated or never created).
+type NodeClaimNotFoundError struct{ Err error }
+
+func (e *NodeClaimNotFoundError) Error() string { return fmt.Sprintf("instance not found: %v", e.Err) }
+func (e *NodeClaimNotFoundError) Unwrap() error { return e.Err }
+
+// InsufficientCapacityError reports that every offering tried was out of
+// capacity (EC2 InsufficientInstanceCapacity and similar). The offerings are
+// marked unavailable for a while; provisioning again picks others.
+type InsufficientCapacityError struct{ Err error }
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("insufficient capacity: %v", e.Err)
+}
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// LaunchError is a persistent launch failure: EC2 rejected the request
+// (invalid parameter, unauthorized, bad AMI or userData). Code is the AWS
+// error code, for example "InvalidParameterValue".
+type LaunchError struct {
+	Code string
+	Err  error
+}
+
+func (e *LaunchError) Error() string { return fmt.Sprintf("launch failed (%s): %v", e.Code, e.Err) }
+func (e *LaunchError) Unwrap() error { return e.Err }
+
+// NodeClassNotReadyError reports that an EC2NodeClass is missing or its
+// selector terms resolve to nothing. Reason names the field to fix, for
+// example "spec.subnetSelectorTerms matched no subnet".
+type NodeClassNotReadyError struct {
+	NodeClass string
+	Reason    string
+}
+
+func (e *NodeClassNotReadyError) Error() string {
+	return fmt.Sprintf("EC2NodeClass %q not ready: %s", e.NodeClass, e.Reason)
+}
+
+// IsNodeClaimNotFound reports whether err is or wraps a *NodeClaimNotFoundError.
+func IsNodeClaimNotFound(err error) bool {
+	var e *NodeClaimNotFoundError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,13 @@
+// Package ec2api is the single place where karpx talks to AWS: it builds the
+// EC2 and SSM SDK clients and exposes them through API, one narrow interface
+// that names exactly the operations karpx uses.
+//
+// Every provider under autoscaler/providers takes an API, never an SDK
+// client, so client-side rate limiting, batching and request metrics can be
+// added once, as a wrapper that implements API, below every caller. Tests
+// substitute a fake or point a real Client at the loopback EC2 simulator.
+//
+// The package also classifies AWS error codes (Code, IsNotFound,
+// IsInsufficientCapacity, IsAlreadyExists, IsPermanent) so providers agree on
+// what "not found", "out of capacity" and "do not retry" mean.
+package ec2api

@@ -1,0 +1,187 @@
+package ec2api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+)
+
+// API lists every EC2 and SSM operation karpx calls. Method signatures are the
+// SDK's own, so *ec2.Client-style paginators (ec2.NewDescribeInstanceTypesPaginator
+// and friends) accept an API directly.
+type API interface {
+	// DescribeInstanceTypes lists instance type details (paginated).
+	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	// DescribeInstanceTypeOfferings lists the zones each type is sold in (paginated).
+	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+	// DescribeAvailabilityZones maps zone names to zone IDs.
+	DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error)
+	// DescribeSubnets resolves subnetSelectorTerms.
+	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	// DescribeSecurityGroups resolves securityGroupSelectorTerms.
+	DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
+	// DescribeImages resolves amiSelectorTerms and alias image IDs.
+	DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
+	// CreateLaunchTemplate creates a content-addressed launch template.
+	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	// DescribeLaunchTemplates finds an existing launch template by name.
+	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	// DeleteLaunchTemplate removes a launch template karpx created.
+	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+	// CreateFleet launches instances (karpx always uses Type=instant).
+	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	// DescribeInstances reads instances by ID or by tag filters (paginated).
+	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	// TerminateInstances terminates instances by ID.
+	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	// CreateTags adds tags to existing resources.
+	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
+	// DescribeSpotPriceHistory reads current spot prices (paginated).
+	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	// GetParameter reads an SSM parameter (public AMI aliases).
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// Config selects the AWS region, endpoint and credentials of a Client.
+type Config struct {
+	// Region is the AWS region, for example "us-east-1". Empty uses the
+	// region of the standard chain (AWS_REGION, shared config, IMDS).
+	Region string
+	// BaseEndpoint, when set, sends both EC2 and SSM requests to this URL
+	// instead of the regional AWS endpoints, for example
+	// "http://127.0.0.1:40123" for the loopback EC2 simulator.
+	BaseEndpoint string
+	// Credentials overrides the standard credentials chain (environment,
+	// shared config and credentials files, web identity, IMDS). Nil uses
+	// the chain.
+	Credentials aws.CredentialsProvider
+	// RetryMaxAttempts caps attempts per request of the SDK's standard
+	// retryer (exponential backoff with jitter, retry quota). Zero keeps the
+	// SDK default of 3.
+	RetryMaxAttempts int
+}
+
+// Client implements API with the AWS SDK for Go v2.
+type Client struct {
+	ec2 *ec2.Client
+	ssm *ssm.Client
+}
+
+var _ API = (*Client)(nil)
+
+// New loads the AWS configuration with config.LoadDefaultConfig (standard
+// credentials chain and standard retryer), applies cfg and returns a Client.
+// It fails only when the shared configuration files cannot be parsed.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	var opts []func(*config.LoadOptions) error
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.Credentials != nil {
+		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
+	}
+	if cfg.RetryMaxAttempts > 0 {
+		opts = append(opts, config.WithRetryMaxAttempts(cfg.RetryMaxAttempts))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	return NewFromConfig(awsCfg, cfg.BaseEndpoint), nil
+}
+
+// NewFromConfig builds a Client from an already loaded aws.Config; a
+// non-empty baseEndpoint overrides the EC2 and SSM endpoints.
+func NewFromConfig(awsCfg aws.Config, baseEndpoint string) *Client {
+	return &Client{
+		ec2: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
+			if baseEndpoint != "" {
+				o.BaseEndpoint = aws.String(baseEndpoint)
+			}
+		}),
+		ssm: ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
+			if baseEndpoint != "" {
+				o.BaseEndpoint = aws.String(baseEndpoint)
+			}
+		}),
+	}
+}
+
+// DescribeInstanceTypes implements API.
+func (c *Client) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+	return c.ec2.DescribeInstanceTypes(ctx, in, optFns...)
+}
+
+// DescribeInstanceTypeOfferings implements API.
+func (c *Client) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
+	return c.ec2.DescribeInstanceTypeOfferings(ctx, in, optFns...)
+}
+
+// DescribeAvailabilityZones implements API.
+func (c *Client) DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {
+	return c.ec2.DescribeAvailabilityZones(ctx, in, optFns...)
+}
+
+// DescribeSubnets implements API.
+func (c *Client) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
+	return c.ec2.DescribeSubnets(ctx, in, optFns...)
+}
+
+// DescribeSecurityGroups implements API.
+func (c *Client) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
+	return c.ec2.DescribeSecurityGroups(ctx, in, optFns...)
+}
+
+// DescribeImages implements API.
+func (c *Client) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
+	return c.ec2.DescribeImages(ctx, in, optFns...)
+}
+
+// CreateLaunchTemplate implements API.
+func (c *Client) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
+	return c.ec2.CreateLaunchTemplate(ctx, in, optFns...)
+}
+
+// DescribeLaunchTemplates implements API.
+func (c *Client) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
+	return c.ec2.DescribeLaunchTemplates(ctx, in, optFns...)
+}
+
+// DeleteLaunchTemplate implements API.
+func (c *Client) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+	return c.ec2.DeleteLaunchTemplate(ctx, in, optFns...)
+}
+
+// CreateFleet implements API.
+func (c *Client) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	return c.ec2.CreateFleet(ctx, in, optFns...)
+}
+
+// DescribeInstances implements API.
+func (c *Client) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	return c.ec2.DescribeInstances(ctx, in, optFns...)
+}
+
+// TerminateInstances implements API.
+func (c *Client) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+	return c.ec2.TerminateInstances(ctx, in, optFns...)
+}
+
+// CreateTags implements API.
+func (c *Client) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	return c.ec2.CreateTags(ctx, in, optFns...)
+}
+
+// DescribeSpotPriceHistory implements API.
+func (c *Client) DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
+	return c.ec2.DescribeSpotPriceHistory(ctx, in, optFns...)
+}
+
+// GetParameter implements API.
+func (c *Client) GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	return c.ssm.GetParameter(ctx, in, optFns...)
+}

@@ -1,0 +1,133 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// finish prices a plan and turns it into a NodeClaimPlan (step 4): the
+// candidate types ordered by their cheapest compatible available offering
+// (ties by name), capped at MaxInstanceTypes while keeping minValues, and
+// the requirements narrowed to what those types and offerings allow.
+func (pl *plan) finish() NodeClaimPlan {
+	p := pl.pool
+	price := make(map[int]float64, len(pl.types))
+	mask := make(map[int]uint64, len(pl.types))
+	for k, i := range pl.types {
+		price[i], mask[i] = p.cheapestPrice(i, pl.masks[k]), pl.masks[k]
+	}
+	order := append([]int(nil), pl.types...)
+	sort.SliceStable(order, func(a, b int) bool {
+		ia, ib := order[a], order[b]
+		if price[ia] != price[ib] {
+			return price[ia] < price[ib]
+		}
+		return p.types[ia].Name < p.types[ib].Name
+	})
+	order = p.truncate(order, mask)
+
+	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
+	requests := []corev1.ResourceList{p.overhead}
+	for _, pi := range pl.pods {
+		out.Pods = append(out.Pods, pi.pod)
+		requests = append(requests, pi.requests)
+	}
+	out.Requests = addResourceLists(requests...)
+
+	names := make([]string, len(order))
+	zones, capacityTypes := map[string]struct{}{}, map[string]struct{}{}
+	for k, i := range order {
+		out.InstanceTypes = append(out.InstanceTypes, p.types[i])
+		names[k] = p.types[i].Name
+		for _, z := range p.values(corev1.LabelTopologyZone, i, mask[i]) {
+			zones[z] = struct{}{}
+		}
+		for _, c := range p.values(karpv1.CapacityTypeLabelKey, i, mask[i]) {
+			capacityTypes[c] = struct{}{}
+		}
+	}
+	out.Requirements = pl.requirements(names, zones, capacityTypes)
+	return out
+}
+
+// truncate keeps at most MaxInstanceTypes of order (cheapest first). For
+// each requirement with minValues it first keeps the cheapest type of each
+// new value until minValues distinct values are kept, so the cap never
+// breaks minValues, then fills up with the cheapest remaining types.
+func (p *pool) truncate(order []int, mask map[int]uint64) []int {
+	if len(order) <= MaxInstanceTypes {
+		return order
+	}
+	keep := map[int]bool{}
+	for _, r := range p.minValues {
+		seen := map[string]struct{}{}
+		for _, i := range order {
+			if len(seen) >= r.minValues {
+				break
+			}
+			for _, v := range p.values(r.key, i, mask[i]) {
+				if _, ok := seen[v]; !ok {
+					seen[v] = struct{}{}
+					keep[i] = true
+				}
+			}
+		}
+	}
+	for _, i := range order {
+		if len(keep) >= MaxInstanceTypes {
+			break
+		}
+		keep[i] = true
+	}
+	out := make([]int, 0, len(keep))
+	for _, i := range order {
+		if keep[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// requirements returns the NodeClaim requirements of the plan, sorted by
+// key: the NodePool's requirements and labels intersected with every pod
+// term the plan used, with instance type, zone and capacity type replaced
+// by the values the kept types and offerings allow (instance types in
+// price order).
+func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[string]struct{}) []karpv1.NodeSelectorRequirementWithMinValues {
+	merged := pl.pool.requirements.copy()
+	for _, tf := range pl.terms {
+		for _, e := range tf.exprs {
+			merged.add(e)
+		}
+	}
+	narrowed := map[string][]string{
+		corev1.LabelInstanceTypeStable: instanceTypes,
+		corev1.LabelTopologyZone:       sortedKeys(zones),
+		karpv1.CapacityTypeLabelKey:    sortedKeys(capacityTypes),
+	}
+	var out []karpv1.NodeSelectorRequirementWithMinValues
+	for key, values := range narrowed {
+		e := karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+		if mv := merged[key].minValues; mv > 0 {
+			e.MinValues = &mv
+		}
+		out = append(out, e)
+		delete(merged, key)
+	}
+	for _, key := range merged.sortedKeys() {
+		out = append(out, merged[key].expressions()...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func sortedKeys(set map[string]struct{}) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

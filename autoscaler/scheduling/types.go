@@ -1,0 +1,126 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+// MaxInstanceTypes caps NodeClaimPlan.InstanceTypes and the
+// node.kubernetes.io/instance-type requirement of a plan: at most this many
+// of the cheapest fitting types are kept.
+//
+// Source: Karpenter's AWS provider sends at most 60 instance types to one
+// EC2 CreateFleet request (const maxInstanceTypes = 60 in
+// aws/karpenter-provider-aws pkg/providers/instance/instance.go). Karpenter
+// core truncates to 600 first (MaxInstanceTypes in sigs.k8s.io/karpenter
+// v1.13.0 pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go);
+// karpx truncates once, to what the launch can use.
+const MaxInstanceTypes = 60
+
+// Input is everything Solve looks at. Solve reads it and never modifies it.
+type Input struct {
+	// Pods are the pending pods to place. A pod is keyed by its UID in
+	// Result.Unschedulable (by "namespace/name" when the UID is empty).
+	Pods []*corev1.Pod
+	// NodePools are the NodePools that may launch nodes, each with the
+	// instance types its EC2NodeClass can launch. Their order does not
+	// matter: Solve tries them by descending spec.weight, then by name.
+	NodePools []NodePoolInput
+	// InFlight are nodes (or NodeClaims) that were launched but cannot take
+	// pods yet. Pods that fit on them are placed there, not provisioned
+	// again.
+	InFlight []ExistingNode
+	// DaemonSetPods (optional) are the pods of the cluster's DaemonSets, one
+	// per DaemonSet. Each one whose requirements a NodePool can satisfy and
+	// that tolerates the NodePool's taints adds its requests to every new
+	// node of that NodePool.
+	DaemonSetPods []*corev1.Pod
+}
+
+// NodePoolInput is one NodePool with what it may launch.
+type NodePoolInput struct {
+	// NodePool is the karpenter.sh/v1 NodePool. NodePools with
+	// spec.replicas set (static NodePools) or a deletion timestamp are not
+	// used for pending pods, as in Karpenter.
+	NodePool *karpv1.NodePool
+	// InstanceTypes are the types the NodePool's EC2NodeClass can launch
+	// (cloudprovider.CloudProvider.GetInstanceTypes), with their offerings.
+	// Solve keeps the ones that satisfy the NodePool's requirements and have
+	// at least one available, compatible offering.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Remaining is how much more the NodePool may launch: spec.limits minus
+	// the capacity of the nodes it already has, per resource (cpu in cores,
+	// memory in bytes, "nodes" as a count, …). nil means unlimited; a
+	// resource absent from the list is unlimited. Each new plan counts the
+	// status.capacity of its cheapest instance type against it.
+	Remaining corev1.ResourceList
+}
+
+// ExistingNode is an in-flight node: a Node or NodeClaim that exists but
+// is not ready for pods yet.
+type ExistingNode struct {
+	// Name is the Node (or NodeClaim) name; it keys
+	// Result.ExistingPlacements.
+	Name string
+	// Labels are the node's labels (instance type, zone, capacity type,
+	// NodePool, template labels, …), matched against each pod's nodeSelector
+	// and required node affinity.
+	Labels map[string]string
+	// Taints are the taints pods must tolerate. Leave out startup taints;
+	// karpenter.sh/unregistered is ignored, as it is removed at
+	// registration.
+	Taints []corev1.Taint
+	// Available is what pods can still request on the node: allocatable
+	// minus the requests of pods (DaemonSet pods included) already bound or
+	// nominated to it. A resource absent here counts as zero, so include at
+	// least cpu, memory and pods.
+	Available corev1.ResourceList
+}
+
+// Result is what Solve decided. Every input pod appears in exactly one of
+// NewNodeClaims, ExistingPlacements or Unschedulable.
+type Result struct {
+	// NewNodeClaims are the nodes to launch, in the order they were opened
+	// (the first holds the largest pod).
+	NewNodeClaims []NodeClaimPlan
+	// ExistingPlacements maps an in-flight node name to the pods expected to
+	// land there once it is ready. Nodes that take no pod are absent.
+	ExistingPlacements map[string][]*corev1.Pod
+	// Unschedulable maps a pod UID to why no NodePool can launch a node for
+	// it. The error names each NodePool tried, the constraint that failed
+	// and, where there is one, the fix.
+	Unschedulable map[types.UID]error
+}
+
+// NodeClaimPlan is one node to launch: a NodePool, the pods it is for, and
+// every instance type (and offering) that fits them all.
+type NodeClaimPlan struct {
+	// NodePool is the NodePool the node is launched from.
+	NodePool *karpv1.NodePool
+	// Pods are the pods the node is for, in placement order.
+	Pods []*corev1.Pod
+	// Requests is the sum of the pods' requests (cpu in cores, memory in
+	// bytes, pods as a count, plus any other resource they request) and
+	// the NodePool's DaemonSet overhead.
+	Requests corev1.ResourceList
+	// Requirements are the NodeClaim's spec.requirements: the NodePool's
+	// requirements and template labels intersected with the pods'
+	// nodeSelector and required node affinity (one expression per
+	// operator), plus node.kubernetes.io/instance-type In InstanceTypes
+	// (cheapest first) and karpenter.sh/capacity-type and
+	// topology.kubernetes.io/zone In the values their offerings allow.
+	// Sorted by key.
+	Requirements []karpv1.NodeSelectorRequirementWithMinValues
+	// InstanceTypes are the types that fit every pod in Pods (and the
+	// DaemonSet overhead) and satisfy every requirement, cheapest first by
+	// the price of their cheapest compatible available offering (ties by
+	// name); at most MaxInstanceTypes.
+	InstanceTypes []*cloudprovider.InstanceType
+	// PriceUSDPerHour is the hourly price in USD of the cheapest compatible
+	// available offering of InstanceTypes[0]: what the node costs if EC2
+	// launches the cheapest option.
+	PriceUSDPerHour float64
+}

@@ -1,0 +1,387 @@
+package lint
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// segmentKind is how a piece of userData is executed or read on the node.
+type segmentKind int
+
+const (
+	segShell       segmentKind = iota // a shell script (text/x-shellscript, AL2/AL2023 plain)
+	segPowerShell                     // a PowerShell script (Windows)
+	segCloudConfig                    // cloud-init cloud-config YAML (runcmd/bootcmd are shell)
+	segNodeConfig                     // nodeadm NodeConfig YAML
+	segTOML                           // Bottlerocket settings
+	segOpaque                         // anything else: only secrets are looked for
+)
+
+// segment is a piece of userData and where it starts.
+type segment struct {
+	kind segmentKind
+	// text is the content.
+	text string
+	// line is the 1-based userData line of text's first line.
+	line int
+	// encoded means text was decoded from base64/quoted-printable: its
+	// lines do not map onto userData lines, so findings point at line.
+	encoded bool
+	// part is the 1-based MIME part number, 0 outside MIME.
+	part int
+}
+
+// lineOf maps a 0-based line index inside the segment to a userData line.
+func (s segment) lineOf(i int) int {
+	if s.encoded {
+		return s.line
+	}
+	return s.line + i
+}
+
+// where describes the location for messages about encoded parts.
+func (s segment) where(i int) string {
+	if s.encoded {
+		return fmt.Sprintf(" (MIME part %d, decoded line %d)", s.part, i+1)
+	}
+	return ""
+}
+
+// The node agents whose restart during boot makes a registered node flap
+// NotReady (issue P4): kubelet, and containerd, whose restart kills every
+// container's shim connection and makes kubelet's PLEG report NotReady.
+var nodeAgents = map[string]bool{"kubelet": true, "containerd": true}
+
+var (
+	// systemctl verbs that stop or restart a unit.
+	systemctlStopVerbs = map[string]bool{
+		"restart": true, "stop": true, "kill": true, "try-restart": true,
+		"reload-or-restart": true, "try-reload-or-restart": true,
+		"condrestart": true, "force-reload": true, "mask": true, "freeze": true,
+	}
+	// systemctl verbs that take the whole machine down.
+	systemctlPowerVerbs = map[string]bool{
+		"reboot": true, "poweroff": true, "halt": true, "kexec": true,
+		"soft-reboot": true, "rescue": true, "emergency": true,
+	}
+	// commands that reboot or power off on their own.
+	powerCommands = map[string]bool{"reboot": true, "poweroff": true, "halt": true, "shutdown": true}
+)
+
+// shellNodeRestart reports what a shell line does to kubelet, containerd
+// or the machine, or "" if nothing. It splits the line into simple commands
+// (on ; & | && || and command substitution) outside quotes, drops sudo,
+// env, nohup, exec, command and VAR=value prefixes, and looks at the
+// command name and its words. Comments are ignored.
+func shellNodeRestart(line string) string {
+	for _, cmd := range splitShellCommands(line) {
+		words := commandWords(cmd)
+		if len(words) == 0 {
+			continue
+		}
+		name := path.Base(words[0])
+		args := words[1:]
+		switch name {
+		case "systemctl":
+			verb, units := "", []string{}
+			for _, a := range args {
+				if strings.HasPrefix(a, "-") {
+					continue
+				}
+				if verb == "" {
+					verb = a
+					continue
+				}
+				units = append(units, strings.TrimSuffix(a, ".service"))
+			}
+			if systemctlPowerVerbs[verb] {
+				return "systemctl " + verb
+			}
+			if systemctlStopVerbs[verb] {
+				for _, u := range units {
+					if nodeAgents[u] {
+						return "systemctl " + verb + " " + u
+					}
+				}
+			}
+			if verb == "disable" || verb == "enable" {
+				// "systemctl disable --now kubelet" stops it; "enable --now" starts.
+				if verb == "disable" && contains(args, "--now") {
+					for _, u := range units {
+						if nodeAgents[u] {
+							return "systemctl disable --now " + u
+						}
+					}
+				}
+			}
+		case "service":
+			nonOpt := nonOptions(args)
+			if len(nonOpt) >= 2 && nodeAgents[nonOpt[0]] && (nonOpt[1] == "restart" || nonOpt[1] == "stop" || nonOpt[1] == "force-reload") {
+				return "service " + nonOpt[0] + " " + nonOpt[1]
+			}
+		case "pkill", "killall", "kill":
+			for _, a := range nonOptions(args) {
+				if nodeAgents[a] {
+					return name + " " + a
+				}
+			}
+		case "init", "telinit":
+			if n := nonOptions(args); len(n) > 0 && (n[0] == "0" || n[0] == "6") {
+				return name + " " + n[0]
+			}
+		default:
+			if powerCommands[name] {
+				if name == "shutdown" && contains(args, "-c") {
+					continue // cancels a pending shutdown
+				}
+				return strings.TrimSpace(name + " " + strings.Join(args, " "))
+			}
+		}
+	}
+	return ""
+}
+
+// powerShellNodeRestart is shellNodeRestart for PowerShell lines.
+func powerShellNodeRestart(line string) string {
+	lower := strings.ToLower(line)
+	mentionsAgent := strings.Contains(lower, "kubelet") || strings.Contains(lower, "containerd")
+	for _, cmd := range splitShellCommands(line) {
+		words := commandWords(cmd)
+		if len(words) == 0 {
+			continue
+		}
+		name := strings.ToLower(words[0])
+		switch name {
+		case "restart-service", "stop-service", "suspend-service":
+			if mentionsAgent {
+				return words[0] + " " + agentIn(lower)
+			}
+		case "restart-computer", "stop-computer":
+			return words[0]
+		case "shutdown", "shutdown.exe":
+			for _, a := range words[1:] {
+				if a = strings.ToLower(a); a == "/r" || a == "/s" || a == "-r" || a == "-s" || a == "/g" {
+					return "shutdown " + a
+				}
+			}
+		case "net", "net.exe", "sc", "sc.exe":
+			if n := nonOptions(words[1:]); len(n) >= 2 && strings.EqualFold(n[0], "stop") && nodeAgents[strings.ToLower(n[1])] {
+				return name + " stop " + n[1]
+			}
+		}
+	}
+	return ""
+}
+
+func agentIn(lower string) string {
+	if strings.Contains(lower, "kubelet") {
+		return "kubelet"
+	}
+	return "containerd"
+}
+
+// splitShellCommands splits a line into simple commands outside quotes. A
+// '#' that starts a word outside quotes ends the line (a comment).
+func splitShellCommands(line string) []string {
+	var cmds []string
+	var cur strings.Builder
+	quote := byte(0)
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			cmds = append(cmds, s)
+		}
+		cur.Reset()
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+			cur.WriteByte(c)
+		case c == '\'' || c == '"':
+			quote = c
+			cur.WriteByte(c)
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			flush()
+			return cmds
+		case c == ';' || c == '&' || c == '|' || c == '`' || c == '(' || c == ')' || c == '{' || c == '}':
+			flush()
+		case c == '$' && i+1 < len(line) && line[i+1] == '(':
+			flush()
+			i++
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return cmds
+}
+
+// shellPrefixes are words that run the next word as the command.
+var shellPrefixes = map[string]bool{
+	"sudo": true, "env": true, "nohup": true, "exec": true, "command": true,
+	"then": true, "do": true, "else": true, "elif": true, "if": true, "!": true,
+	"time": true, "nice": true, "ionice": true, "chroot": true, "timeout": true,
+}
+
+// commandWords returns the words of a simple command with quotes removed
+// and prefix words (sudo -u root, env A=b, VAR=value…) dropped.
+func commandWords(cmd string) []string {
+	fields := strings.Fields(cmd)
+	words := make([]string, 0, len(fields))
+	for _, f := range fields {
+		words = append(words, strings.Trim(f, `"'`))
+	}
+	for len(words) > 0 {
+		w := words[0]
+		switch {
+		case shellPrefixes[w]:
+			words = words[1:]
+			if (w == "chroot" || w == "timeout") && len(words) > 0 {
+				words = words[1:] // chroot DIR, timeout DURATION
+			}
+			// Options of the prefix (sudo -u root, nice -n 10).
+			for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+				opt := words[0]
+				words = words[1:]
+				if (opt == "-u" || opt == "-n" || opt == "-g") && len(words) > 0 {
+					words = words[1:]
+				}
+			}
+		case strings.Contains(w, "=") && !strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "="):
+			words = words[1:] // VAR=value
+		default:
+			return words
+		}
+	}
+	return words
+}
+
+func nonOptions(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// curl/wget of an http:// URL piped into a shell.
+	httpPipeRE = regexp.MustCompile(`(?i)\b(curl|wget)\b[^|;&]*\bhttp://[^|;&]*\|\s*(sudo\s+(-\S+\s+)*)?(\S*/)?(ba|da|z|k|fi)?sh\b`)
+	// sh <(curl http://…) and source <(curl http://…).
+	httpProcSubstRE = regexp.MustCompile(`(?i)(\b(ba|da|z|k)?sh|\bsource|(^|\s)\.)\s+(-\S+\s+)*<\(\s*(curl|wget)\b[^)]*\bhttp://`)
+	// PowerShell: Invoke-Expression over a web download of an http:// URL.
+	psHTTPExecRE = regexp.MustCompile(`(?i)\b(iex|invoke-expression)\b`)
+	psDownloadRE = regexp.MustCompile(`(?i)(downloadstring|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|\bcurl\b|\bwget\b)[^;]*http://`)
+)
+
+// httpPipe reports whether a line pipes a plain-http download to a shell.
+func httpPipe(line string, kind segmentKind) bool {
+	if kind == segPowerShell {
+		return psHTTPExecRE.MatchString(line) && psDownloadRE.MatchString(line)
+	}
+	return httpPipeRE.MatchString(line) || httpProcSubstRE.MatchString(line)
+}
+
+var (
+	// AWS access key IDs: 4-letter prefix + 16 upper-case alphanumerics
+	// (AWS IAM User Guide, "Understanding unique ID prefixes": AKIA long-term
+	// access key, ASIA temporary STS key).
+	accessKeyRE = regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`)
+	// A 40-character secret access key assigned to a name that says so
+	// (aws_secret_access_key, AWS_SECRET_ACCESS_KEY, SecretAccessKey, …).
+	secretKeyRE = regexp.MustCompile(`(?i)(secret_?access_?key|aws_?secret_?key|secretkey)["']?\s*(:=|=|:|\s)\s*["']?[A-Za-z0-9/+]{40}([^A-Za-z0-9/+=]|$)`)
+	// PEM private keys (RFC 7468 labels "PRIVATE KEY", "RSA PRIVATE KEY",
+	// "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY";
+	// also PGP's "PRIVATE KEY BLOCK").
+	privateKeyRE = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----`)
+)
+
+// scanSecrets reports access keys, secret keys and private keys in s. Values
+// are never echoed: only their first four characters.
+func scanSecrets(s segment) []Finding {
+	var out []Finding
+	for i, l := range splitLines(s.text) {
+		if m := accessKeyRE.FindString(l); m != "" {
+			out = append(out, userDataFinding(RuleUserDataAccessKey, s.lineOf(i),
+				fmt.Sprintf("contains an AWS access key ID (%s…)%s", m[:4], s.where(i)),
+				"remove it and rotate the key; grant access through the node IAM role (spec.role)"))
+		}
+		if secretKeyRE.MatchString(l) {
+			out = append(out, userDataFinding(RuleUserDataSecretKey, s.lineOf(i),
+				"contains an AWS secret access key"+s.where(i),
+				"remove it and rotate the key; grant access through the node IAM role (spec.role)"))
+		}
+		if privateKeyRE.MatchString(l) {
+			out = append(out, userDataFinding(RuleUserDataPrivateKey, s.lineOf(i),
+				"contains a PEM private key"+s.where(i),
+				"remove it and rotate the key; fetch it at boot from Secrets Manager or SSM with the node role"))
+		}
+	}
+	return out
+}
+
+// scanScript reports KX003 and KX007 in a script or cloud-config segment.
+func scanScript(s segment) []Finding {
+	var out []Finding
+	for i, l := range splitLines(s.text) {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		var what string
+		switch s.kind {
+		case segPowerShell:
+			what = powerShellNodeRestart(t)
+		case segCloudConfig:
+			what = shellNodeRestart(cloudConfigCommand(t))
+		default:
+			what = shellNodeRestart(t)
+		}
+		if what != "" {
+			out = append(out, userDataFinding(RuleUserDataNodeRestart, s.lineOf(i),
+				fmt.Sprintf("%q during boot makes the node flap NotReady%s", what, s.where(i)),
+				"remove it; configure kubelet via spec.kubelet and containerd via drop-in files written before the bootstrap, which starts them once"))
+		}
+		if httpPipe(t, s.kind) {
+			out = append(out, userDataFinding(RuleUserDataHTTPPipe, s.lineOf(i),
+				"pipes a plain-http download to a shell"+s.where(i),
+				"download over https, verify a checksum, then run the file"))
+		}
+	}
+	return out
+}
+
+// cloudConfigCommand turns a cloud-config list item ("- systemctl restart
+// kubelet" or "- [systemctl, restart, kubelet]") into a shell line.
+func cloudConfigCommand(t string) string {
+	t = strings.TrimSpace(strings.TrimPrefix(t, "-"))
+	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
+		t = strings.Trim(t, "[]")
+		parts := strings.Split(t, ",")
+		for i, p := range parts {
+			parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+		}
+		return strings.Join(parts, " ")
+	}
+	return strings.Trim(t, `"'`)
+}
+
+func userDataFinding(rule string, line int, msg, fix string) Finding {
+	return Finding{RuleID: rule, Severity: severityOf(rule), Field: "spec.userData", Line: line, Message: msg, Fix: fix}
+}

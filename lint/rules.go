@@ -1,0 +1,123 @@
+package lint
+
+// Rule IDs. They are stable: a rule may change its wording but never its ID,
+// and a removed rule's ID is never reused, so CI configurations that disable
+// a rule by ID keep meaning the same thing.
+const (
+	// RuleUserDataSize (KX001, deny): userData larger than EC2's limit.
+	RuleUserDataSize = "KX001"
+	// RuleUserDataParse (KX002, deny): userData that does not parse in the
+	// format of its AMI family.
+	RuleUserDataParse = "KX002"
+	// RuleUserDataNodeRestart (KX003, deny): userData that restarts or
+	// stops kubelet or containerd, or reboots or powers off the node.
+	RuleUserDataNodeRestart = "KX003"
+	// RuleUserDataAccessKey (KX004, deny): an AWS access key ID in userData.
+	RuleUserDataAccessKey = "KX004"
+	// RuleUserDataSecretKey (KX005, deny): an AWS secret access key in userData.
+	RuleUserDataSecretKey = "KX005"
+	// RuleUserDataPrivateKey (KX006, deny): a PEM private key in userData.
+	RuleUserDataPrivateKey = "KX006"
+	// RuleUserDataHTTPPipe (KX007, warning): a plain-http download piped
+	// to a shell or PowerShell's Invoke-Expression.
+	RuleUserDataHTTPPipe = "KX007"
+	// RuleUserDataOwnedSetting (KX008, warning): a Bottlerocket or
+	// NodeConfig setting that the autoscaler sets itself and overrides.
+	RuleUserDataOwnedSetting = "KX008"
+
+	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
+	// EC2NodeClass that does not exist.
+	RuleNodeClassMissing = "KX101"
+	// RuleRequirementsUnsatisfiable (KX102, warning): no instance type in
+	// the catalogue meets the NodePool's requirements.
+	RuleRequirementsUnsatisfiable = "KX102"
+	// RuleMinValuesUnsatisfiable (KX103, warning): the catalogue has fewer
+	// distinct values than a requirement's minValues.
+	RuleMinValuesUnsatisfiable = "KX103"
+	// RuleBudgetSchedule (KX104, deny): a disruption budget schedule that
+	// Karpenter's cron parser rejects.
+	RuleBudgetSchedule = "KX104"
+	// RuleNodeClassRefGroup (KX105, warning): nodeClassRef.group carries a
+	// version ("karpenter.k8s.aws/v1").
+	RuleNodeClassRefGroup = "KX105"
+)
+
+// Rule describes one check.
+type Rule struct {
+	// ID is the stable identifier, "KX001"…
+	ID string `json:"id"`
+	// Name is a short kebab-case name.
+	Name string `json:"name"`
+	// Kind is the resource kind checked: "EC2NodeClass" or "NodePool".
+	Kind string `json:"kind"`
+	// Severity is what the rule does when it fires.
+	Severity Severity `json:"severity"`
+	// Summary says what the rule catches.
+	Summary string `json:"summary"`
+	// Source names the document the rule or its constant comes from.
+	Source string `json:"source"`
+}
+
+var rules = []Rule{
+	{RuleUserDataSize, "userdata-size", "EC2NodeClass", SeverityDeny,
+		"spec.userData is larger than 16 KB (16,384 bytes) before base64; EC2 rejects the launch.",
+		"Amazon EC2 User Guide, \"Run commands when you launch an EC2 instance with user data input\": user data is limited to 16 KB in raw form, before base64 encoding."},
+	{RuleUserDataParse, "userdata-parse", "EC2NodeClass", SeverityDeny,
+		"spec.userData does not parse in the format of its AMI family (MIME multipart, NodeConfig YAML, Bottlerocket TOML, PowerShell tags); the launch would fail when the autoscaler merges it.",
+		"Karpenter docs, EC2NodeClasses, spec.userData (merge rules per AMI family); RFC 2045/2046 (MIME); eks nodeadm NodeConfig API node.eks.aws/v1alpha1; TOML v1.0.0."},
+	{RuleUserDataNodeRestart, "userdata-node-agent-restart", "EC2NodeClass", SeverityDeny,
+		"spec.userData restarts or stops kubelet or containerd, or reboots the node, during boot; the node registers, goes NotReady and flaps while pods are scheduled to it.",
+		"karpx issue P4 (NotReady flap after boot-time kubelet restarts); Karpenter docs, EC2NodeClasses, spec.userData (userData runs before the managed bootstrap)."},
+	{RuleUserDataAccessKey, "userdata-aws-access-key", "EC2NodeClass", SeverityDeny,
+		"spec.userData contains an AWS access key ID (AKIA…/ASIA…); userData is readable by anyone who can describe the instance or reach IMDS.",
+		"AWS IAM User Guide, \"Manage access keys for IAM users\" (key ID format); Amazon EC2 User Guide, user data is not encrypted and is visible via IMDS."},
+	{RuleUserDataSecretKey, "userdata-aws-secret-key", "EC2NodeClass", SeverityDeny,
+		"spec.userData contains an AWS secret access key.",
+		"AWS IAM User Guide, \"Manage access keys for IAM users\"; use the node IAM role instead."},
+	{RuleUserDataPrivateKey, "userdata-private-key", "EC2NodeClass", SeverityDeny,
+		"spec.userData contains a PEM private key (-----BEGIN … PRIVATE KEY-----).",
+		"RFC 7468 (PEM labels); Amazon EC2 User Guide, user data is not protected."},
+	{RuleUserDataHTTPPipe, "userdata-http-pipe-shell", "EC2NodeClass", SeverityWarning,
+		"spec.userData downloads over plain http and pipes the result to a shell; anyone on the path can run code as root on every node.",
+		"OWASP, \"Download of Code Without Integrity Check\" (CWE-494)."},
+	{RuleUserDataOwnedSetting, "userdata-autoscaler-owned-setting", "EC2NodeClass", SeverityWarning,
+		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
+		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values."},
+	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
+		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
+		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef."},
+	{RuleRequirementsUnsatisfiable, "nodepool-requirements-unsatisfiable", "NodePool", SeverityWarning,
+		"No instance type in karpx's catalogue (1,363 EC2 types) meets spec.template.spec.requirements; the NodePool can never launch a node.",
+		"Karpenter docs, NodePools, spec.template.spec.requirements and well-known labels; karpx catalogue (package catalog)."},
+	{RuleMinValuesUnsatisfiable, "nodepool-minvalues-unsatisfiable", "NodePool", SeverityWarning,
+		"A requirement's minValues is larger than the number of distinct values the catalogue offers under the NodePool's requirements; every launch fails the minValues check.",
+		"Karpenter docs, NodePools, spec.template.spec.requirements minValues."},
+	{RuleBudgetSchedule, "nodepool-budget-schedule", "NodePool", SeverityDeny,
+		"A spec.disruption.budgets[].schedule passes the CRD's pattern but not the cron parser Karpenter uses; Karpenter then blocks all disruption for the NodePool.",
+		"Karpenter docs, Disruption budgets (schedule uses cron syntax, UTC); sigs.k8s.io/karpenter pkg/apis/v1 Budget.IsActive (robfig/cron/v3 ParseStandard)."},
+	{RuleNodeClassRefGroup, "nodepool-nodeclassref-group", "NodePool", SeverityWarning,
+		"spec.template.spec.nodeClassRef.group contains a version (\"karpenter.k8s.aws/v1\"); the NodePool CRD requires a bare API group.",
+		"Karpenter NodePool CRD, nodeClassRef.group pattern ^[^/]*$."},
+}
+
+// Rules returns the rule table in ID order. The slice is a fresh copy.
+func Rules() []Rule {
+	out := make([]Rule, len(rules))
+	copy(out, rules)
+	return out
+}
+
+// RuleByID returns the rule with the given ID and whether it exists.
+func RuleByID(id string) (Rule, bool) {
+	for _, r := range rules {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+func severityOf(id string) Severity {
+	r, _ := RuleByID(id)
+	return r.Severity
+}

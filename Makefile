@@ -1,0 +1,127 @@
+# karpx Makefile. The two commands a newcomer needs:
+#   make demo   # local control plane + EC2 simulator + karpx provisioning real pods
+#   make test   # unit tests and end-to-end tests on the real control plane
+#
+# The control plane (kube-apiserver, kube-controller-manager, kube-scheduler,
+# etcd) and kwok are built from the Go module proxy at the versions pinned in
+# hack/controlplane/go.mod, hack/etcd/go.mod and KWOK_VERSION below, into
+# bin/, and rebuilt only when missing or when a pin changes.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath .)
+BIN := $(ROOT)/bin
+export GOTOOLCHAIN := local
+
+KWOK_VERSION ?= v0.8.0
+CONTROLLER_TOOLS_VERSION ?= v0.21.0
+KUBE_VERSION := $(shell cd hack/controlplane && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+ETCD_VERSION := $(shell cd hack/etcd && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+KARPX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
+KUBE_MINOR := $(word 2,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(KUBE_MAJOR) \
+	-X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
+
+KARPX_LDFLAGS := -X github.com/karpx/karpx/plugin.Version=$(KARPX_VERSION)
+
+# Test budget: CI has 90 minutes for everything, the control-plane build included.
+TEST_TIMEOUT ?= 25m
+
+CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)
+ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
+KWOK_STAMP := $(BIN)/.kwok-$(KWOK_VERSION)
+
+##@ Newcomer
+
+.PHONY: demo
+demo: tools build ## Run the demo: control plane, EC2 simulator, karpx provisioning a Deployment's pods.
+	PATH="$(BIN):$$PATH" go run ./hack/demo up
+
+.PHONY: demo-down
+demo-down: ## Stop the demo cluster, simulator and controller.
+	PATH="$(BIN):$$PATH" go run ./hack/demo down
+
+.PHONY: test
+test: tools build ## Run unit tests and the end-to-end tests on the real control plane.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+##@ Building
+
+.PHONY: build
+build: ## Build karpx's binaries into bin/.
+	go build -ldflags "$(KARPX_LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+.PHONY: tools
+tools: controlplane kwok ## Build every external binary the tests and the demo need.
+
+.PHONY: controlplane
+controlplane: $(CONTROLPLANE_STAMP) $(ETCD_STAMP) ## Build kube-apiserver, kube-controller-manager, kube-scheduler and etcd into bin/.
+
+$(CONTROLPLANE_STAMP): hack/controlplane/go.mod
+	@echo "building Kubernetes $(KUBE_VERSION) control plane from the Go module proxy (about 10 minutes on 2 cores, once)"
+	cd hack/controlplane && CGO_ENABLED=0 go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler
+	rm -f $(BIN)/.controlplane-* && touch $@
+
+.PHONY: kubectl
+kubectl: ## Build kubectl $(KUBE_VERSION) into bin/ (only needed where none is installed).
+	cd hack/controlplane && CGO_ENABLED=0 go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+
+$(ETCD_STAMP): hack/etcd/go.mod
+	@echo "building etcd $(ETCD_VERSION) from the Go module proxy"
+	cd hack/etcd && CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/etcd go.etcd.io/etcd/server/v3
+	rm -f $(BIN)/.etcd-* && touch $@
+
+.PHONY: kwok
+kwok: $(KWOK_STAMP) ## Build kwokctl and kwok (fake kubelet for nodes and pods) into bin/.
+
+$(KWOK_STAMP):
+	GOBIN=$(BIN) CGO_ENABLED=0 go install sigs.k8s.io/kwok/cmd/kwokctl@$(KWOK_VERSION) sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	rm -f $(BIN)/.kwok-* && touch $@
+
+$(BIN)/controller-gen:
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+##@ Development
+
+.PHONY: generate
+generate: $(BIN)/controller-gen ## Regenerate deepcopy code and CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter).
+	$(BIN)/controller-gen object paths=./apis/...
+	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
+	install -m 0644 $$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)/pkg/apis/crds/karpenter.sh_*.yaml manifests/crds/
+
+.PHONY: unit
+unit: ## Run only the tests that need no control plane.
+	go test -count=1 -short ./...
+
+.PHONY: vet
+vet: ## gofmt and go vet.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go vet ./...
+
+.PHONY: bench
+bench: tools build ## Run the benchmarks and scripted measurements; prints figures.
+	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
+
+.PHONY: install-plugin
+install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).
+	install -m 0755 $(BIN)/kubectl-karpx $$(go env GOPATH)/bin/kubectl-karpx
+
+.PHONY: clean
+clean: ## Remove karpx's binaries (keeps the cached control plane).
+	rm -f $(BIN)/karpx-controller $(BIN)/karpx-webhook $(BIN)/kubectl-karpx $(BIN)/ec2sim
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,435 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+// Index names registered by IndexFields.
+const (
+	// NodeProviderIDField indexes Nodes by spec.providerID.
+	NodeProviderIDField = "spec.providerID"
+	// NodeClaimProviderIDField indexes NodeClaims by status.providerID.
+	NodeClaimProviderIDField = "status.providerID"
+)
+
+// Options configure the lifecycle controller.
+type Options struct {
+	// RegistrationTTL is how long a launched NodeClaim may wait for its
+	// Node. Default 15m, Karpenter's registration TTL.
+	RegistrationTTL time.Duration
+	// LaunchBackoffBase is the first wait after a persistent launch error;
+	// it doubles per consecutive failure up to LaunchBackoffMax.
+	// Defaults 30s and 10m.
+	LaunchBackoffBase, LaunchBackoffMax time.Duration
+}
+
+// Controller reconciles NodeClaims through their lifecycle.
+type Controller struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	opts     Options
+	now      func() time.Time
+
+	mu       sync.Mutex
+	failures map[types.UID]int
+}
+
+// New returns a lifecycle Controller with defaults filled in.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Controller {
+	if opts.RegistrationTTL <= 0 {
+		opts.RegistrationTTL = 15 * time.Minute
+	}
+	if opts.LaunchBackoffBase <= 0 {
+		opts.LaunchBackoffBase = 30 * time.Second
+	}
+	if opts.LaunchBackoffMax <= 0 {
+		opts.LaunchBackoffMax = 10 * time.Minute
+	}
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now, failures: map[types.UID]int{}}
+}
+
+// IndexFields registers the providerID indexes on Nodes and NodeClaims.
+func IndexFields(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDField, func(o client.Object) []string {
+		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDField, func(o client.Object) []string {
+		if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	})
+}
+
+// Register adds the controller to mgr: it reconciles NodeClaims and is woken
+// by changes to the Node with the same providerID.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaim)).
+		Complete(c)
+}
+
+func (c *Controller) nodeToNodeClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &list, client.MatchingFields{NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}
+
+// Reconcile advances one NodeClaim by as many phases as the world allows.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
+	ctx = logr.NewContext(ctx, log)
+
+	if !nc.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		stored := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+		if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		return c.launch(ctx, nc)
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+		return c.register(ctx, nc)
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		return c.initialize(ctx, nc)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	launched, err := c.cloud.Create(ctx, nc)
+	if err != nil {
+		return c.launchFailed(ctx, nc, err)
+	}
+	c.mu.Lock()
+	delete(c.failures, nc.UID)
+	c.mu.Unlock()
+
+	stored := nc.DeepCopy()
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range launched.Labels {
+		nc.Labels[k] = v
+	}
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		// The instance exists and is tagged with this NodeClaim's name; the
+		// next attempt finds it through Create's idempotency or garbage
+		// collection, so nothing leaks.
+		return reconcile.Result{}, fmt.Errorf("recording labels of launched instance %s: %w", launched.Status.ProviderID, err)
+	}
+	stored = nc.DeepCopy()
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeRegistered, "AwaitingNode", "waiting for the Node to join")
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("recording launch of %s: %w", launched.Status.ProviderID, err)
+	}
+	log.Info("launched", "providerID", nc.Status.ProviderID,
+		"instanceType", nc.Labels[corev1.LabelInstanceTypeStable], "zone", nc.Labels[corev1.LabelTopologyZone],
+		"capacityType", nc.Labels[karpv1.CapacityTypeLabelKey])
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Launched", "launched %s (%s, %s)", nc.Status.ProviderID,
+		nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[karpv1.CapacityTypeLabelKey])
+	return reconcile.Result{RequeueAfter: c.opts.RegistrationTTL}, nil
+}
+
+// launchFailed classifies a Create error. ICE deletes the NodeClaim so the
+// provisioner re-plans with other offerings; persistent errors are recorded
+// on the NodeClaim and retried after an exponential backoff; anything else
+// is transient and retried with the controller's rate limiter.
+func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err error) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	var ice *cloudprovider.InsufficientCapacityError
+	var launchErr *cloudprovider.LaunchError
+	var notReady *cloudprovider.NodeClassNotReadyError
+	switch {
+	case errors.As(err, &ice):
+		log.Info("no capacity for any offering; deleting NodeClaim so the provisioner picks others", "error", err.Error())
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacity", "%v", err)
+		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	case errors.As(err, &launchErr), errors.As(err, &notReady):
+		reason, code := "LaunchFailed", ""
+		if launchErr != nil {
+			code = launchErr.Code
+		} else {
+			reason = "NodeClassNotReady"
+		}
+		c.mu.Lock()
+		c.failures[nc.UID]++
+		n := c.failures[nc.UID]
+		c.mu.Unlock()
+		wait := backoff(c.opts.LaunchBackoffBase, c.opts.LaunchBackoffMax, n)
+		log.Info("launch failed; backing off", "reason", reason, "code", code, "attempt", n, "retryIn", wait.String(), "error", err.Error())
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, reason, "attempt %d, retrying in %s: %v", n, wait, err)
+		stored := nc.DeepCopy()
+		nc.StatusConditions().SetFalse(karpv1.ConditionTypeLaunched, reason, truncate(err.Error(), 1024))
+		if perr := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); perr != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(perr)
+		}
+		return reconcile.Result{RequeueAfter: wait}, nil
+	default:
+		return reconcile.Result{}, fmt.Errorf("launching: %w", err)
+	}
+}
+
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node == nil {
+		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+		waited := c.now().Sub(launched.LastTransitionTime.Time)
+		if waited >= c.opts.RegistrationTTL {
+			log.Info("node did not register in time; deleting NodeClaim and terminating its instance",
+				"providerID", nc.Status.ProviderID, "registrationTTL", c.opts.RegistrationTTL.String())
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, "RegistrationTimeout",
+				"no Node with providerID %s registered within %s; terminating the instance (check the EC2NodeClass userData and the node's bootstrap logs)",
+				nc.Status.ProviderID, c.opts.RegistrationTTL)
+			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		}
+		return reconcile.Result{RequeueAfter: c.opts.RegistrationTTL - waited}, nil
+	}
+
+	stored := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredTaintKey)
+	for _, t := range nc.Spec.Taints {
+		if !hasTaint(node.Spec.Taints, t) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+		}
+	}
+	if err := controllerutil.SetOwnerReference(nc, node, c.kube.Scheme()); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+
+	storedNC := nc.DeepCopy()
+	nc.Status.NodeName = node.Name
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+	nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "AwaitingReady", "waiting for the Node to be Ready without startup taints")
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.Info("registered", "Node", node.Name)
+	return c.initialize(ctx, nc)
+}
+
+// ephemeralTaints are set by Kubernetes itself while a node starts or
+// loses contact; they never mean the node is unfit. Source: Karpenter's
+// KnownEphemeralTaints (sigs.k8s.io/karpenter pkg/scheduling/taints.go).
+var ephemeralTaints = []string{
+	corev1.TaintNodeNotReady,
+	corev1.TaintNodeUnreachable,
+	corev1.TaintNodeNetworkUnavailable,
+	"node.cloudprovider.kubernetes.io/uninitialized",
+	karpv1.UnregisteredTaintKey,
+}
+
+func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil {
+		return reconcile.Result{}, err
+	}
+	if reason := notInitialized(nc, node); reason != "" {
+		stored := nc.DeepCopy()
+		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", reason)
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		return reconcile.Result{}, nil // the Node watch wakes us
+	}
+	stored := node.DeepCopy()
+	node.Labels[karpv1.NodeInitializedLabelKey] = "true"
+	if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	storedNC := nc.DeepCopy()
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("initialized", "Node", node.Name)
+	return reconcile.Result{}, nil
+}
+
+// notInitialized returns why node is not initialised yet, or "".
+func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) string {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return "Node is not Ready"
+	}
+	for _, t := range node.Spec.Taints {
+		for _, st := range nc.Spec.StartupTaints {
+			if t.MatchTaint(&st) {
+				return fmt.Sprintf("startup taint %s still present", t.ToString())
+			}
+		}
+		for _, key := range ephemeralTaints {
+			if t.Key == key {
+				return fmt.Sprintf("taint %s still present", t.ToString())
+			}
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods ||
+			name == corev1.ResourceEphemeralStorage || q.IsZero() {
+			continue
+		}
+		if a, ok := node.Status.Allocatable[name]; !ok || a.IsZero() {
+			return fmt.Sprintf("requested resource %s not allocatable yet", name)
+		}
+	}
+	return ""
+}
+
+// finalize terminates the instance, deletes the Node and releases the
+// NodeClaim. A cloud error keeps the finalizer and retries: the NodeClaim is
+// never released while its instance may still run.
+func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if nc.Status.ProviderID != "" {
+		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
+		}
+		node, err := c.nodeFor(ctx, nc)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if node != nil {
+			if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting Node %s: %w", node.Name, err)
+			}
+		}
+		log.Info("terminated", "providerID", nc.Status.ProviderID)
+	}
+	stored := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
+	c.mu.Lock()
+	delete(c.failures, nc.UID)
+	c.mu.Unlock()
+	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Patch(ctx, nc, client.MergeFrom(stored)))
+}
+
+func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	var nodes corev1.NodeList
+	if err := c.kube.List(ctx, &nodes, client.MatchingFields{NodeProviderIDField: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing Nodes with providerID %s: %w", nc.Status.ProviderID, err)
+	}
+	switch len(nodes.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &nodes.Items[0], nil
+	default:
+		return nil, fmt.Errorf("%d Nodes share providerID %s; delete the stale ones", len(nodes.Items), nc.Status.ProviderID)
+	}
+}
+
+func backoff(base, maxWait time.Duration, attempt int) time.Duration {
+	d := time.Duration(float64(base) * math.Pow(2, float64(attempt-1)))
+	if d <= 0 || d > maxWait {
+		return maxWait
+	}
+	return d
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := taints[:0:0]
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}

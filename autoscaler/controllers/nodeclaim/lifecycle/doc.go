@@ -1,0 +1,18 @@
+// Package lifecycle moves each NodeClaim through Karpenter's phases:
+//
+//	Launched    – the CloudProvider created the instance; providerID, image,
+//	              capacity and the instance's labels are recorded.
+//	Registered  – a Node with that providerID joined; karpx syncs the
+//	              NodeClaim's labels and taints onto it, removes the
+//	              karpenter.sh/unregistered taint and owns the Node.
+//	Initialized – the Node is Ready, its startup taints and the known
+//	              ephemeral taints are gone, and every requested extended
+//	              resource is allocatable.
+//
+// A NodeClaim whose Node has not registered within the registration TTL is
+// deleted; deletion (the karpenter.sh/termination finalizer) terminates the
+// instance, then deletes the Node. Launch errors become Warning events on the
+// NodeClaim and a backoff, never a hot loop; only ICE (insufficient
+// capacity) deletes the NodeClaim at once, so the provisioner re-plans with
+// other offerings.
+package lifecycle

@@ -1,0 +1,82 @@
+package provisioning
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// PodNodeNameField indexes pods by spec.nodeName in the manager's cache.
+const PodNodeNameField = "spec.nodeName"
+
+// IndexFields registers the cache indexes the Provisioner needs. It returns
+// the indexer's error (a duplicate registration).
+func IndexFields(ctx context.Context, mgr manager.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodNodeNameField, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	})
+}
+
+// IsProvisionable reports whether the autoscaler should find room for the
+// pod: not bound, not terminating, not finished, not a DaemonSet pod (those
+// follow nodes), and marked Unschedulable by kube-scheduler. Pods the
+// scheduler has not tried yet are left to it, as Karpenter does.
+func IsProvisionable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "DaemonSet" {
+			return false
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// triggerer is a reconciler that only triggers the Provisioner.
+type triggerer struct{ p *Provisioner }
+
+func (t triggerer) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	t.p.Trigger()
+	return reconcile.Result{}, nil
+}
+
+// Register adds to mgr the Provisioner and the watches that trigger it:
+// provisionable pods, NodeClaim deletions (their pods become pending again)
+// and NodePool changes.
+func Register(mgr manager.Manager, p *Provisioner) error {
+	if err := mgr.Add(p); err != nil {
+		return err
+	}
+	if err := builder.ControllerManagedBy(mgr).Named("provisioning.pods").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return IsProvisionable(o.(*corev1.Pod))
+		}))).Complete(triggerer{p}); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(mgr).Named("provisioning.nodepools").
+		For(&karpv1.NodePool{}).
+		Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).Complete(triggerer{p})
+}

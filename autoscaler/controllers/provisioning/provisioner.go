@@ -1,0 +1,385 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+)
+
+// Options configure the Provisioner.
+type Options struct {
+	// BatchIdleDuration ends a batch window when no new trigger arrived for
+	// this long. Karpenter's default BATCH_IDLE_DURATION is 1s.
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration ends a batch window at most this long after it
+	// opened. Karpenter's default BATCH_MAX_DURATION is 10s.
+	BatchMaxDuration time.Duration
+	// ResyncPeriod re-runs a pass even without triggers, so a lost watch
+	// event cannot leave pods pending. Default 30s.
+	ResyncPeriod time.Duration
+	// InitializedGrace keeps counting a NodeClaim's free capacity for this
+	// long after it became Initialized, while kube-scheduler binds the pods
+	// that were planned for it. Without it, pods still pending in the
+	// instant between initialisation and binding would be provisioned for
+	// a second time (problem P4). Default 60s.
+	InitializedGrace time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.BatchIdleDuration <= 0 {
+		o.BatchIdleDuration = time.Second
+	}
+	if o.BatchMaxDuration < o.BatchIdleDuration {
+		o.BatchMaxDuration = 10 * time.Second
+	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = 30 * time.Second
+	}
+	if o.InitializedGrace <= 0 {
+		o.InitializedGrace = time.Minute
+	}
+}
+
+// Provisioner creates NodeClaims for pending pods. It implements
+// manager.Runnable and runs only on the leader.
+type Provisioner struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	opts     Options
+	trigger  chan struct{}
+	now      func() time.Time
+}
+
+// NewProvisioner returns a Provisioner. kube must be a cached client of a
+// manager whose cache indexes pods by spec.nodeName (see IndexFields).
+func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Provisioner {
+	opts.defaults()
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, opts: opts, trigger: make(chan struct{}, 1), now: time.Now}
+}
+
+// Trigger asks for a provisioning pass; it never blocks, and triggers that
+// arrive during a batch window join it.
+func (p *Provisioner) Trigger() {
+	select {
+	case p.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection makes the Provisioner run only on the leader.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Start runs batch windows and passes until ctx is done. It returns nil on
+// shutdown; errors of a pass are logged and retried at the next trigger or
+// resync.
+func (p *Provisioner) Start(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx).WithName("provisioner")
+	resync := time.NewTicker(p.opts.ResyncPeriod)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.trigger:
+		case <-resync.C:
+		}
+		if !p.batch(ctx) {
+			return nil
+		}
+		if _, err := p.Schedule(logr.NewContext(ctx, log)); err != nil && ctx.Err() == nil {
+			log.Error(err, "provisioning pass failed; retrying at the next trigger")
+		}
+	}
+}
+
+// batch waits until no trigger arrived for BatchIdleDuration, or
+// BatchMaxDuration passed; false means ctx ended.
+func (p *Provisioner) batch(ctx context.Context) bool {
+	idle := time.NewTimer(p.opts.BatchIdleDuration)
+	defer idle.Stop()
+	maxWait := time.NewTimer(p.opts.BatchMaxDuration)
+	defer maxWait.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-p.trigger:
+			if !idle.Stop() {
+				<-idle.C
+			}
+			idle.Reset(p.opts.BatchIdleDuration)
+		case <-idle.C:
+			return true
+		case <-maxWait.C:
+			return true
+		}
+	}
+}
+
+// PassResult summarises one provisioning pass.
+type PassResult struct {
+	// Pending is the number of provisionable pods seen.
+	Pending int
+	// Created are the names of the NodeClaims created.
+	Created []string
+	// InFlight is the number of pods expected to land on NodeClaims that
+	// are still launching or initialising.
+	InFlight int
+	// Unschedulable is the number of pods no NodePool can take.
+	Unschedulable int
+}
+
+// Schedule runs one provisioning pass from the current cluster state and
+// returns what it did. It returns an error when the state cannot be read or
+// a NodeClaim cannot be created; pods it could not place get a Warning event
+// naming the reason.
+func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	var res PassResult
+
+	var podList corev1.PodList
+	if err := p.kube.List(ctx, &podList); err != nil {
+		return res, fmt.Errorf("listing pods: %w", err)
+	}
+	var pending, daemonSetPods []*corev1.Pod
+	for i := range podList.Items {
+		pod := &podList.Items[i]
+		if IsProvisionable(pod) {
+			pending = append(pending, pod)
+		}
+	}
+	res.Pending = len(pending)
+	if len(pending) == 0 {
+		return res, nil
+	}
+
+	var nodePools karpv1.NodePoolList
+	if err := p.kube.List(ctx, &nodePools); err != nil {
+		return res, fmt.Errorf("listing NodePools: %w", err)
+	}
+	var nodeClaims karpv1.NodeClaimList
+	if err := p.kube.List(ctx, &nodeClaims); err != nil {
+		return res, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+
+	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods}
+	typesByPool := map[string][]*cloudprovider.InstanceType{}
+	for i := range nodePools.Items {
+		np := &nodePools.Items[i]
+		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		its, err := p.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			// Transient or persistent, the pool is skipped for this pass
+			// only; the next pass asks again.
+			log.Error(err, "skipping NodePool: its instance types are not available", "NodePool", np.Name)
+			p.recorder.Eventf(np, corev1.EventTypeWarning, "InstanceTypesUnavailable", "instance types not available, NodePool skipped: %v", err)
+			continue
+		}
+		typesByPool[np.Name] = its
+		in.NodePools = append(in.NodePools, scheduling.NodePoolInput{
+			NodePool:      np,
+			InstanceTypes: its,
+			Remaining:     remaining(np, nodeClaims.Items),
+		})
+	}
+	if len(in.NodePools) == 0 {
+		return res, errors.New("no NodePool can launch nodes: create a NodePool whose EC2NodeClass resolves")
+	}
+
+	for i := range nodeClaims.Items {
+		nc := &nodeClaims.Items[i]
+		if n, ok, err := p.inFlight(ctx, nc, typesByPool[nc.Labels[karpv1.NodePoolLabelKey]]); err != nil {
+			return res, err
+		} else if ok {
+			in.InFlight = append(in.InFlight, n)
+		}
+	}
+
+	out := scheduling.Solve(in)
+	for _, pods := range out.ExistingPlacements {
+		res.InFlight += len(pods)
+	}
+	for _, pod := range pending {
+		if err, ok := out.Unschedulable[pod.UID]; ok {
+			res.Unschedulable++
+			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedProvisioning", "karpx cannot launch a node for this pod: %v", err)
+		}
+	}
+
+	var errs []error
+	for _, plan := range out.NewNodeClaims {
+		nc := plan.NodeClaim()
+		if err := p.kube.Create(ctx, nc); err != nil {
+			errs = append(errs, fmt.Errorf("creating NodeClaim for NodePool %q: %w", plan.NodePool.Name, err))
+			continue
+		}
+		res.Created = append(res.Created, nc.Name)
+		log.Info("created NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
+			"pods", len(plan.Pods), "instanceTypes", len(plan.InstanceTypes),
+			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
+		for _, pod := range plan.Pods {
+			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+		}
+	}
+	// The next pass must see these NodeClaims, or it would provision the
+	// same pods again: wait until the informer cache has them.
+	if err := p.waitForCache(ctx, res.Created); err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// inFlight describes a NodeClaim that can still take pods the cluster does
+// not see yet: launching, registering, initialising, or initialised less
+// than InitializedGrace ago. Its free capacity is its allocatable (or, before
+// launch, the smallest allocatable among its candidate instance types) minus
+// the requests of pods already bound to its node.
+func (p *Provisioner) inFlight(ctx context.Context, nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) (scheduling.ExistingNode, bool, error) {
+	if !nc.DeletionTimestamp.IsZero() {
+		return scheduling.ExistingNode{}, false, nil
+	}
+	if cond := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); cond != nil && cond.IsTrue() &&
+		p.now().Sub(cond.LastTransitionTime.Time) > p.opts.InitializedGrace {
+		return scheduling.ExistingNode{}, false, nil
+	}
+	allocatable := nc.Status.Allocatable
+	if len(allocatable) == 0 {
+		allocatable = smallestAllocatable(nc, poolTypes)
+	}
+	if len(allocatable) == 0 {
+		return scheduling.ExistingNode{}, false, nil
+	}
+	available := allocatable.DeepCopy()
+	if nc.Status.NodeName != "" {
+		var bound corev1.PodList
+		if err := p.kube.List(ctx, &bound, client.MatchingFields{PodNodeNameField: nc.Status.NodeName}); err != nil {
+			return scheduling.ExistingNode{}, false, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
+		}
+		for i := range bound.Items {
+			pod := &bound.Items[i]
+			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			subtract(available, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+			subtract(available, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+		}
+	}
+	labels := map[string]string{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	name := nc.Status.NodeName
+	if name == "" {
+		name = "nodeclaim/" + nc.Name
+	}
+	return scheduling.ExistingNode{Name: name, Labels: labels, Taints: nc.Spec.Taints, Available: available}, true, nil
+}
+
+// smallestAllocatable is, per resource, the minimum allocatable across the
+// NodeClaim's candidate instance types: whichever one EC2 launches offers at
+// least that much.
+func smallestAllocatable(nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) corev1.ResourceList {
+	var names []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			names = r.Values
+		}
+	}
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range poolTypes {
+		byName[it.Name] = it
+	}
+	var out corev1.ResourceList
+	for _, n := range names {
+		it, ok := byName[n]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = it.Allocatable.DeepCopy()
+			continue
+		}
+		for k, q := range out {
+			other, ok := it.Allocatable[k]
+			if !ok {
+				delete(out, k)
+			} else if other.Cmp(q) < 0 {
+				out[k] = other.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// remaining is the NodePool's spec.limits minus the capacity of its
+// NodeClaims (their requested resources before launch); nil when the pool
+// has no limits.
+func remaining(np *karpv1.NodePool, nodeClaims []karpv1.NodeClaim) corev1.ResourceList {
+	if len(np.Spec.Limits) == 0 {
+		return nil
+	}
+	left := corev1.ResourceList(np.Spec.Limits).DeepCopy()
+	for i := range nodeClaims {
+		nc := &nodeClaims[i]
+		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
+			continue
+		}
+		used := nc.Status.Capacity
+		if len(used) == 0 {
+			used = nc.Spec.Resources.Requests
+		}
+		subtract(left, used)
+		if _, ok := left["nodes"]; ok {
+			subtract(left, corev1.ResourceList{"nodes": *resource.NewQuantity(1, resource.DecimalSI)})
+		}
+	}
+	return left
+}
+
+func subtract(from, what corev1.ResourceList) {
+	for k, q := range what {
+		if cur, ok := from[k]; ok {
+			cur.Sub(q)
+			from[k] = cur
+		}
+	}
+}
+
+func (p *Provisioner) waitForCache(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			var nc karpv1.NodeClaim
+			if err := p.kube.Get(ctx, types.NamespacedName{Name: n}, &nc); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,118 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	karpapis "sigs.k8s.io/karpenter/pkg/apis"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
+)
+
+// Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
+// karpenter.sh/v1 (NodePool, NodeClaim) and karpx's karpenter.k8s.aws/v1
+// (EC2NodeClass).
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilMust(clientgoscheme.AddToScheme(s))
+	utilMust(ec2v1.AddToScheme(s))
+	// sigs.k8s.io/karpenter registers its types only into client-go's
+	// global scheme; karpx keeps its own scheme and adds them here.
+	karpenterGV := schema.GroupVersion{Group: karpapis.Group, Version: "v1"}
+	s.AddKnownTypes(karpenterGV, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	metav1.AddToGroupVersion(s, karpenterGV)
+	return s
+}
+
+func utilMust(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// CloudProviderFactory builds the CloudProvider once the manager's client
+// exists (the AWS provider reads EC2NodeClasses through it).
+type CloudProviderFactory func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error)
+
+// Operator is a configured autoscaler, ready to Start.
+type Operator struct {
+	// Manager is the controller-runtime manager every controller runs in.
+	Manager manager.Manager
+	// Provisioner is the pending-pods → NodeClaims loop.
+	Provisioner *provisioning.Provisioner
+	// CloudProvider is the cloud seam the controllers use.
+	CloudProvider cloudprovider.CloudProvider
+}
+
+// New builds the manager and registers every controller. It returns an error
+// when the options are invalid, the API server is unreachable, or the cloud
+// provider cannot be built.
+func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProviderFactory) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Logger:                  logr.FromContextOrDiscard(ctx),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "karpx-leader-election",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	cloud, err := newCloud(ctx, mgr.GetClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating cloud provider: %w", err)
+	}
+	if err := provisioning.IndexFields(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := lifecycle.IndexFields(ctx, mgr); err != nil {
+		return nil, err
+	}
+	prov := provisioning.NewProvisioner(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), provisioning.Options{
+		BatchIdleDuration: opts.BatchIdleDuration,
+		BatchMaxDuration:  opts.BatchMaxDuration,
+	})
+	if err := provisioning.Register(mgr, prov); err != nil {
+		return nil, fmt.Errorf("registering provisioning: %w", err)
+	}
+	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), lifecycle.Options{RegistrationTTL: opts.RegistrationTTL})
+	if err := lc.Register(mgr); err != nil {
+		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return &Operator{Manager: mgr, Provisioner: prov, CloudProvider: cloud}, nil
+}
+
+// Start runs every controller until ctx is done.
+func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }

@@ -1,0 +1,105 @@
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Options configure the autoscaler. Every field has a flag and an
+// environment variable (the flag name upper-cased with "-" → "_", e.g.
+// CLUSTER_NAME); flags win over the environment.
+type Options struct {
+	// ClusterName is the EKS cluster name, used in tags and in the
+	// karpenter.sh/discovery selectors of the examples. Required.
+	ClusterName string
+	// ClusterEndpoint is the API server URL written into node userData.
+	ClusterEndpoint string
+	// Region is the AWS region, e.g. "us-east-1". Default: AWS_REGION or us-east-1.
+	Region string
+	// EC2Endpoint, when set, overrides the EC2 endpoint (the loopback
+	// simulator in tests and the demo). Empty means the real regional endpoint.
+	EC2Endpoint string
+	// SSMEndpoint overrides the SSM endpoint; defaults to EC2Endpoint when that is set.
+	SSMEndpoint string
+	// KubernetesVersion selects the AMI alias SSM parameters, e.g. "1.35".
+	KubernetesVersion string
+	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
+	// before the instance is terminated. Default 15m, Karpenter's registration TTL.
+	RegistrationTTL time.Duration
+	// BatchIdleDuration is how long the provisioner waits for more pending
+	// pods after the last one arrived. Default 1s, Karpenter's BATCH_IDLE_DURATION.
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration caps one provisioning batch window. Default 10s,
+	// Karpenter's BATCH_MAX_DURATION.
+	BatchMaxDuration time.Duration
+	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
+	HealthProbeBindAddress string
+	// LeaderElection enables leader election (Lease in LeaderElectionNamespace). Default true.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
+	LeaderElectionNamespace string
+}
+
+// AddFlags registers every option on fs with its environment default.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", ""), "EKS cluster name (required); used in tags and discovery selectors")
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "API server URL written into node userData")
+	fs.StringVar(&o.Region, "region", env("AWS_REGION", "us-east-1"), "AWS region")
+	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", env("EC2_ENDPOINT", ""), "override the EC2 endpoint URL (e.g. the loopback simulator)")
+	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", "1.35"), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35")
+	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("POD_NAMESPACE", "kube-system"), "namespace of the leader-election Lease")
+}
+
+// Validate checks the options and fills defaults. It returns an error naming
+// the flag to fix.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ClusterName == "" {
+		errs = append(errs, errors.New("--cluster-name (CLUSTER_NAME) is required: set it to the cluster's name, as used in the karpenter.sh/discovery tags"))
+	}
+	if o.Region == "" {
+		errs = append(errs, errors.New("--region (AWS_REGION) is required"))
+	}
+	if o.SSMEndpoint == "" {
+		o.SSMEndpoint = o.EC2Endpoint
+	}
+	if o.RegistrationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
+	}
+	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration < o.BatchIdleDuration {
+		errs = append(errs, fmt.Errorf("--batch-idle-duration %s / --batch-max-duration %s: want 0 < idle <= max", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	if o.KubernetesVersion == "" || strings.Count(o.KubernetesVersion, ".") != 1 {
+		errs = append(errs, fmt.Errorf("--kubernetes-version %q: want MAJOR.MINOR, e.g. 1.35", o.KubernetesVersion))
+	}
+	return errors.Join(errs...)
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(key); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}

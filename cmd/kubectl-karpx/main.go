@@ -1,0 +1,18 @@
+// Command kubectl-karpx is the kubectl plugin run as `kubectl karpx`. All of
+// its behaviour lives in github.com/karpx/karpx/plugin/cmd.
+package main
+
+import (
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/karpx/karpx/plugin/cmd"
+)
+
+func main() {
+	root := cmd.NewCmdKarpx(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
+	}
+}

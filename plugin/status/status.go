@@ -1,0 +1,312 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/plugin/cluster"
+)
+
+// Messages written to the error stream, as kubectl's "No resources found",
+// when a table would be empty.
+const (
+	NoNodePoolsMessage  = "No NodePools found."
+	NoNodeClaimsMessage = "No NodeClaims found."
+)
+
+// formatWide is the -o value that adds the priority-1 columns to the tables.
+const formatWide = "wide"
+
+const statusLong = `Show the cluster's Karpenter NodePools and NodeClaims.
+
+The NodePools table shows, for each pool, its node class, the number of
+NodeClaims labelled karpenter.sh/nodepool with its name, the CPU (cores)
+and memory those NodeClaims provide against the pool's spec.limits ("-"
+when unlimited), its Ready condition and its weight.
+
+The NodeClaims table shows each claim's pool, instance type, zone, capacity
+type, phase (Pending, Launched, Registered, Initialized or Terminating, from
+its status conditions; Unknown before Karpenter reports on it), node and
+age. -o wide adds the provider ID and image.
+
+With -o json, yaml, name or a template, the NodePools and NodeClaims are
+printed as one v1 List, NodePools first. When a table would be empty,
+"No NodePools found." or "No NodeClaims found." is written to stderr.`
+
+const statusExample = `  # Show all NodePools and NodeClaims
+  kubectl karpx status
+
+  # Only the pool "default" and its NodeClaims, with provider IDs and images
+  kubectl karpx status --nodepool default -o wide
+
+  # The same objects as a v1 List in YAML
+  kubectl karpx status --nodepool default -o yaml`
+
+// Options are the inputs of `kubectl karpx status`. NewOptions fills in the
+// defaults; Complete, Validate and Run are called in that order.
+type Options struct {
+	genericiooptions.IOStreams
+
+	// Factory builds the client that lists NodePools and NodeClaims.
+	Factory cluster.Factory
+	// PrintFlags hold -o and the template flags. An empty or "wide" output
+	// format prints tables; any other format prints a v1 List.
+	PrintFlags *genericclioptions.PrintFlags
+	// NoHeaders omits the tables' header rows (--no-headers).
+	NoHeaders bool
+	// NodePool, when not empty, restricts the output to the NodePool of
+	// that name and the NodeClaims labelled karpenter.sh/nodepool with it
+	// (--nodepool).
+	NodePool string
+	// Now returns the current time, from which ages are measured. Complete
+	// sets it to time.Now when it is nil.
+	Now func() time.Time
+
+	client  client.Reader
+	printer printers.ResourcePrinter // nil for tables
+	wide    bool
+}
+
+// NewOptions returns Options that write to streams and read through f.
+func NewOptions(f cluster.Factory, streams genericiooptions.IOStreams) *Options {
+	return &Options{
+		IOStreams:  streams,
+		Factory:    f,
+		PrintFlags: genericclioptions.NewPrintFlags(""),
+	}
+}
+
+// NewCmd returns the `status` command, reading through f and writing to
+// streams.
+func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmd(NewOptions(f, streams))
+}
+
+// newCmd returns the `status` command running o, which tests prepare with
+// a fixed clock.
+func newCmd(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "status [--nodepool NAME] [-o wide|json|yaml|name]",
+		Short:   "Show NodePools and NodeClaims with capacity, limits and phases",
+		Long:    statusLong,
+		Example: statusExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the command's flags to o: -o/--output and cli-runtime's
+// template and managed-fields flags, --no-headers and --nodepool, with
+// shell completion for -o and --nodepool.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	o.PrintFlags.JSONYamlPrintFlags.AddFlags(cmd)
+	o.PrintFlags.NamePrintFlags.AddFlags(cmd)
+	o.PrintFlags.TemplatePrinterFlags.AddFlags(cmd)
+	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", *o.PrintFlags.OutputFormat,
+		fmt.Sprintf("Output format. One of: (%s).", strings.Join(o.allowedFormats(), ", ")))
+	o.PrintFlags.OutputFlagSpecified = func() bool { return cmd.Flag("output").Changed }
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "When using the default or wide output format, don't print headers.")
+	cmd.Flags().StringVar(&o.NodePool, "nodepool", o.NodePool, "Show only this NodePool and its NodeClaims.")
+
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return o.allowedFormats(), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("nodepool", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return o.nodePoolNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// allowedFormats returns the -o values: cli-runtime's printers and "wide".
+func (o *Options) allowedFormats() []string {
+	return append(o.PrintFlags.AllowedFormats(), formatWide)
+}
+
+// nodePoolNames lists the NodePools' names for shell completion; errors
+// yield no suggestions.
+func (o *Options) nodePoolNames(ctx context.Context) []string {
+	c, err := o.Factory.Client()
+	if err != nil {
+		return nil
+	}
+	var pools karpv1.NodePoolList
+	if err := c.List(ctx, &pools); err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(pools.Items))
+	for _, np := range pools.Items {
+		names = append(names, np.Name)
+	}
+	return names
+}
+
+// Complete builds the client and the printer from the parsed flags. It
+// returns the Factory's error when the kubeconfig cannot be loaded, and an
+// error listing the allowed formats when -o names none of them.
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	c, err := o.Factory.Client()
+	if err != nil {
+		return err
+	}
+	o.client = c
+
+	format := *o.PrintFlags.OutputFormat
+	templateSet := o.PrintFlags.TemplatePrinterFlags != nil &&
+		o.PrintFlags.TemplatePrinterFlags.TemplateArgument != nil &&
+		*o.PrintFlags.TemplatePrinterFlags.TemplateArgument != ""
+	o.wide = format == formatWide
+	if o.wide || (format == "" && !templateSet) {
+		o.printer = nil
+		return nil
+	}
+	p, err := o.PrintFlags.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		allowed := o.allowedFormats()
+		slices.Sort(allowed)
+		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s",
+			format, strings.Join(allowed, ","))
+	}
+	if err != nil {
+		return err
+	}
+	o.printer = p
+	return nil
+}
+
+// Validate checks the flags that Complete does not: --nodepool must be a
+// valid NodePool name (a DNS-1123 subdomain) when set.
+func (o *Options) Validate() error {
+	if o.NodePool != "" {
+		if errs := validation.IsDNS1123Subdomain(o.NodePool); len(errs) > 0 {
+			return fmt.Errorf("invalid --nodepool %q: %s", o.NodePool, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// Run lists the NodePools and NodeClaims and prints them. Listing errors
+// are returned as cluster.ListError describes them: a *cluster.NotInstalledError
+// when the CRDs are missing, the server's error (such as Forbidden)
+// otherwise. With --nodepool, an error NotFound is returned when neither the
+// NodePool nor any of its NodeClaims exists.
+func (o *Options) Run(ctx context.Context) error {
+	pools, claims, err := o.list(ctx)
+	if err != nil {
+		return err
+	}
+	if o.printer != nil {
+		list, err := toList(pools, claims)
+		if err != nil {
+			return err
+		}
+		return o.printer.PrintObj(list, o.Out)
+	}
+
+	printed := false
+	for _, t := range []struct {
+		table *metav1.Table
+		empty string
+	}{
+		{nodePoolTable(pools, claims), NoNodePoolsMessage},
+		{nodeClaimTable(claims, o.Now()), NoNodeClaimsMessage},
+	} {
+		if len(t.table.Rows) == 0 {
+			fmt.Fprintln(o.ErrOut, t.empty)
+			continue
+		}
+		if printed {
+			fmt.Fprintln(o.Out)
+		}
+		if err := o.printTable(t.table, o.Out); err != nil {
+			return err
+		}
+		printed = true
+	}
+	return nil
+}
+
+func (o *Options) printTable(t *metav1.Table, w io.Writer) error {
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.wide, NoHeaders: o.NoHeaders}).PrintObj(t, w)
+}
+
+// list returns the NodePools and NodeClaims to show, each sorted by name.
+func (o *Options) list(ctx context.Context) ([]karpv1.NodePool, []karpv1.NodeClaim, error) {
+	var pools karpv1.NodePoolList
+	if err := o.client.List(ctx, &pools); err != nil {
+		return nil, nil, cluster.ListError(cluster.NodePoolsResource, err)
+	}
+	var opts []client.ListOption
+	if o.NodePool != "" {
+		opts = append(opts, client.MatchingLabels{karpv1.NodePoolLabelKey: o.NodePool})
+		pools.Items = slices.DeleteFunc(pools.Items, func(np karpv1.NodePool) bool { return np.Name != o.NodePool })
+	}
+	var claims karpv1.NodeClaimList
+	if err := o.client.List(ctx, &claims, opts...); err != nil {
+		return nil, nil, cluster.ListError(cluster.NodeClaimsResource, err)
+	}
+	if o.NodePool != "" && len(pools.Items) == 0 && len(claims.Items) == 0 {
+		return nil, nil, apierrors.NewNotFound(cluster.NodePoolsResource.GroupResource(), o.NodePool)
+	}
+	slices.SortFunc(pools.Items, func(a, b karpv1.NodePool) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(claims.Items, func(a, b karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	return pools.Items, claims.Items, nil
+}
+
+// toList returns pools then claims as a v1 List of unstructured objects
+// with apiVersion and kind set, the shape kubectl prints for several kinds.
+func toList(pools []karpv1.NodePool, claims []karpv1.NodeClaim) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "List",
+		"metadata":   map[string]any{"resourceVersion": ""},
+	}}
+	add := func(obj runtime.Object, kind string) error {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		item := unstructured.Unstructured{Object: u}
+		item.SetGroupVersionKind(cluster.KarpenterV1.WithKind(kind))
+		list.Items = append(list.Items, item)
+		return nil
+	}
+	for i := range pools {
+		if err := add(&pools[i], "NodePool"); err != nil {
+			return nil, err
+		}
+	}
+	for i := range claims {
+		if err := add(&claims[i], "NodeClaim"); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
+}

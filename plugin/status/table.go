@@ -1,0 +1,136 @@
+package status
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// conditionReady is the root condition type of Karpenter's objects (the
+// operatorpkg convention): True when all the others are.
+const conditionReady = "Ready"
+
+// none is printed, as kubectl does, for a field that has no value yet.
+const none = "<none>"
+
+// Well-known labels Karpenter sets on NodeClaims once the instance is chosen.
+const (
+	labelInstanceType = corev1.LabelInstanceTypeStable // node.kubernetes.io/instance-type
+	labelZone         = corev1.LabelTopologyZone       // topology.kubernetes.io/zone
+)
+
+var nodePoolColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NodePool."},
+	{Name: "NodeClass", Type: "string", Description: "Name of the node class in spec.template.spec.nodeClassRef."},
+	{Name: "Nodes", Type: "integer", Description: "Number of NodeClaims labelled karpenter.sh/nodepool with the NodePool's name."},
+	{Name: "CPU", Type: "string", Description: "Sum of the NodeClaims' status.capacity cpu, in cores, over spec.limits.cpu (- when unlimited)."},
+	{Name: "Memory", Type: "string", Description: "Sum of the NodeClaims' status.capacity memory over spec.limits.memory (- when unlimited)."},
+	{Name: "Ready", Type: "string", Description: "Status of the NodePool's Ready condition."},
+	{Name: "Weight", Type: "integer", Description: "spec.weight: higher weights are tried first."},
+}
+
+var nodeClaimColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NodeClaim."},
+	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
+	{Name: "Instance-Type", Type: "string", Description: "Value of the node.kubernetes.io/instance-type label."},
+	{Name: "Zone", Type: "string", Description: "Value of the topology.kubernetes.io/zone label."},
+	{Name: "Capacity", Type: "string", Description: "Value of the karpenter.sh/capacity-type label (on-demand, spot, reserved)."},
+	{Name: "Phase", Type: "string", Description: "Lifecycle phase derived from the Launched, Registered and Initialized conditions."},
+	{Name: "Node", Type: "string", Description: "status.nodeName."},
+	{Name: "Age", Type: "string", Description: "Time since creation."},
+	{Name: "Provider-ID", Type: "string", Priority: 1, Description: "status.providerID, the cloud instance."},
+	{Name: "Image", Type: "string", Priority: 1, Description: "status.imageID, the machine image."},
+}
+
+// nodePoolTable returns the NodePools table. claims are all the listed
+// NodeClaims; each pool's NODES, CPU and MEMORY add up those labelled with
+// its name.
+func nodePoolTable(pools []karpv1.NodePool, claims []karpv1.NodeClaim) *metav1.Table {
+	type totals struct {
+		nodes       int64
+		cpu, memory resource.Quantity
+	}
+	byPool := map[string]*totals{}
+	for i := range claims {
+		name := claims[i].Labels[karpv1.NodePoolLabelKey]
+		t := byPool[name]
+		if t == nil {
+			t = &totals{}
+			byPool[name] = t
+		}
+		t.nodes++
+		if q, ok := claims[i].Status.Capacity[corev1.ResourceCPU]; ok {
+			t.cpu.Add(q)
+		}
+		if q, ok := claims[i].Status.Capacity[corev1.ResourceMemory]; ok {
+			t.memory.Add(q)
+		}
+	}
+
+	table := &metav1.Table{ColumnDefinitions: nodePoolColumns}
+	for i := range pools {
+		np := &pools[i]
+		t := byPool[np.Name]
+		if t == nil {
+			t = &totals{}
+		}
+		nodeClass := none
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name != "" {
+			nodeClass = ref.Name
+		}
+		weight := any(none)
+		if np.Spec.Weight != nil {
+			weight = *np.Spec.Weight
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{
+				np.Name,
+				nodeClass,
+				t.nodes,
+				usage(t.cpu, np.Spec.Limits, corev1.ResourceCPU, formatCPU),
+				usage(t.memory, np.Spec.Limits, corev1.ResourceMemory, formatBytes),
+				string(nodePoolCondition(np, conditionReady)),
+				weight,
+			},
+			Object: runtime.RawExtension{Object: np},
+		})
+	}
+	return table
+}
+
+// nodeClaimTable returns the NodeClaims table, with ages measured at now.
+// The Provider-ID and Image columns have priority 1: the table printer
+// shows them only with -o wide.
+func nodeClaimTable(claims []karpv1.NodeClaim, now time.Time) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: nodeClaimColumns}
+	for i := range claims {
+		nc := &claims[i]
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{
+				nc.Name,
+				orNone(nc.Labels[karpv1.NodePoolLabelKey]),
+				orNone(nc.Labels[labelInstanceType]),
+				orNone(nc.Labels[labelZone]),
+				orNone(nc.Labels[karpv1.CapacityTypeLabelKey]),
+				Phase(nc),
+				orNone(nc.Status.NodeName),
+				age(nc.CreationTimestamp, now),
+				orNone(nc.Status.ProviderID),
+				orNone(nc.Status.ImageID),
+			},
+			Object: runtime.RawExtension{Object: nc},
+		})
+	}
+	return table
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}

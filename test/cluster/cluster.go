@@ -1,0 +1,236 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Binaries are the executables a cluster needs, looked up in BinDir.
+var Binaries = []string{"kwokctl", "kwok", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// BinDir returns the repository's bin/ directory, found by walking up from
+// the working directory to the karpx go.mod. It returns an error when no
+// go.mod of module github.com/karpx/karpx is found.
+func BinDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module github.com/karpx/karpx\n")) {
+			return filepath.Join(dir, "bin"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("karpx go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Missing returns the Binaries absent from dir.
+func Missing(dir string) []string {
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Name is the kwokctl cluster name.
+	Name string
+	// Kubeconfig is the path of an admin kubeconfig for the cluster.
+	Kubeconfig string
+	// RESTConfig is the admin client configuration.
+	RESTConfig *rest.Config
+
+	bin     string
+	workdir string
+}
+
+// Options configure Start.
+type Options struct {
+	// Name is the cluster name; it must be unique among running clusters of
+	// the same Workdir.
+	Name string
+	// Workdir holds kwokctl's state (certificates, logs, etcd data).
+	// Default: a new temporary directory.
+	Workdir string
+	// BinDir holds the binaries. Default: BinDir().
+	BinDir string
+	// Timeout bounds the start. Default 2 minutes.
+	Timeout time.Duration
+}
+
+// Start creates and starts a cluster. It returns an error naming the
+// missing binaries (fix: `make tools`), or kwokctl's output when the start
+// fails.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Name == "" {
+		opts.Name = "karpx"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.BinDir == "" {
+		dir, err := BinDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.BinDir = dir
+	}
+	if m := Missing(opts.BinDir); len(m) > 0 {
+		return nil, fmt.Errorf("missing %s in %s: run `make tools`", strings.Join(m, ", "), opts.BinDir)
+	}
+	if opts.Workdir == "" {
+		dir, err := os.MkdirTemp("", "karpx-cluster-")
+		if err != nil {
+			return nil, err
+		}
+		opts.Workdir = dir
+	}
+	c := &Cluster{Name: opts.Name, bin: opts.BinDir, workdir: opts.Workdir,
+		Kubeconfig: filepath.Join(opts.Workdir, "kubeconfig")}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	b := func(name string) string { return filepath.Join(opts.BinDir, name) }
+	_, err := c.kwokctl(ctx, "create", "cluster",
+		"--runtime", "binary",
+		"--kubeconfig", c.Kubeconfig,
+		"--kube-apiserver-binary", b("kube-apiserver"),
+		"--kube-controller-manager-binary", b("kube-controller-manager"),
+		"--kube-scheduler-binary", b("kube-scheduler"),
+		"--etcd-binary", b("etcd"),
+		"--kwok-controller-binary", b("kwok"),
+		"--disable-qps-limits",
+		"--wait", "90s",
+	)
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.RESTConfig = cfg
+	return c, nil
+}
+
+// Stop deletes the cluster and its working directory. It is safe to call
+// more than once.
+func (c *Cluster) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.kwokctl(ctx, "delete", "cluster")
+	if rmErr := os.RemoveAll(c.workdir); err == nil {
+		err = rmErr
+	}
+	return err
+}
+
+// Logs returns the last lines of a component's log ("kube-apiserver",
+// "kube-scheduler", "kwok-controller", …), for test failure reports.
+func (c *Cluster) Logs(component string) string {
+	data, err := os.ReadFile(filepath.Join(c.workdir, "clusters", c.Name, "logs", component+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 50 {
+		lines = lines[len(lines)-50:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {
+	args = append(args, "--name", c.Name)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "kwokctl"), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// StartForTest starts a cluster for t and stops it when t ends. It skips t
+// when the binaries are missing (run `make tools` or `make test`) and when
+// -short is set.
+func StartForTest(t testing.TB) *Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real control plane; skipped with -short")
+	}
+	dir, err := BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := Missing(dir); len(m) > 0 {
+		t.Skipf("%s not found in %s: run `make tools` (or `make test`, which builds them)", strings.Join(m, ", "), dir)
+	}
+	name := "karpx-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	c, err := Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir})
+	if err != nil {
+		t.Fatalf("starting control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
+				t.Logf("--- %s log (tail) ---\n%s", comp, c.Logs(comp))
+			}
+		}
+		if err := c.Stop(); err != nil {
+			t.Logf("stopping control plane: %v", err)
+		}
+	})
+	return c
+}
+
+// Kubectl runs the kubectl on PATH against the cluster with stdin as its
+// standard input (may be nil) and returns its combined output. The error
+// includes that output.
+func (c *Cluster) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// InstallCRDs applies every CRD in dir (the repository's manifests/crds)
+// and waits until they are established.
+func (c *Cluster) InstallCRDs(ctx context.Context, dir string) error {
+	if _, err := c.Kubectl(ctx, nil, "apply", "--server-side", "-f", dir); err != nil {
+		return err
+	}
+	_, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", dir)
+	return err
+}

@@ -1,0 +1,10 @@
+// Package cluster starts and stops a real local Kubernetes control plane for
+// karpx's end-to-end tests and demo: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and the kwok controller (which
+// plays kubelet for Nodes annotated kwok.x-k8s.io/node=fake and runs their
+// pods), all built from source into the repository's bin/ by
+// `make tools` and started by kwokctl with the binary runtime.
+//
+// Tests call Start (or StartForTest, which skips with a clear message when
+// the binaries are missing) and get a kubeconfig, a rest.Config and a Stop.
+package cluster

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/ec2sim"
+	"github.com/karpx/karpx/test/cluster"
+)
+
+// env is one end-to-end environment: control plane, simulator, autoscaler.
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	cluster  *cluster.Cluster
+	kube     client.Client
+	sim      *ec2sim.Simulator
+	endpoint string
+	root     string
+	name     string
+}
+
+// newEnv starts the control plane, installs the CRDs, starts the simulator
+// and the autoscaler. Everything stops when the test ends.
+func newEnv(t *testing.T, clusterName string) *env {
+	t.Helper()
+	c := cluster.StartForTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(bin)
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
+		t.Fatalf("installing CRDs: %v", err)
+	}
+	kube, err := client.New(c.RESTConfig, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
+	sim, err := ec2sim.New(ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: log.WithName("ec2sim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
+	e.startAutoscaler(log.WithName("karpx"))
+	return e
+}
+
+func (e *env) startAutoscaler(log logr.Logger) {
+	e.t.Helper()
+	t := e.t
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
+	opts := operator.Options{
+		ClusterName:            e.name,
+		ClusterEndpoint:        e.cluster.RESTConfig.Host,
+		Region:                 "us-east-1",
+		EC2Endpoint:            e.endpoint,
+		KubernetesVersion:      "1.35",
+		RegistrationTTL:        2 * time.Minute,
+		BatchIdleDuration:      time.Second,
+		BatchMaxDuration:       5 * time.Second,
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	}
+	ctx := logr.NewContext(e.ctx, log)
+	op, err := operator.New(ctx, e.cluster.RESTConfig, opts, operator.NewAWSCloudProvider(opts))
+	if err != nil {
+		t.Fatalf("building the autoscaler: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- op.Start(ctx) }()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("autoscaler stopped with error: %v", err)
+		}
+	})
+}
+
+// applyExample applies a shared Karpenter example unchanged but for
+// ${CLUSTER_NAME}.
+func (e *env) applyExample(name string) {
+	e.t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.root, "test", "testdata", "karpenter-examples", name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	manifest := strings.ReplaceAll(string(data), "${CLUSTER_NAME}", e.name)
+	if out, err := e.cluster.Kubectl(e.ctx, []byte(manifest), "apply", "-f", "-"); err != nil {
+		e.t.Fatalf("applying %s: %v", name, err)
+	} else {
+		e.t.Logf("applied %s:\n%s", name, out)
+	}
+}
+
+// deployment returns a Deployment of replicas pause pods requesting cpu and memory.
+func deployment(name string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: new(int64),
+					Containers: []corev1.Container{{
+						Name:  "pause",
+						Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    resource.MustParse(cpu),
+							corev1.ResourceMemory: resource.MustParse(memory),
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// eventually polls cond every 500ms until it returns true or timeout passes.
+func (e *env) eventually(timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	e.t.Helper()
+	if err := wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, timeout, true, cond); err != nil {
+		e.t.Fatalf("%s: not true within %s: %v", what, timeout, err)
+	}
+}
+
+// buildPlugin builds kubectl-karpx into a temporary directory and returns a
+// PATH with it first, so the real kubectl finds the plugin.
+func buildPlugin(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
+	}
+	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}

@@ -41,8 +41,8 @@ type MIMEDocument struct {
 	Boundary string
 	// Parts are the body parts in order.
 	Parts []MIMEPart
-	// Closed is false when the closing delimiter ("--boundary--") is
-	// missing; only the lenient parse used for the Custom family accepts that.
+	// Closed is true when the document ends with a closing delimiter
+	// ("--boundary--") rather than a bare last delimiter.
 	Closed bool
 }
 
@@ -71,11 +71,12 @@ const maxBoundaryLength = 70
 
 // ParseMIME parses a MIME multipart document strictly, the way the autoscaler
 // (and upstream Karpenter, with Go's mime/multipart) must read it to merge
-// its own bootstrap part: a header block ended by a blank line with a
-// multipart Content-Type carrying a boundary, at least one part, each part's
-// headers ended by a blank line, and a closing "--boundary--" line. Lines
-// may end in LF or CRLF. On failure it returns a *ParseError naming the
-// line.
+// its own bootstrap part: a header block ended by a blank line, with a
+// MIME-Version header and a multipart Content-Type carrying a boundary; at
+// least one part, each part's headers ended by a blank line; and a closing
+// "--boundary--" line, or a last "--boundary" line followed by nothing,
+// which Go's mime/multipart also reads as the end. Lines may end in LF or
+// CRLF. On failure it returns a *ParseError naming the line.
 func ParseMIME(text string) (*MIMEDocument, error) {
 	return parseMIME(text, true)
 }
@@ -99,6 +100,9 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 		return nil, err
 	}
 	i = next
+	if strict && header.Get("MIME-Version") == "" {
+		return nil, perr(i, "no MIME-Version header; start the document with 'MIME-Version: 1.0' (RFC 2045), which is how the autoscaler recognises MIME userData")
+	}
 	ct := header.Get("Content-Type")
 	ctLine := headerLine(lines, 0, next, "content-type")
 	if ct == "" {
@@ -244,11 +248,15 @@ func readHeader(lines []string, i int, what string) (textproto.MIMEHeader, int, 
 func readPartHeader(lines []string, i, n int, isDelim func(string) (bool, bool)) (textproto.MIMEHeader, int, error) {
 	what := fmt.Sprintf("part %d header", n)
 	for j := i; j < len(lines); j++ {
-		if strings.TrimSpace(lines[j]) == "" {
+		l := lines[j]
+		if strings.TrimSpace(l) == "" {
 			break
 		}
-		if d, c := isDelim(lines[j]); d || c {
+		if d, c := isDelim(l); d || c {
 			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%s is not followed by a blank line before the next delimiter", what)}
+		}
+		if name, _, ok := strings.Cut(l, ":"); l[0] != ' ' && l[0] != '\t' && (!ok || name == "" || strings.ContainsAny(name, " \t")) {
+			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate a part's headers from its body", clip(l), what)}
 		}
 	}
 	return readHeader(lines, i, what)

@@ -145,7 +145,7 @@ func checkRequirements(reqs []karpv1.NodeSelectorRequirementWithMinValues) Findi
 				RuleID: RuleRequirementsUnsatisfiable, Severity: severityOf(RuleRequirementsUnsatisfiable),
 				Field:   fmt.Sprintf("spec.template.spec.requirements[%d]", i),
 				Message: msg,
-				Fix:     "widen the values or drop the requirement; see `kubectl karpx` instance-type listing for the labels",
+				Fix:     "widen the values or drop the requirement (values must match Karpenter's well-known instance labels)",
 			}}
 		}
 		matching = next

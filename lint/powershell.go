@@ -45,13 +45,12 @@ func ParsePowerShell(text string) (*PowerShellScript, error) {
 		return nil, &ParseError{"PowerShell", closeLine, "</powershell> without an opening <powershell>"}
 	case closeLine == 0:
 		return nil, &ParseError{"PowerShell", openLine, "<powershell> is never closed; add </powershell> after the script"}
-	case closeLine < openLine:
-		return nil, &ParseError{"PowerShell", closeLine, "</powershell> comes before <powershell>"}
 	}
-	// The body keeps its line numbers: the tag lines become blank where the
-	// tags stood alone.
 	lo := indexFoldASCII(text, "<powershell>") + len("<powershell>")
 	hi := indexFoldASCII(text, "</powershell>")
+	if hi < lo {
+		return nil, &ParseError{"PowerShell", closeLine, "</powershell> comes before <powershell>"}
+	}
 	body := text[lo:hi]
 	return &PowerShellScript{Tagged: true, Body: body, BodyLine: openLine}, nil
 }

@@ -18,6 +18,9 @@ type Options struct {
 	ClusterName string
 	// ClusterEndpoint is the API server URL written into node userData.
 	ClusterEndpoint string
+	// ClusterCABundle is the cluster CA (base64-encoded PEM) written into
+	// node userData. Default: empty (nodes fetch it where the AMI family allows).
+	ClusterCABundle string
 	// Region is the AWS region, e.g. "us-east-1". Default: AWS_REGION or us-east-1.
 	Region string
 	// EC2Endpoint, when set, overrides the EC2 endpoint (the loopback
@@ -50,6 +53,7 @@ type Options struct {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", ""), "EKS cluster name (required); used in tags and discovery selectors")
 	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "API server URL written into node userData")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "base64-encoded cluster CA written into node userData")
 	fs.StringVar(&o.Region, "region", env("AWS_REGION", "us-east-1"), "AWS region")
 	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", env("EC2_ENDPOINT", ""), "override the EC2 endpoint URL (e.g. the loopback simulator)")
 	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -41,6 +40,9 @@ type pool struct {
 	// requirements are the NodePool's requirements, its template labels,
 	// karpenter.sh/nodepool and its node class label, by key.
 	requirements requirementSet
+	// abstract are the requirements on keys not in typeKeys: a new plan's
+	// starting custom-label requirements.
+	abstract requirementSet
 	// minValues are the requirements with minValues, on typeKeys.
 	minValues []requirement
 	// taints are the template taints a pod must tolerate (startupTaints
@@ -96,28 +98,48 @@ func newPool(in NodePoolInput, d *dims) *pool {
 		}
 	}
 	for _, it := range in.InstanceTypes {
-		for k := range it.Labels {
-			p.typeKeys[k] = true
+		if it != nil {
+			for k := range it.Labels {
+				p.typeKeys[k] = true
+			}
 		}
 	}
 	if p.err = p.parseRequirements(); p.err != nil {
 		return p
 	}
 	var concrete []requirement
+	p.abstract = requirementSet{}
 	for _, k := range p.requirements.sortedKeys() {
 		r := p.requirements[k]
-		if p.typeKeys[k] {
+		switch {
+		case p.typeKeys[k]:
 			concrete = append(concrete, r)
 			if r.minValues > 0 {
 				p.minValues = append(p.minValues, r)
 			}
-		} else if r.empty() {
+		case r.empty():
 			p.err = fmt.Errorf("NodePool %q can launch no node: %s contradict each other", p.name, r.origin)
 			return p
+		default:
+			p.abstract[k] = r
 		}
 	}
-	nodesDim, countNodes := d.index[resourceNodes]
-	for _, it := range in.InstanceTypes {
+	p.addInstanceTypes(in.InstanceTypes, concrete)
+	if len(p.types) == 0 {
+		p.err = p.explainNoTypes(in.InstanceTypes, concrete)
+	}
+	return p
+}
+
+// addInstanceTypes keeps the types that satisfy the NodePool's requirements
+// on instance type and offering labels (concrete) with at least one
+// available offering that does, and precomputes their vectors and prices.
+func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []requirement) {
+	nodesDim, countNodes := p.dims.index[resourceNodes]
+	for _, it := range types {
+		if it == nil {
+			continue
+		}
 		mask := allowedOfferings(it, concrete, availableOfferings(it))
 		if mask == 0 {
 			continue
@@ -126,7 +148,7 @@ func newPool(in NodePoolInput, d *dims) *pool {
 		if capacity == nil {
 			capacity = it.Allocatable
 		}
-		capVec := d.vector(capacity)
+		capVec := p.dims.vector(capacity)
 		if countNodes {
 			capVec[nodesDim] = 1000 // one node, in milli-units
 		}
@@ -136,14 +158,10 @@ func newPool(in NodePoolInput, d *dims) *pool {
 		}
 		p.types = append(p.types, it)
 		p.offerings = append(p.offerings, mask)
-		p.allocatable = append(p.allocatable, d.vector(it.Allocatable))
+		p.allocatable = append(p.allocatable, p.dims.vector(it.Allocatable))
 		p.capacity = append(p.capacity, capVec)
 		p.prices = append(p.prices, prices)
 	}
-	if len(p.types) == 0 {
-		p.err = p.explainNoTypes(in.InstanceTypes, concrete)
-	}
-	return p
 }
 
 // parseRequirements collects the NodePool's requirements, template labels,
@@ -183,7 +201,7 @@ func (p *pool) explainNoTypes(all []*cloudprovider.InstanceType, concrete []requ
 		return fmt.Errorf("NodePool %q has no instance types: its node class resolved none (check the EC2NodeClass status)", p.name)
 	}
 	for _, r := range concrete {
-		if !anyTypeAllows(all, r) {
+		if !anyTypeAllows(all, r) { // even counting unavailable offerings
 			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.origin)
 		}
 	}
@@ -192,7 +210,7 @@ func (p *pool) explainNoTypes(all []*cloudprovider.InstanceType, concrete []requ
 
 func anyTypeAllows(types []*cloudprovider.InstanceType, r requirement) bool {
 	for _, it := range types {
-		if allowedOfferings(it, []requirement{r}, availableOfferings(it)) != 0 {
+		if it != nil && allowedOfferings(it, []requirement{r}, math.MaxUint64) != 0 {
 			return true
 		}
 	}
@@ -260,147 +278,6 @@ func allowedOfferings(it *cloudprovider.InstanceType, reqs []requirement, mask u
 		}
 	}
 	return mask
-}
-
-// podFit is the filter result (pipeline step 2) for one pod signature and
-// one NodePool: the pod's terms the NodePool can satisfy, or why none.
-type podFit struct {
-	terms []*termFit
-	err   error
-}
-
-// termFit is one pod term the NodePool can satisfy.
-type termFit struct {
-	// exprs are the term's expressions (for the NodeClaim requirements).
-	exprs []requirement
-	// abstract are the expressions on keys instance types do not carry;
-	// a plan intersects them with its other pods' so they stay satisfiable.
-	abstract []requirement
-	// masks[i] are the offerings of pool.types[i] the term accepts.
-	masks []uint64
-}
-
-// fit filters the NodePool's candidates for a pod (step 2), cached by the
-// pod's signature.
-func (p *pool) fit(pi *podInfo) *podFit {
-	if f, ok := p.fits[pi.signature]; ok {
-		return f
-	}
-	f := p.computeFit(pi)
-	p.fits[pi.signature] = f
-	return f
-}
-
-func (p *pool) computeFit(pi *podInfo) *podFit {
-	if p.err != nil {
-		return &podFit{err: p.err}
-	}
-	if t, blocked := blockingTaint(p.taints, pi.pod.Spec.Tolerations); blocked {
-		return &podFit{err: fmt.Errorf("incompatible with NodePool %q: taint %s not tolerated (add a toleration to the pod or use another NodePool)", p.name, describeTaint(t))}
-	}
-	if pi.termsErr != nil {
-		return &podFit{err: fmt.Errorf("incompatible with NodePool %q: %w", p.name, pi.termsErr)}
-	}
-	f := &podFit{}
-	var errs []string
-	for _, term := range pi.terms {
-		tf, err := p.fitTerm(term)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		f.terms = append(f.terms, tf)
-	}
-	switch {
-	case len(f.terms) > 0:
-	case len(errs) == 1:
-		f.err = fmt.Errorf("%s", errs[0])
-	default:
-		for i := range errs {
-			errs[i] = fmt.Sprintf("term %d: %s", i+1, errs[i])
-		}
-		f.err = fmt.Errorf("none of the pod's %d node affinity terms fits NodePool %q: %s", len(errs), p.name, strings.Join(errs, "; "))
-	}
-	return f
-}
-
-// fitTerm checks one pod term against the NodePool: expressions on custom
-// labels against the NodePool's requirements and labels, expressions on
-// instance type and offering labels against every candidate offering.
-func (p *pool) fitTerm(term podTerm) (*termFit, error) {
-	tf := &termFit{exprs: term.exprs}
-	var concrete []requirement
-	for _, e := range term.exprs {
-		if p.typeKeys[e.key] {
-			concrete = append(concrete, e)
-			continue
-		}
-		if pr, defined := p.requirements[e.key]; defined {
-			if pr.intersect(e).empty() {
-				return nil, fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.origin, pr.origin)
-			}
-		} else if !e.allowAbsent && !karpv1.WellKnownLabels.Has(e.key) {
-			return nil, fmt.Errorf("incompatible with NodePool %q: %s needs label %s, which the NodePool neither sets in spec.template.metadata.labels nor allows in spec.template.spec.requirements", p.name, e.origin, e.key)
-		}
-		tf.abstract = append(tf.abstract, e)
-	}
-	tf.masks = make([]uint64, len(p.types))
-	found := false
-	for i, it := range p.types {
-		tf.masks[i] = allowedOfferings(it, concrete, p.offerings[i])
-		found = found || tf.masks[i] != 0
-	}
-	if !found {
-		return nil, p.explainNoMatch(concrete)
-	}
-	return tf, nil
-}
-
-// explainNoMatch names the pod expression no candidate satisfies, with the
-// NodePool requirement on the same key when there is one.
-func (p *pool) explainNoMatch(concrete []requirement) error {
-	for _, e := range concrete {
-		ok := false
-		for i, it := range p.types {
-			if allowedOfferings(it, []requirement{e}, p.offerings[i]) != 0 {
-				ok = true
-				break
-			}
-		}
-		if ok {
-			continue
-		}
-		what := "instance type"
-		if isOfferingKey(e.key) {
-			what = "available offering"
-		}
-		hint := ""
-		if pr, ok := p.requirements[e.key]; ok {
-			hint = fmt.Sprintf(" (the NodePool allows %s)", strings.TrimPrefix(pr.origin, "NodePool requirement "))
-		}
-		return fmt.Errorf("no %s in NodePool %q satisfies %s%s", what, p.name, e.origin, hint)
-	}
-	origins := make([]string, len(concrete))
-	for i, e := range concrete {
-		origins[i] = e.origin
-	}
-	return fmt.Errorf("no instance type in NodePool %q satisfies %s together", p.name, strings.Join(origins, ", "))
-}
-
-// addDaemonSetOverhead adds the requests of every DaemonSet pod that would
-// run on this NodePool's nodes: it tolerates the template taints and some
-// candidate offering satisfies one of its terms. The check is per NodePool,
-// not per instance type, as in Karpenter.
-func (p *pool) addDaemonSetOverhead(daemonSets []*podInfo) {
-	if p.err != nil {
-		return
-	}
-	for _, ds := range daemonSets {
-		if f := p.computeFit(ds); f.err == nil {
-			p.overhead = addResourceLists(p.overhead, ds.requests)
-			p.overheadVec = p.overheadVec.plus(ds.vec)
-		}
-	}
 }
 
 // cheapestPrice returns the lowest price among the offerings in mask of

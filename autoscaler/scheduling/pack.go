@@ -47,94 +47,83 @@ type plan struct {
 	abstract requirementSet
 	// requests is the pods' requests plus the NodePool's DaemonSet overhead.
 	requests vector
-	// types indexes pool.types; masks are the usable offerings of each.
-	types []int
-	masks []uint64
-	// cheapest indexes types: the one whose cheapest offering is cheapest.
-	cheapest int
-	// accounted is the capacity counted against the NodePool's Remaining
-	// (that of the cheapest type).
+	candidates
+	// accounted is the capacity counted against the NodePool's Remaining:
+	// that of the cheapest candidate. nil when the NodePool is unlimited.
 	accounted vector
 }
 
-// hasTerm reports whether tf was already applied to the plan.
-func (pl *plan) hasTerm(tf *termFit) bool {
-	for _, t := range pl.terms {
-		if t == tf {
-			return true
-		}
-	}
-	return false
-}
-
-// narrowing is the candidate set a plan would have after taking a pod.
-type narrowing struct {
+// candidates are the instance types a plan may still launch: indexes into
+// pool.types, each with the bitmask of its usable offerings, and the index
+// (into types) of the one with the cheapest offering.
+type candidates struct {
 	types    []int
 	masks    []uint64
 	cheapest int
-	abstract requirementSet
 }
 
-// narrow computes the candidates left if a plan with candidates
-// (types, masks), custom-label requirements abstract and the given
-// accounted capacity took a pod with term tf, for total requests: every
-// offering must satisfy tf, every type must fit requests in its allocatable
-// and its capacity in what the NodePool limits leave, and minValues must
-// still hold. It returns why not when nothing is left.
-func (p *pool) narrow(types []int, masks []uint64, abstract requirementSet, accounted vector, tf *termFit, requests vector) (narrowing, error) {
-	out := narrowing{abstract: abstract, cheapest: -1}
-	if len(tf.abstract) > 0 {
-		out.abstract = abstract.copy()
-		for _, e := range tf.abstract {
-			out.abstract.add(e)
-			if r := out.abstract[e.key]; r.empty() {
-				return out, fmt.Errorf("%s contradicts %s of the other pods on the node", e.origin, r.origin)
-			}
-		}
-	}
-	var budget vector
-	if p.hasLimits {
-		budget = p.remaining.minus(p.used)
-		if accounted != nil {
-			budget = budget.plus(accounted)
-		}
-	}
+// misfit says why a plan cannot take a pod.
+type misfit int
+
+const (
+	fits            misfit = iota
+	misfitResources        // no candidate has room for the requests
+	misfitLimits           // every candidate with room exceeds the NodePool's limits
+	misfitMinValues        // too few values of a minValues key would be left
+)
+
+// narrow returns the candidates of from that the pod term accepts
+// (termMasks), whose allocatable holds requests and whose capacity fits in
+// budget (nil: unlimited), and whether they still satisfy minValues.
+func (p *pool) narrow(from candidates, termMasks []uint64, requests, budget vector) (candidates, misfit) {
+	out := candidates{cheapest: -1}
 	best := math.Inf(1)
-	fitsResources, fitsLimits := false, false
-	for k, i := range types {
-		m := masks[k] & tf.masks[i]
+	hasRoom := false
+	for k, i := range from.types {
+		m := from.masks[k] & termMasks[i]
 		if m == 0 || !requests.fitsIn(p.allocatable[i]) {
 			continue
 		}
-		fitsResources = true
+		hasRoom = true
 		if budget != nil && !p.capacity[i].fitsInLimited(budget, p.limited) {
 			continue
 		}
-		fitsLimits = true
 		out.types = append(out.types, i)
 		out.masks = append(out.masks, m)
-		if price := p.cheapestPrice(i, m); price < best || out.cheapest < 0 {
+		if price := p.cheapestPrice(i, m); out.cheapest < 0 || price < best {
 			best, out.cheapest = price, len(out.types)-1
 		}
 	}
 	switch {
-	case !fitsResources:
-		return out, p.explainNoRoom(types, masks, tf, requests)
-	case !fitsLimits:
-		return out, fmt.Errorf("NodePool %q limits reached: every instance type that fits would exceed the remaining %s (raise spec.limits)", p.name, p.dims.format(budget.onlyLimited(p.limited)))
+	case !hasRoom:
+		return out, misfitResources
+	case len(out.types) == 0:
+		return out, misfitLimits
+	case p.checkMinValues(out) != nil:
+		return out, misfitMinValues
 	}
-	if err := p.checkMinValues(out.types, out.masks); err != nil {
-		return out, err
+	return out, fits
+}
+
+// budget is what the NodePool's limits leave for a plan that currently
+// counts accounted against them; nil when the NodePool is unlimited.
+func (p *pool) budget(accounted vector) vector {
+	if !p.hasLimits {
+		return nil
 	}
-	return out, nil
+	b := p.remaining.minus(p.used)
+	if accounted != nil {
+		b = b.plus(accounted)
+	}
+	return b
 }
 
 // checkMinValues returns an error when the candidates keep fewer distinct
 // values of a key than the NodePool's minValues for it.
-func (p *pool) checkMinValues(types []int, masks []uint64) error {
+func (p *pool) checkMinValues(c candidates) error {
 	for _, r := range p.minValues {
-		if n := len(p.distinctValues(r.key, types, masks, r.minValues)); n < r.minValues {
-			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods", p.name, r.minValues, r.key, n)
+		if n := len(p.distinctValues(r.key, c, r.minValues)); n < r.minValues {
+			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods (lower minValues or relax the pod's requirements)", p.name, r.minValues, r.key, n)
 		}
 	}
 	return nil
@@ -142,10 +131,10 @@ func (p *pool) checkMinValues(types []int, masks []uint64) error {
 
 // distinctValues returns up to limit distinct values of key among the
 // candidates (limit <= 0: all).
-func (p *pool) distinctValues(key string, types []int, masks []uint64, limit int) map[string]struct{} {
+func (p *pool) distinctValues(key string, c candidates, limit int) map[string]struct{} {
 	seen := map[string]struct{}{}
-	for k, i := range types {
-		for _, v := range p.values(key, i, masks[k]) {
+	for k, i := range c.types {
+		for _, v := range p.values(key, i, c.masks[k]) {
 			seen[v] = struct{}{}
 		}
 		if limit > 0 && len(seen) >= limit {
@@ -178,58 +167,85 @@ func (p *pool) values(key string, i int, mask uint64) []string {
 // newPlan opens a plan on the pool for pi with term tf, or says why it
 // cannot.
 func (p *pool) newPlan(pi *podInfo, tf *termFit) (*plan, error) {
-	all := make([]int, len(p.types))
-	for i := range all {
-		all[i] = i
+	all := candidates{types: make([]int, len(p.types)), masks: p.offerings}
+	for i := range all.types {
+		all.types[i] = i
 	}
-	abstract := requirementSet{}
-	for k, r := range p.requirements {
-		if !p.typeKeys[k] {
-			abstract[k] = r
-		}
-	}
+	abstract, _ := intersectAll(p.abstract, tf.abstract) // fitTerm checked it is satisfiable
 	requests := p.overheadVec.plus(pi.vec)
-	n, err := p.narrow(all, p.offerings, abstract, nil, tf, requests)
-	if err != nil {
-		return nil, err
+	c, why := p.narrow(all, tf.masks, requests, p.budget(nil))
+	switch why {
+	case misfitResources:
+		return nil, p.explainNoRoom(all, tf, requests)
+	case misfitLimits:
+		return nil, fmt.Errorf("NodePool %q limits reached: every instance type that fits would exceed the remaining %s (raise spec.limits)", p.name, p.dims.format(p.budget(nil).onlyLimited(p.limited)))
+	case misfitMinValues:
+		return nil, p.checkMinValues(c)
 	}
-	pl := &plan{pool: p, requests: requests}
-	pl.commit(pi, tf, n)
+	pl := &plan{pool: p, requests: requests, abstract: abstract}
+	pl.commit(pi, tf, c)
 	return pl, nil
 }
 
-// tryAdd adds pi to the plan with term tf if a candidate still fits.
+// tryAdd adds pi to the plan with term tf if the pod's custom-label
+// expressions agree with the plan's other pods and a candidate still fits
+// them all; it reports whether it did.
 func (pl *plan) tryAdd(pi *podInfo, tf *termFit) bool {
+	p := pl.pool
 	abstract := pl.abstract
-	term := tf
-	if pl.hasTerm(tf) {
-		// Already intersected: only resources can rule the pod out.
-		term = &termFit{masks: tf.masks}
+	if len(tf.abstract) > 0 && !pl.hasTerm(tf) {
+		var err error
+		if abstract, err = intersectAll(abstract, tf.abstract); err != nil {
+			return false
+		}
 	}
 	requests := pl.requests.plus(pi.vec)
-	n, err := pl.pool.narrow(pl.types, pl.masks, abstract, pl.accounted, term, requests)
-	if err != nil {
+	c, why := p.narrow(pl.candidates, tf.masks, requests, p.budget(pl.accounted))
+	if why != fits {
 		return false
 	}
-	pl.requests = requests
-	pl.commit(pi, tf, n)
+	pl.requests, pl.abstract = requests, abstract
+	pl.commit(pi, tf, c)
 	return true
+}
+
+// intersectAll returns a copy of set with exprs intersected in, or an error
+// naming the expressions that leave a key unsatisfiable.
+func intersectAll(set requirementSet, exprs []requirement) (requirementSet, error) {
+	out := set.copy()
+	for _, e := range exprs {
+		out.add(e)
+		if r := out[e.key]; r.empty() {
+			return nil, fmt.Errorf("%s contradict each other", r.origin)
+		}
+	}
+	return out, nil
+}
+
+// hasTerm reports whether tf was already applied to the plan.
+func (pl *plan) hasTerm(tf *termFit) bool {
+	for _, t := range pl.terms {
+		if t == tf {
+			return true
+		}
+	}
+	return false
 }
 
 // commit records pi on the plan with the narrowed candidates and updates
 // the capacity counted against the NodePool's limits.
-func (pl *plan) commit(pi *podInfo, tf *termFit, n narrowing) {
+func (pl *plan) commit(pi *podInfo, tf *termFit, c candidates) {
 	p := pl.pool
 	pl.pods = append(pl.pods, pi)
 	if !pl.hasTerm(tf) {
 		pl.terms = append(pl.terms, tf)
 	}
-	pl.types, pl.masks, pl.cheapest, pl.abstract = n.types, n.masks, n.cheapest, n.abstract
+	pl.candidates = c
 	if p.hasLimits {
 		if pl.accounted != nil {
 			p.used = p.used.minus(pl.accounted)
 		}
-		pl.accounted = p.capacity[pl.types[pl.cheapest]]
+		pl.accounted = p.capacity[c.types[c.cheapest]]
 		p.used = p.used.plus(pl.accounted)
 	}
 }
@@ -247,10 +263,10 @@ func (v vector) onlyLimited(limited []bool) vector {
 
 // explainNoRoom names the resources of requests that exceed the largest
 // allocatable, per resource, of the candidates tf accepts.
-func (p *pool) explainNoRoom(types []int, masks []uint64, tf *termFit, requests vector) error {
+func (p *pool) explainNoRoom(c candidates, tf *termFit, requests vector) error {
 	largest := make(vector, len(requests))
-	for k, i := range types {
-		if masks[k]&tf.masks[i] == 0 {
+	for k, i := range c.types {
+		if c.masks[k]&tf.masks[i] == 0 {
 			continue
 		}
 		for d, v := range p.allocatable[i] {

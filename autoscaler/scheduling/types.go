@@ -22,8 +22,10 @@ const MaxInstanceTypes = 60
 
 // Input is everything Solve looks at. Solve reads it and never modifies it.
 type Input struct {
-	// Pods are the pending pods to place. A pod is keyed by its UID in
-	// Result.Unschedulable (by "namespace/name" when the UID is empty).
+	// Pods are the pending pods to place: unbound, not owned by a
+	// DaemonSet (the DaemonSet controller places those on new nodes). A pod
+	// is keyed by its UID in Result.Unschedulable (by "namespace/name" when
+	// the UID is empty).
 	Pods []*corev1.Pod
 	// NodePools are the NodePools that may launch nodes, each with the
 	// instance types its EC2NodeClass can launch. Their order does not

@@ -4,6 +4,7 @@
 package deps
 
 import (
+	_ "github.com/BurntSushi/toml"
 	_ "github.com/aws/aws-sdk-go-v2/aws"
 	_ "github.com/aws/aws-sdk-go-v2/config"
 	_ "github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -17,12 +18,10 @@ import (
 	_ "k8s.io/cli-runtime/pkg/printers"
 	_ "k8s.io/component-helpers/scheduling/corev1"
 	_ "k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
 	_ "sigs.k8s.io/controller-runtime/pkg/manager"
 	_ "sigs.k8s.io/controller-runtime/pkg/webhook"
-	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
 	_ "sigs.k8s.io/karpenter/pkg/apis"
 	_ "sigs.k8s.io/karpenter/pkg/apis/v1"
-	_ "github.com/BurntSushi/toml"
 	_ "sigs.k8s.io/yaml"
 )
-

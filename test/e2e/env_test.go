@@ -27,6 +27,7 @@ import (
 type env struct {
 	t        *testing.T
 	ctx      context.Context
+	cancel   context.CancelFunc
 	cluster  *cluster.Cluster
 	kube     client.Client
 	sim      *ec2sim.Simulator
@@ -64,7 +65,7 @@ func newEnv(t *testing.T, clusterName string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
+	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
 	e.startAutoscaler(log.WithName("karpx"))
 	return e
 }
@@ -95,6 +96,9 @@ func (e *env) startAutoscaler(log logr.Logger) {
 	done := make(chan error, 1)
 	go func() { done <- op.Start(ctx) }()
 	t.Cleanup(func() {
+		// Cleanups run last-in first-out: stop the autoscaler before the
+		// control plane goes away.
+		e.cancel()
 		if err := <-done; err != nil {
 			t.Errorf("autoscaler stopped with error: %v", err)
 		}

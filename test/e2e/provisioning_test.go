@@ -145,8 +145,10 @@ func TestEndToEndProvisioning(t *testing.T) {
 
 func (e *env) kubectlWithPath(path string, args ...string) string {
 	e.t.Helper()
-	cmd := exec.CommandContext(e.ctx, "kubectl", append([]string{"--kubeconfig", e.cluster.Kubeconfig}, args...)...)
-	cmd.Env = append(cmd.Environ(), "PATH="+path)
+	// kubectl does not accept global flags before a plugin's name, so the
+	// kubeconfig goes through the environment, as a user's would.
+	cmd := exec.CommandContext(e.ctx, "kubectl", args...)
+	cmd.Env = append(cmd.Environ(), "PATH="+path, "KUBECONFIG="+e.cluster.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)

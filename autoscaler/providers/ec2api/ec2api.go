@@ -51,10 +51,13 @@ type Config struct {
 	// Region is the AWS region, for example "us-east-1". Empty uses the
 	// region of the standard chain (AWS_REGION, shared config, IMDS).
 	Region string
-	// BaseEndpoint, when set, sends both EC2 and SSM requests to this URL
-	// instead of the regional AWS endpoints, for example
-	// "http://127.0.0.1:40123" for the loopback EC2 simulator.
+	// BaseEndpoint, when set, sends EC2 requests (and SSM requests, unless
+	// SSMEndpoint is set) to this URL instead of the regional AWS endpoints,
+	// for example "http://127.0.0.1:40123" for the loopback EC2 simulator.
 	BaseEndpoint string
+	// SSMEndpoint, when set, sends SSM requests to this URL. Empty means
+	// BaseEndpoint.
+	SSMEndpoint string
 	// Credentials overrides the standard credentials chain (environment,
 	// shared config and credentials files, web identity, IMDS). Nil uses
 	// the chain.
@@ -91,21 +94,25 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	return NewFromConfig(awsCfg, cfg.BaseEndpoint), nil
+	return NewFromConfig(awsCfg, cfg.BaseEndpoint, cfg.SSMEndpoint), nil
 }
 
-// NewFromConfig builds a Client from an already loaded aws.Config; a
-// non-empty baseEndpoint overrides the EC2 and SSM endpoints.
-func NewFromConfig(awsCfg aws.Config, baseEndpoint string) *Client {
+// NewFromConfig builds a Client from an already loaded aws.Config. A
+// non-empty ec2Endpoint overrides the EC2 endpoint; a non-empty ssmEndpoint
+// (or, when empty, ec2Endpoint) overrides the SSM endpoint.
+func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
+	if ssmEndpoint == "" {
+		ssmEndpoint = ec2Endpoint
+	}
 	return &Client{
 		ec2: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
-			if baseEndpoint != "" {
-				o.BaseEndpoint = aws.String(baseEndpoint)
+			if ec2Endpoint != "" {
+				o.BaseEndpoint = aws.String(ec2Endpoint)
 			}
 		}),
 		ssm: ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
-			if baseEndpoint != "" {
-				o.BaseEndpoint = aws.String(baseEndpoint)
+			if ssmEndpoint != "" {
+				o.BaseEndpoint = aws.String(ssmEndpoint)
 			}
 		}),
 	}

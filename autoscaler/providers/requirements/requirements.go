@@ -1,0 +1,132 @@
+package requirements
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// instanceTypeKeyPrefix prefixes the AWS-specific labels that describe an
+// instance type (cpu, memory, family, gpu-count, …). Source: Karpenter AWS
+// well-known labels (karpenter.k8s.aws/instance-*).
+const instanceTypeKeyPrefix = "karpenter.k8s.aws/instance-"
+
+// FromNodeClaim converts Karpenter's requirements (which add minValues) to
+// plain node selector requirements; minValues does not change which values
+// an instance must have and is dropped.
+func FromNodeClaim(in []karpv1.NodeSelectorRequirementWithMinValues) []corev1.NodeSelectorRequirement {
+	out := make([]corev1.NodeSelectorRequirement, 0, len(in))
+	for _, r := range in {
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return out
+}
+
+// IsInstanceTypeKey reports whether key is a label determined by the
+// instance type alone, so that a requirement on it can rule a type out.
+func IsInstanceTypeKey(key string) bool {
+	switch key {
+	case corev1.LabelInstanceTypeStable, corev1.LabelArchStable, corev1.LabelOSStable:
+		return true
+	}
+	return strings.HasPrefix(key, instanceTypeKeyPrefix)
+}
+
+// Allow reports whether requirement r admits a node whose label r.Key has
+// value (present) or is absent (!present). Gt, Lt, Gte and Lte compare
+// integers and fail for absent or non-integer values; an unknown operator
+// admits nothing.
+func Allow(r corev1.NodeSelectorRequirement, value string, present bool) bool {
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		return present && slices.Contains(r.Values, value)
+	case corev1.NodeSelectorOpNotIn:
+		return !present || !slices.Contains(r.Values, value)
+	case corev1.NodeSelectorOpExists:
+		return present
+	case corev1.NodeSelectorOpDoesNotExist:
+		return !present
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
+		if !present || len(r.Values) != 1 {
+			return false
+		}
+		v, err1 := strconv.ParseInt(value, 10, 64)
+		bound, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpGt:
+			return v > bound
+		case corev1.NodeSelectorOpLt:
+			return v < bound
+		case karpv1.NodeSelectorOpGte:
+			return v >= bound
+		default:
+			return v <= bound
+		}
+	}
+	return false
+}
+
+// MatchLabels reports whether labels satisfy every requirement, a missing
+// label counting as absent.
+func MatchLabels(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
+	for _, r := range reqs {
+		v, ok := labels[r.Key]
+		if !Allow(r, v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchInstanceType reports whether an instance type with these labels
+// satisfies every requirement on an instance-type key (IsInstanceTypeKey);
+// requirements on other keys are ignored.
+func MatchInstanceType(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
+	for _, r := range reqs {
+		if !IsInstanceTypeKey(r.Key) {
+			continue
+		}
+		v, ok := labels[r.Key]
+		if !Allow(r, v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// Allows reports whether every requirement on key admits value; a key no
+// requirement mentions admits every value. Use it for per-offering keys
+// such as topology.kubernetes.io/zone and karpenter.sh/capacity-type.
+func Allows(reqs []corev1.NodeSelectorRequirement, key, value string) bool {
+	for _, r := range reqs {
+		if r.Key == key && !Allow(r, value, true) {
+			return false
+		}
+	}
+	return true
+}
+
+// Values returns the values an In requirement on key allows, intersected
+// over all In requirements on key, and false when no In requirement
+// constrains key.
+func Values(reqs []corev1.NodeSelectorRequirement, key string) ([]string, bool) {
+	var out []string
+	found := false
+	for _, r := range reqs {
+		if r.Key != key || r.Operator != corev1.NodeSelectorOpIn {
+			continue
+		}
+		if !found {
+			out, found = slices.Clone(r.Values), true
+			continue
+		}
+		out = slices.DeleteFunc(out, func(v string) bool { return !slices.Contains(r.Values, v) })
+	}
+	return out, found
+}

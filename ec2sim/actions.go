@@ -1,0 +1,116 @@
+package ec2sim
+
+// This file is the index of the simulator: actionTable lists every action it
+// answers, the token bucket (throttling category) each call is charged to and
+// the fault hooks that apply. Anything else is answered with InvalidAction
+// (EC2) or UnknownOperationException (SSM).
+
+// FaultHook is a bit set of the fault kinds an action honours.
+type FaultHook uint8
+
+const (
+	hookError FaultHook = 1 << iota
+	hookLatency
+	hookCapacity
+
+	hooksDefault = hookError | hookLatency
+)
+
+// Service names the wire protocol of an action.
+type service string
+
+const (
+	serviceEC2 service = "ec2" // EC2 Query protocol, XML answers
+	serviceSSM service = "ssm" // AWS JSON 1.1, X-Amz-Target: AmazonSSM.<Action>
+)
+
+type handlerFunc func(s *Simulator, req *request) (any, error)
+
+type actionSpec struct {
+	name       string
+	service    service
+	category   ThrottleCategory
+	unfiltered bool // charged to CategoryUnfilteredNonMutating when called bare
+	hooks      FaultHook
+	handle     handlerFunc
+}
+
+// actionTable, at a glance (TestActionTableIsDocumented keeps this in step):
+//
+//	Action                         Service  Bucket               Unfiltered  Faults
+//	DescribeAvailabilityZones      ec2      non-mutating         -           error,latency
+//	DescribeSubnets                ec2      non-mutating         -           error,latency
+//	DescribeSecurityGroups         ec2      non-mutating         yes         error,latency
+//	DescribeImages                 ec2      non-mutating         -           error,latency
+//	DescribeInstanceTypes          ec2      non-mutating         -           error,latency
+//	DescribeInstanceTypeOfferings  ec2      non-mutating         -           error,latency
+//	DescribeSpotPriceHistory       ec2      non-mutating         -           error,latency
+//	DescribeLaunchTemplates        ec2      non-mutating         -           error,latency
+//	CreateLaunchTemplate           ec2      mutating             -           error,latency
+//	DeleteLaunchTemplate           ec2      mutating             -           error,latency
+//	CreateFleet                    ec2      mutating             -           error,latency,capacity
+//	RunInstances                   ec2      run-instances        -           error,latency,capacity
+//	DescribeInstances              ec2      non-mutating         yes         error,latency
+//	TerminateInstances             ec2      terminate-instances  -           error,latency
+//	CreateTags                     ec2      create-tags          -           error,latency
+//	GetParameter                   ssm      ssm-get-parameter    -           error,latency
+//
+// Bucket is the ThrottleCategory (sizes in DefaultThrottleConfig, from
+// "Request throttling for the Amazon EC2 API"). Unfiltered "yes" means a call
+// without filters, ids, names and MaxResults is charged to the
+// unfiltered-non-mutating bucket instead (50 tokens, 10/s). Faults: "error"
+// honours FaultRule.Code, "latency" FaultRule.Latency, "capacity"
+// CapacityFault (per-override InsufficientInstanceCapacity in CreateFleet's
+// errorSet; the whole call for RunInstances).
+var actionTable = []actionSpec{
+	// {name, service, bucket, unfiltered, faults, handler}
+	{"DescribeAvailabilityZones", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeAvailabilityZones},
+	{"DescribeSubnets", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeSubnets},
+	{"DescribeSecurityGroups", serviceEC2, CategoryNonMutating, true, hooksDefault, (*Simulator).describeSecurityGroups},
+	{"DescribeImages", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeImages},
+	{"DescribeInstanceTypes", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeInstanceTypes},
+	{"DescribeInstanceTypeOfferings", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeInstanceTypeOfferings},
+	{"DescribeSpotPriceHistory", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeSpotPriceHistory},
+	{"DescribeLaunchTemplates", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeLaunchTemplates},
+	{"CreateLaunchTemplate", serviceEC2, CategoryMutating, false, hooksDefault, (*Simulator).createLaunchTemplate},
+	{"DeleteLaunchTemplate", serviceEC2, CategoryMutating, false, hooksDefault, (*Simulator).deleteLaunchTemplate},
+	{"CreateFleet", serviceEC2, CategoryMutating, false, hooksDefault | hookCapacity, (*Simulator).createFleet},
+	{"RunInstances", serviceEC2, CategoryRunInstances, false, hooksDefault | hookCapacity, (*Simulator).runInstances},
+	{"DescribeInstances", serviceEC2, CategoryNonMutating, true, hooksDefault, (*Simulator).describeInstances},
+	{"TerminateInstances", serviceEC2, CategoryTerminateInstances, false, hooksDefault, (*Simulator).terminateInstances},
+	{"CreateTags", serviceEC2, CategoryCreateTags, false, hooksDefault, (*Simulator).createTags},
+	{"GetParameter", serviceSSM, CategorySSMGetParameter, false, hooksDefault, (*Simulator).getParameter},
+}
+
+var actionsByName = func() map[string]*actionSpec {
+	m := make(map[string]*actionSpec, len(actionTable))
+	for i := range actionTable {
+		m[actionTable[i].name] = &actionTable[i]
+	}
+	return m
+}()
+
+func lookupAction(name string) *actionSpec { return actionsByName[name] }
+
+// Actions returns the names of every action the simulator answers, EC2 and
+// SSM, in table order.
+func Actions() []string {
+	out := make([]string, 0, len(actionTable))
+	for _, a := range actionTable {
+		out = append(out, a.name)
+	}
+	return out
+}
+
+// isBare reports whether a call is "unfiltered and unpaginated": no filters,
+// no ids or names, no MaxResults.
+func isBare(p params) bool {
+	for k := range p.values {
+		switch k {
+		case "Action", "Version", "DryRun":
+		default:
+			return false
+		}
+	}
+	return true
+}

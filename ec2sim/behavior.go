@@ -1,0 +1,193 @@
+package ec2sim
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Behavior scripts how the emulated kubelet of one instance behaves. It is
+// read from marker lines in the launch template's user data,
+//
+//	# karpx-sim: never-join
+//	# karpx-sim: boot-delay=30s not-ready=20s
+//
+// and from the instance tag karpx.sim/behavior (same syntax, space
+// separated, e.g. "boot-delay=30s late-taint=example.com/init:NoSchedule@10s");
+// the tag is applied after the user data. Tokens:
+//
+//	never-join                        the instance runs but no Node ever appears
+//	boot-delay=<duration>             running → Node created (overrides Config.BootDelay)
+//	not-ready=<duration>              the Node stays NotReady this long after it is created
+//	late-taint=<key>[=<value>]:<effect>@<duration>
+//	                                  the Node registers with this taint, removed <duration> after creation
+//	allocatable=<resource>:<quantity> adds the signed quantity to status.allocatable (e.g. memory:-512Mi)
+type Behavior struct {
+	// NeverJoin keeps the instance from ever creating a Node.
+	NeverJoin bool
+	// BootDelay, when set, replaces Config.BootDelay for this instance.
+	BootDelay *time.Duration
+	// NotReadyFor is how long the Node stays NotReady after it is created.
+	NotReadyFor time.Duration
+	// LateTaints are registered with the Node and removed After their delay.
+	LateTaints []LateTaint
+	// AllocatableOffset is added to the catalogue's allocatable (negative
+	// quantities reduce it; results are floored at zero).
+	AllocatableOffset corev1.ResourceList
+}
+
+// LateTaint is a taint the Node registers with and loses after a delay.
+type LateTaint struct {
+	// Taint is the taint.
+	Taint corev1.Taint
+	// After is the time from Node creation to the taint's removal.
+	After time.Duration
+}
+
+// BehaviorTagKey is the instance tag that carries behaviour tokens.
+const BehaviorTagKey = "karpx.sim/behavior"
+
+var reMarker = regexp.MustCompile(`(?m)^\s*#\s*karpx-sim:(.*)$`)
+
+// behaviorFromUserData parses every "# karpx-sim:" line of user data.
+func behaviorFromUserData(userData string) (Behavior, error) {
+	var b Behavior
+	for _, m := range reMarker.FindAllStringSubmatch(userData, -1) {
+		line, err := ParseBehavior(m[1])
+		if err != nil {
+			return Behavior{}, err
+		}
+		b = b.merge(line)
+	}
+	return b, nil
+}
+
+// ParseBehavior parses space-separated behaviour tokens (see Behavior). It
+// returns an error naming the first token it does not understand.
+func ParseBehavior(s string) (Behavior, error) {
+	var b Behavior
+	for _, tok := range strings.Fields(s) {
+		key, val, hasVal := strings.Cut(tok, "=")
+		var err error
+		switch {
+		case key == "never-join" && !hasVal:
+			b.NeverJoin = true
+		case key == "boot-delay" && hasVal:
+			var d time.Duration
+			if d, err = parseNonNegative(val); err == nil {
+				b.BootDelay = &d
+			}
+		case key == "not-ready" && hasVal:
+			b.NotReadyFor, err = parseNonNegative(val)
+		case key == "late-taint" && hasVal:
+			var lt LateTaint
+			if lt, err = parseLateTaint(val); err == nil {
+				b.LateTaints = append(b.LateTaints, lt)
+			}
+		case key == "allocatable" && hasVal:
+			name, qty, ok := strings.Cut(val, ":")
+			var q resource.Quantity
+			if q, err = resource.ParseQuantity(qty); err == nil && ok && name != "" {
+				if b.AllocatableOffset == nil {
+					b.AllocatableOffset = corev1.ResourceList{}
+				}
+				cur := b.AllocatableOffset[corev1.ResourceName(name)]
+				cur.Add(q)
+				b.AllocatableOffset[corev1.ResourceName(name)] = cur
+			} else if err == nil {
+				err = fmt.Errorf("want <resource>:<quantity>")
+			}
+		default:
+			err = fmt.Errorf("unknown token")
+		}
+		if err != nil {
+			return Behavior{}, fmt.Errorf("karpx-sim behavior token %q: %w", tok, err)
+		}
+	}
+	return b, nil
+}
+
+func parseNonNegative(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative duration")
+	}
+	return d, err
+}
+
+func parseLateTaint(s string) (LateTaint, error) {
+	spec, after, ok := strings.Cut(s, "@")
+	if !ok {
+		return LateTaint{}, fmt.Errorf("want <key>[=<value>]:<effect>@<duration>")
+	}
+	d, err := parseNonNegative(after)
+	if err != nil {
+		return LateTaint{}, err
+	}
+	i := strings.LastIndexByte(spec, ':')
+	if i <= 0 {
+		return LateTaint{}, fmt.Errorf("want <key>[=<value>]:<effect>@<duration>")
+	}
+	t := corev1.Taint{Effect: corev1.TaintEffect(spec[i+1:])}
+	switch t.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return LateTaint{}, fmt.Errorf("effect %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
+	}
+	t.Key, t.Value, _ = strings.Cut(spec[:i], "=")
+	return LateTaint{Taint: t, After: d}, nil
+}
+
+// merge returns b with o applied on top.
+func (b Behavior) merge(o Behavior) Behavior {
+	b.NeverJoin = b.NeverJoin || o.NeverJoin
+	if o.BootDelay != nil {
+		b.BootDelay = o.BootDelay
+	}
+	if o.NotReadyFor > 0 {
+		b.NotReadyFor = o.NotReadyFor
+	}
+	b.LateTaints = append(append([]LateTaint{}, b.LateTaints...), o.LateTaints...)
+	if len(o.AllocatableOffset) > 0 {
+		sum := corev1.ResourceList{}
+		for _, l := range []corev1.ResourceList{b.AllocatableOffset, o.AllocatableOffset} {
+			for k, v := range l {
+				cur := sum[k]
+				cur.Add(v)
+				sum[k] = cur
+			}
+		}
+		b.AllocatableOffset = sum
+	}
+	return b
+}
+
+// String renders b in token syntax ("" for the default behaviour).
+func (b Behavior) String() string {
+	var toks []string
+	if b.NeverJoin {
+		toks = append(toks, "never-join")
+	}
+	if b.BootDelay != nil {
+		toks = append(toks, "boot-delay="+b.BootDelay.String())
+	}
+	if b.NotReadyFor > 0 {
+		toks = append(toks, "not-ready="+b.NotReadyFor.String())
+	}
+	for _, lt := range b.LateTaints {
+		kv := lt.Taint.Key
+		if lt.Taint.Value != "" {
+			kv += "=" + lt.Taint.Value
+		}
+		toks = append(toks, fmt.Sprintf("late-taint=%s:%s@%s", kv, lt.Taint.Effect, lt.After))
+	}
+	for _, k := range sortedKeys(b.AllocatableOffset) {
+		q := b.AllocatableOffset[corev1.ResourceName(k)]
+		toks = append(toks, "allocatable="+k+":"+q.String())
+	}
+	return strings.Join(toks, " ")
+}

@@ -1,0 +1,600 @@
+package ec2sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karpx/karpx/catalog"
+)
+
+// DescribeInstanceTypes, DescribeInstanceTypeOfferings and
+// DescribeSpotPriceHistory, all derived from the embedded catalogue.
+
+// ec2Arch maps the kubernetes.io/arch label to EC2's architecture names.
+func ec2Arch(k8sArch string) string {
+	if k8sArch == "arm64" {
+		return "arm64"
+	}
+	return "x86_64"
+}
+
+// k8sArch maps EC2's architecture names to kubernetes.io/arch.
+func k8sArch(ec2Arch string) string {
+	if ec2Arch == "arm64" {
+		return "arm64"
+	}
+	return "amd64"
+}
+
+type xmlProcessorInfo struct {
+	SupportedArchitectures   []string `xml:"supportedArchitectures>item"`
+	SustainedClockSpeedInGhz float64  `xml:"sustainedClockSpeedInGhz,omitempty"`
+	Manufacturer             string   `xml:"manufacturer,omitempty"`
+}
+
+type xmlVCPUInfo struct {
+	DefaultVCpus          int64 `xml:"defaultVCpus"`
+	DefaultCores          int64 `xml:"defaultCores"`
+	DefaultThreadsPerCore int64 `xml:"defaultThreadsPerCore"`
+}
+
+type xmlSizeMiB struct {
+	SizeInMiB int64 `xml:"sizeInMiB"`
+}
+
+type xmlDisk struct {
+	SizeInGB int64  `xml:"sizeInGB"`
+	Count    int64  `xml:"count"`
+	Type     string `xml:"type"`
+}
+
+type xmlStorageInfo struct {
+	TotalSizeInGB int64     `xml:"totalSizeInGB"`
+	Disks         []xmlDisk `xml:"disks>item"`
+	NvmeSupport   string    `xml:"nvmeSupport"`
+}
+
+type xmlEBSOptimized struct {
+	BaselineBandwidthInMbps  int64   `xml:"baselineBandwidthInMbps"`
+	BaselineThroughputInMBps float64 `xml:"baselineThroughputInMBps"`
+	BaselineIops             int64   `xml:"baselineIops"`
+	MaximumBandwidthInMbps   int64   `xml:"maximumBandwidthInMbps"`
+	MaximumThroughputInMBps  float64 `xml:"maximumThroughputInMBps"`
+	MaximumIops              int64   `xml:"maximumIops"`
+}
+
+type xmlEBSInfo struct {
+	EbsOptimizedSupport string           `xml:"ebsOptimizedSupport"`
+	EncryptionSupport   string           `xml:"encryptionSupport"`
+	EbsOptimizedInfo    *xmlEBSOptimized `xml:"ebsOptimizedInfo,omitempty"`
+	NvmeSupport         string           `xml:"nvmeSupport"`
+}
+
+type xmlNetworkCard struct {
+	NetworkCardIndex         int64   `xml:"networkCardIndex"`
+	NetworkPerformance       string  `xml:"networkPerformance"`
+	MaximumNetworkInterfaces int64   `xml:"maximumNetworkInterfaces"`
+	BaselineBandwidthInGbps  float64 `xml:"baselineBandwidthInGbps"`
+	PeakBandwidthInGbps      float64 `xml:"peakBandwidthInGbps"`
+}
+
+type xmlEFAInfo struct {
+	MaximumEfaInterfaces int64 `xml:"maximumEfaInterfaces"`
+}
+
+type xmlNetworkInfo struct {
+	NetworkPerformance           string           `xml:"networkPerformance"`
+	MaximumNetworkInterfaces     int64            `xml:"maximumNetworkInterfaces"`
+	MaximumNetworkCards          int64            `xml:"maximumNetworkCards"`
+	DefaultNetworkCardIndex      int64            `xml:"defaultNetworkCardIndex"`
+	NetworkCards                 []xmlNetworkCard `xml:"networkCards>item"`
+	Ipv4AddressesPerInterface    int64            `xml:"ipv4AddressesPerInterface"`
+	Ipv6AddressesPerInterface    int64            `xml:"ipv6AddressesPerInterface"`
+	Ipv6Supported                bool             `xml:"ipv6Supported"`
+	EnaSupport                   string           `xml:"enaSupport"`
+	EfaSupported                 bool             `xml:"efaSupported"`
+	EfaInfo                      *xmlEFAInfo      `xml:"efaInfo,omitempty"`
+	EncryptionInTransitSupported bool             `xml:"encryptionInTransitSupported"`
+	EnaSrdSupported              bool             `xml:"enaSrdSupported"`
+}
+
+type xmlGPUDevice struct {
+	Name         string     `xml:"name"`
+	Manufacturer string     `xml:"manufacturer"`
+	Count        int64      `xml:"count"`
+	MemoryInfo   xmlSizeMiB `xml:"memoryInfo"`
+}
+
+type xmlGPUInfo struct {
+	Gpus                []xmlGPUDevice `xml:"gpus>item"`
+	TotalGpuMemoryInMiB int64          `xml:"totalGpuMemoryInMiB"`
+}
+
+type xmlNeuronCore struct {
+	Count   int64 `xml:"count"`
+	Version int64 `xml:"version"`
+}
+
+type xmlNeuronDevice struct {
+	Count      int64         `xml:"count"`
+	Name       string        `xml:"name"`
+	CoreInfo   xmlNeuronCore `xml:"coreInfo"`
+	MemoryInfo xmlSizeMiB    `xml:"memoryInfo"`
+}
+
+type xmlNeuronInfo struct {
+	NeuronDevices                []xmlNeuronDevice `xml:"neuronDevices>item"`
+	TotalNeuronDeviceMemoryInMiB int64             `xml:"totalNeuronDeviceMemoryInMiB"`
+}
+
+type xmlPlacementGroupInfo struct {
+	SupportedStrategies []string `xml:"supportedStrategies>item"`
+}
+
+type xmlInstanceType struct {
+	InstanceType                  string                `xml:"instanceType"`
+	CurrentGeneration             bool                  `xml:"currentGeneration"`
+	FreeTierEligible              bool                  `xml:"freeTierEligible"`
+	SupportedUsageClasses         []string              `xml:"supportedUsageClasses>item"`
+	SupportedRootDeviceTypes      []string              `xml:"supportedRootDeviceTypes>item"`
+	SupportedVirtualizationTypes  []string              `xml:"supportedVirtualizationTypes>item"`
+	BareMetal                     bool                  `xml:"bareMetal"`
+	Hypervisor                    string                `xml:"hypervisor,omitempty"`
+	ProcessorInfo                 xmlProcessorInfo      `xml:"processorInfo"`
+	VCpuInfo                      xmlVCPUInfo           `xml:"vCpuInfo"`
+	MemoryInfo                    xmlSizeMiB            `xml:"memoryInfo"`
+	InstanceStorageSupported      bool                  `xml:"instanceStorageSupported"`
+	InstanceStorageInfo           *xmlStorageInfo       `xml:"instanceStorageInfo,omitempty"`
+	EbsInfo                       xmlEBSInfo            `xml:"ebsInfo"`
+	NetworkInfo                   xmlNetworkInfo        `xml:"networkInfo"`
+	GpuInfo                       *xmlGPUInfo           `xml:"gpuInfo,omitempty"`
+	NeuronInfo                    *xmlNeuronInfo        `xml:"neuronInfo,omitempty"`
+	PlacementGroupInfo            xmlPlacementGroupInfo `xml:"placementGroupInfo"`
+	HibernationSupported          bool                  `xml:"hibernationSupported"`
+	BurstablePerformanceSupported bool                  `xml:"burstablePerformanceSupported"`
+	DedicatedHostsSupported       bool                  `xml:"dedicatedHostsSupported"`
+	AutoRecoverySupported         bool                  `xml:"autoRecoverySupported"`
+	SupportedBootModes            []string              `xml:"supportedBootModes>item"`
+	NitroEnclavesSupport          string                `xml:"nitroEnclavesSupport"`
+	NitroTpmSupport               string                `xml:"nitroTpmSupport"`
+}
+
+// previousGeneration are the families EC2 lists as previous generation.
+var previousGeneration = map[string]bool{
+	"a1": false, "c1": true, "c3": true, "c4": true, "cc2": true, "cr1": true, "d2": true, "g2": true, "g3": true,
+	"g3s": true, "hs1": true, "i2": true, "m1": true, "m2": true, "m3": true, "m4": true, "p2": true, "p3": true,
+	"r3": true, "r4": true, "t1": true, "x1": true, "x1e": true,
+}
+
+// eniLimits returns (maximum network interfaces, IPv4 addresses per
+// interface) consistent with the catalogue's max pods under the ENI formula
+// pods = ENIs × (IPs − 1) + 2, preferring common EC2 ENI counts.
+func eniLimits(pods int64) (int64, int64) {
+	if pods <= 2 {
+		return 2, 2
+	}
+	for _, enis := range []int64{3, 4, 8, 15, 2, 7, 6, 5, 10, 12, 14, 16, 11, 9, 13, 1} {
+		if (pods-2)%enis == 0 {
+			if ips := (pods-2)/enis + 1; ips >= 2 && ips <= 64 {
+				return enis, ips
+			}
+		}
+	}
+	enis := (pods-2)/49 + 1
+	return enis, 50
+}
+
+func labelInt(it catalog.InstanceType, key string) int64 {
+	v, _ := strconv.ParseInt(it.Labels[key], 10, 64)
+	return v
+}
+
+func allocInt(it catalog.InstanceType, name corev1.ResourceName) int64 {
+	q, ok := it.Allocatable[name]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+func gbps(mbps int64) float64 { return float64(mbps) / 1000 }
+
+func networkPerformance(mbps int64) string {
+	switch {
+	case mbps <= 0:
+		return "Moderate"
+	case mbps < 1000:
+		return "Up to 10 Gigabit"
+	default:
+		return strconv.FormatFloat(gbps(mbps), 'f', -1, 64) + " Gigabit"
+	}
+}
+
+// instanceTypeInfo renders a catalogue entry as EC2's InstanceTypeInfo.
+func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
+	family := it.Labels[catalog.LabelInstanceFamily]
+	hyper := it.Labels["karpenter.k8s.aws/instance-hypervisor"]
+	nitro := hyper == "nitro"
+	size := it.Labels["karpenter.k8s.aws/instance-size"]
+	arch := ec2Arch(it.Arch())
+	vcpus := it.VCPUs()
+	threads := int64(2)
+	if arch == "arm64" || vcpus == 1 || strings.HasPrefix(family, "hpc") {
+		threads = 1
+	}
+	x := xmlInstanceType{
+		InstanceType:                  it.Name,
+		CurrentGeneration:             !previousGeneration[family],
+		FreeTierEligible:              it.Name == "t2.micro" || it.Name == "t3.micro",
+		SupportedUsageClasses:         []string{"on-demand", "spot"},
+		SupportedRootDeviceTypes:      []string{"ebs"},
+		SupportedVirtualizationTypes:  []string{"hvm"},
+		BareMetal:                     strings.Contains(size, "metal"),
+		Hypervisor:                    hyper,
+		VCpuInfo:                      xmlVCPUInfo{DefaultVCpus: vcpus, DefaultCores: max(1, vcpus/threads), DefaultThreadsPerCore: threads},
+		MemoryInfo:                    xmlSizeMiB{SizeInMiB: it.MemoryMiB()},
+		PlacementGroupInfo:            xmlPlacementGroupInfo{SupportedStrategies: []string{"cluster", "partition", "spread"}},
+		BurstablePerformanceSupported: strings.HasPrefix(family, "t"),
+		DedicatedHostsSupported:       true,
+		AutoRecoverySupported:         labelInt(it, "karpenter.k8s.aws/instance-local-nvme") == 0,
+		NitroEnclavesSupport:          "unsupported",
+		NitroTpmSupport:               "unsupported",
+	}
+	if nitro {
+		x.NitroEnclavesSupport, x.NitroTpmSupport = "supported", "supported"
+	}
+	x.ProcessorInfo = xmlProcessorInfo{SupportedArchitectures: []string{arch},
+		SustainedClockSpeedInGhz: float64(labelInt(it, "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz")) / 1000,
+		Manufacturer:             map[string]string{"intel": "Intel", "amd": "AMD", "aws": "AWS"}[it.Labels["karpenter.k8s.aws/instance-cpu-manufacturer"]]}
+	if arch == "arm64" {
+		x.SupportedBootModes = []string{"uefi"}
+	} else {
+		x.SupportedBootModes = []string{"legacy-bios", "uefi"}
+	}
+	if nvme := labelInt(it, "karpenter.k8s.aws/instance-local-nvme"); nvme > 0 {
+		x.InstanceStorageSupported = true
+		x.InstanceStorageInfo = &xmlStorageInfo{TotalSizeInGB: nvme, Disks: []xmlDisk{{SizeInGB: nvme, Count: 1, Type: "ssd"}}, NvmeSupport: "required"}
+	}
+	ebsMbps := labelInt(it, "karpenter.k8s.aws/instance-ebs-bandwidth")
+	x.EbsInfo = xmlEBSInfo{EbsOptimizedSupport: "supported", EncryptionSupport: "supported", NvmeSupport: "unsupported"}
+	if nitro || x.BareMetal {
+		x.EbsInfo.EbsOptimizedSupport, x.EbsInfo.NvmeSupport = "default", "required"
+	}
+	if ebsMbps > 0 {
+		x.EbsInfo.EbsOptimizedInfo = &xmlEBSOptimized{BaselineBandwidthInMbps: ebsMbps, MaximumBandwidthInMbps: ebsMbps,
+			BaselineThroughputInMBps: float64(ebsMbps) / 8, MaximumThroughputInMBps: float64(ebsMbps) / 8,
+			BaselineIops: ebsMbps * 4, MaximumIops: ebsMbps * 4}
+	}
+	netMbps := labelInt(it, "karpenter.k8s.aws/instance-network-bandwidth")
+	enis, ips := eniLimits(allocInt(it, corev1.ResourcePods))
+	x.NetworkInfo = xmlNetworkInfo{
+		NetworkPerformance: networkPerformance(netMbps), MaximumNetworkInterfaces: enis, MaximumNetworkCards: 1,
+		NetworkCards: []xmlNetworkCard{{NetworkPerformance: networkPerformance(netMbps), MaximumNetworkInterfaces: enis,
+			BaselineBandwidthInGbps: gbps(netMbps), PeakBandwidthInGbps: gbps(netMbps)}},
+		Ipv4AddressesPerInterface: ips, Ipv6AddressesPerInterface: ips, Ipv6Supported: true, EnaSupport: "supported",
+		EncryptionInTransitSupported: it.Labels["karpenter.k8s.aws/instance-encryption-in-transit-supported"] == "true",
+	}
+	if nitro || x.BareMetal {
+		x.NetworkInfo.EnaSupport = "required"
+	}
+	if efa := allocInt(it, "vpc.amazonaws.com/efa"); efa > 0 {
+		x.NetworkInfo.EfaSupported = true
+		x.NetworkInfo.EfaInfo = &xmlEFAInfo{MaximumEfaInterfaces: efa}
+	}
+	if n := it.GPUCount(); n > 0 {
+		mem := labelInt(it, "karpenter.k8s.aws/instance-gpu-memory")
+		name := it.Labels[catalog.LabelInstanceGPUName]
+		manu := strings.ToUpper(it.Labels["karpenter.k8s.aws/instance-gpu-manufacturer"])
+		if manu == "NVIDIA" {
+			name = strings.ToUpper(name)
+		}
+		x.GpuInfo = &xmlGPUInfo{Gpus: []xmlGPUDevice{{Name: name, Manufacturer: manu, Count: n, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
+			TotalGpuMemoryInMiB: n * mem}
+	}
+	if devs := allocInt(it, "aws.amazon.com/neuron"); devs > 0 {
+		accel := it.Labels["karpenter.k8s.aws/instance-accelerator-name"]
+		name, mem, version := "Inferentia", int64(8192), int64(1)
+		switch accel {
+		case "inferentia2":
+			name, mem, version = "Inferentia2", 32768, 2
+		case "trainium":
+			name, mem, version = "Trainium", 32768, 2
+		case "trainium2":
+			name, mem, version = "Trainium2", 98304, 3
+		}
+		cores := allocInt(it, "aws.amazon.com/neuroncore") / devs
+		x.NeuronInfo = &xmlNeuronInfo{NeuronDevices: []xmlNeuronDevice{{Count: devs, Name: name,
+			CoreInfo: xmlNeuronCore{Count: cores, Version: version}, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
+			TotalNeuronDeviceMemoryInMiB: devs * mem}
+	}
+	return x
+}
+
+var (
+	typeInfosOnce sync.Once
+	typeInfos     []xmlInstanceType
+)
+
+// allTypeInfos renders the catalogue once; the result is shared read-only.
+func allTypeInfos() []xmlInstanceType {
+	typeInfosOnce.Do(func() {
+		all := catalog.All()
+		typeInfos = make([]xmlInstanceType, 0, len(all))
+		for _, it := range all {
+			typeInfos = append(typeInfos, instanceTypeInfo(it))
+		}
+	})
+	return typeInfos
+}
+
+func typeInfoField(x xmlInstanceType, name string) ([]string, bool) {
+	b := strconv.FormatBool
+	switch name {
+	case "instance-type":
+		return one(x.InstanceType), true
+	case "current-generation":
+		return one(b(x.CurrentGeneration)), true
+	case "free-tier-eligible":
+		return one(b(x.FreeTierEligible)), true
+	case "bare-metal":
+		return one(b(x.BareMetal)), true
+	case "hypervisor":
+		return one(x.Hypervisor), true
+	case "processor-info.supported-architecture":
+		return x.ProcessorInfo.SupportedArchitectures, true
+	case "supported-usage-class":
+		return x.SupportedUsageClasses, true
+	case "supported-root-device-type":
+		return x.SupportedRootDeviceTypes, true
+	case "supported-virtualization-type":
+		return x.SupportedVirtualizationTypes, true
+	case "supported-boot-mode":
+		return x.SupportedBootModes, true
+	case "vcpu-info.default-vcpus":
+		return one(strconv.FormatInt(x.VCpuInfo.DefaultVCpus, 10)), true
+	case "memory-info.size-in-mib":
+		return one(strconv.FormatInt(x.MemoryInfo.SizeInMiB, 10)), true
+	case "burstable-performance-supported":
+		return one(b(x.BurstablePerformanceSupported)), true
+	case "instance-storage-supported":
+		return one(b(x.InstanceStorageSupported)), true
+	case "network-info.efa-supported":
+		return one(b(x.NetworkInfo.EfaSupported)), true
+	case "network-info.ena-support":
+		return one(x.NetworkInfo.EnaSupport), true
+	}
+	return nil, false
+}
+
+type describeInstanceTypesResponse struct {
+	respMeta
+	InstanceTypes []xmlInstanceType `xml:"instanceTypeSet>item"`
+	NextToken     string            `xml:"nextToken,omitempty"`
+}
+
+func (s *Simulator) describeInstanceTypes(req *request) (any, error) {
+	fs, err := parseFilters(req.p, xmlInstanceType{}, typeInfoField)
+	if err != nil {
+		return nil, err
+	}
+	names := req.p.list("InstanceType")
+	var unknown []string
+	for _, n := range names {
+		if _, ok := catalog.Get(n); !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, newError("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", quoteList(unknown))
+	}
+	// EC2 pages DescribeInstanceTypes at 100 items even without MaxResults.
+	offset, size, perr := req.p.pageRange(5, 100, 100)
+	if perr != nil {
+		return nil, perr
+	}
+	var all []xmlInstanceType
+	for _, x := range allTypeInfos() {
+		if len(names) > 0 && !contains(names, x.InstanceType) {
+			continue
+		}
+		ok, ferr := matchFilters(x, nil, fs, typeInfoField)
+		if ferr != nil {
+			return nil, ferr
+		}
+		if ok {
+			all = append(all, x)
+		}
+	}
+	lo, hi, next := paginate(len(all), offset, size)
+	return &describeInstanceTypesResponse{InstanceTypes: all[lo:hi], NextToken: next}, nil
+}
+
+// offered reports whether an instance type is offered in a zone.
+func (s *Simulator) offered(instanceType, zone string) bool {
+	if s.cfg.Offered == nil {
+		return true
+	}
+	return s.cfg.Offered(instanceType, zone)
+}
+
+type xmlOffering struct {
+	InstanceType string `xml:"instanceType"`
+	LocationType string `xml:"locationType"`
+	Location     string `xml:"location"`
+}
+
+type describeOfferingsResponse struct {
+	respMeta
+	Offerings []xmlOffering `xml:"instanceTypeOfferingSet>item"`
+	NextToken string        `xml:"nextToken,omitempty"`
+}
+
+func (s *Simulator) describeInstanceTypeOfferings(req *request) (any, error) {
+	fs, err := parseFilters(req.p, xmlOffering{}, offeringField)
+	if err != nil {
+		return nil, err
+	}
+	lt := req.p.str("LocationType")
+	if lt == "" {
+		lt = "region"
+	}
+	if lt != "region" && lt != "availability-zone" && lt != "availability-zone-id" {
+		return nil, errInvalidValue(lt, "LocationType")
+	}
+	offset, size, perr := req.p.pageRange(5, 1000, 1000)
+	if perr != nil {
+		return nil, perr
+	}
+	var all []xmlOffering
+	for _, x := range allTypeInfos() {
+		locs := []string{s.cfg.Region}
+		if lt != "region" {
+			locs = locs[:0]
+			for _, z := range s.cfg.Zones {
+				if !s.offered(x.InstanceType, z) {
+					continue
+				}
+				if lt == "availability-zone" {
+					locs = append(locs, z)
+				} else {
+					locs = append(locs, zoneID(s.cfg.Region, z))
+				}
+			}
+		}
+		for _, loc := range locs {
+			o := xmlOffering{InstanceType: x.InstanceType, LocationType: lt, Location: loc}
+			ok, ferr := matchFilters(o, nil, fs, offeringField)
+			if ferr != nil {
+				return nil, ferr
+			}
+			if ok {
+				all = append(all, o)
+			}
+		}
+	}
+	lo, hi, next := paginate(len(all), offset, size)
+	return &describeOfferingsResponse{Offerings: all[lo:hi], NextToken: next}, nil
+}
+
+// SpotPrice returns the simulated spot price (USD per hour) of an instance
+// type in a zone: 30–40% of the on-demand price, chosen by a hash of type
+// and zone so it is stable. ok is false for types without an on-demand price.
+func SpotPrice(instanceType, zone string) (price float64, ok bool) {
+	it, found := catalog.Get(instanceType)
+	if !found || it.OnDemandPriceUSDPerHour == nil {
+		return 0, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(instanceType + "/" + zone))
+	frac := float64(h.Sum64()%10_000) / 10_000
+	return *it.OnDemandPriceUSDPerHour * (0.30 + 0.10*frac), true
+}
+
+// onDemandPrice returns the catalogue's on-demand price, or ok false.
+func onDemandPrice(instanceType string) (float64, bool) {
+	it, found := catalog.Get(instanceType)
+	if !found || it.OnDemandPriceUSDPerHour == nil {
+		return 0, false
+	}
+	return *it.OnDemandPriceUSDPerHour, true
+}
+
+type xmlSpotPrice struct {
+	AvailabilityZone   string `xml:"availabilityZone"`
+	AvailabilityZoneID string `xml:"availabilityZoneId"`
+	InstanceType       string `xml:"instanceType"`
+	ProductDescription string `xml:"productDescription"`
+	SpotPrice          string `xml:"spotPrice"`
+	Timestamp          string `xml:"timestamp"`
+}
+
+type describeSpotPriceHistoryResponse struct {
+	respMeta
+	Prices    []xmlSpotPrice `xml:"spotPriceHistorySet>item"`
+	NextToken string         `xml:"nextToken,omitempty"`
+}
+
+var spotProducts = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
+
+func (s *Simulator) describeSpotPriceHistory(req *request) (any, error) {
+	fs, err := parseFilters(req.p, xmlSpotPrice{}, spotPriceField)
+	if err != nil {
+		return nil, err
+	}
+	types := req.p.list("InstanceType")
+	products := req.p.list("ProductDescription")
+	zone := req.p.str("AvailabilityZone")
+	if zone != "" && !contains(s.cfg.Zones, zone) {
+		return nil, newError(CodeInvalidParameterValue, "Invalid availability zone: [%s]", zone)
+	}
+	offset, size, perr := req.p.pageRange(1, 1000, 1000)
+	if perr != nil {
+		return nil, perr
+	}
+	// Prices change hourly in the simulator; the answer carries the start of
+	// the current hour as the timestamp.
+	ts := ec2Time(req.now.Truncate(time.Hour))
+	var all []xmlSpotPrice
+	for _, x := range allTypeInfos() {
+		if len(types) > 0 && !contains(types, x.InstanceType) {
+			continue
+		}
+		for _, z := range s.cfg.Zones {
+			if (zone != "" && z != zone) || !s.offered(x.InstanceType, z) {
+				continue
+			}
+			price, ok := SpotPrice(x.InstanceType, z)
+			if !ok {
+				continue
+			}
+			for _, prod := range spotProducts {
+				if len(products) > 0 && !contains(products, prod) {
+					continue
+				}
+				sp := xmlSpotPrice{AvailabilityZone: z, AvailabilityZoneID: zoneID(s.cfg.Region, z), InstanceType: x.InstanceType,
+					ProductDescription: prod, SpotPrice: fmt.Sprintf("%.6f", price), Timestamp: ts}
+				ok, ferr := matchFilters(sp, nil, fs, spotPriceField)
+				if ferr != nil {
+					return nil, ferr
+				}
+				if ok {
+					all = append(all, sp)
+				}
+			}
+		}
+	}
+	lo, hi, next := paginate(len(all), offset, size)
+	return &describeSpotPriceHistoryResponse{Prices: all[lo:hi], NextToken: next}, nil
+}
+
+func offeringField(o xmlOffering, name string) ([]string, bool) {
+	switch name {
+	case "instance-type":
+		return one(o.InstanceType), true
+	case "location":
+		return one(o.Location), true
+	}
+	return nil, false
+}
+
+func spotPriceField(sp xmlSpotPrice, name string) ([]string, bool) {
+	switch name {
+	case "instance-type":
+		return one(sp.InstanceType), true
+	case "availability-zone":
+		return one(sp.AvailabilityZone), true
+	case "product-description":
+		return one(sp.ProductDescription), true
+	case "spot-price":
+		return one(sp.SpotPrice), true
+	case "timestamp":
+		return one(sp.Timestamp), true
+	}
+	return nil, false
+}

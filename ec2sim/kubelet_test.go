@@ -1,0 +1,270 @@
+package ec2sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/catalog"
+)
+
+type kubeEnv struct {
+	*testEnv
+	clk  *testingclock.FakeClock
+	kube client.Client
+}
+
+func newKubeEnv(t *testing.T, cfg Config, objs ...client.Object) *kubeEnv {
+	t.Helper()
+	kube := fake.NewClientBuilder().WithScheme(scheme.Scheme).
+		WithStatusSubresource(&corev1.Node{}, &karpv1.NodeClaim{}).WithObjects(objs...).Build()
+	clk := testingclock.NewFakeClock(t0)
+	cfg.Clock, cfg.Kube = clk, kube
+	if cfg.PendingDelay == 0 {
+		cfg.PendingDelay = time.Second
+	}
+	if cfg.BootDelay == 0 {
+		cfg.BootDelay = 2 * time.Second
+	}
+	return &kubeEnv{testEnv: newTestEnv(t, cfg), clk: clk, kube: kube}
+}
+
+// advance steps the clock and runs one kubelet pass.
+func (k *kubeEnv) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	k.clk.Step(d)
+	if err := k.sim.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *kubeEnv) launch(t *testing.T, lt, instanceType string, tags map[string]string) types.Instance {
+	t.Helper()
+	out, err := k.ec2.CreateFleet(context.Background(), fleetInput(lt, types.DefaultTargetCapacityTypeSpot, 1, tags, ov(instanceType, "us-east-1b")))
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("CreateFleet: %v %+v", err, out)
+	}
+	d, err := k.ec2.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Reservations[0].Instances[0]
+}
+
+func (k *kubeEnv) node(t *testing.T, name string) (*corev1.Node, bool) {
+	t.Helper()
+	n := &corev1.Node{}
+	err := k.kube.Get(context.Background(), client.ObjectKey{Name: name}, n)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, true
+}
+
+func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
+func TestKubeletRegistersNodeLikeKarpenterBootstrap(t *testing.T) {
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "default", "team": "a"}},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:        []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			StartupTaints: []corev1.Taint{{Key: "example.com/cni-not-ready", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	env := newKubeEnv(t, Config{}, nc)
+	ctx := context.Background()
+	env.launchTemplate(t, "nodes", env.al2023(t, "x86_64"), "")
+	in := env.launch(t, "nodes", "m5.large", map[string]string{"karpenter.sh/nodeclaim": nc.Name, "karpenter.sh/nodepool": "default"})
+	name := *in.PrivateDnsName
+
+	env.advance(t, 2900*time.Millisecond) // pending 1s + boot 2s not over
+	if _, ok := env.node(t, name); ok {
+		t.Fatal("node joined before boot delay")
+	}
+	env.advance(t, 200*time.Millisecond)
+	node, ok := env.node(t, name)
+	if !ok {
+		t.Fatal("node did not join")
+	}
+	it, _ := catalog.Get("m5.large")
+	if node.Spec.ProviderID != "aws:///us-east-1b/"+*in.InstanceId || node.Annotations[KwokNodeAnnotation] != "fake" {
+		t.Errorf("providerID %q annotations %v", node.Spec.ProviderID, node.Annotations)
+	}
+	for k, v := range map[string]string{
+		"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1b", "topology.kubernetes.io/region": "us-east-1",
+		"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name, "karpenter.sh/capacity-type": "spot",
+		"karpenter.sh/nodepool": "default", "team": "a", "karpenter.k8s.aws/instance-family": "m5", "karpenter.k8s.aws/instance-cpu": "2",
+		"topology.k8s.aws/zone-id": "use1-az2",
+	} {
+		if node.Labels[k] != v {
+			t.Errorf("label %s=%q, want %q", k, node.Labels[k], v)
+		}
+	}
+	for _, tn := range []corev1.Taint{nc.Spec.Taints[0], nc.Spec.StartupTaints[0], karpv1.UnregisteredNoExecuteTaint} {
+		if !hasTaint(node, tn.Key, tn.Effect) {
+			t.Errorf("missing taint %s", tn.ToString())
+		}
+	}
+	if !equalResources(node.Status.Capacity, it.Capacity()) || !equalResources(node.Status.Allocatable, it.Allocatable) {
+		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, node.Status.Allocatable)
+	}
+	if ni := node.Status.NodeInfo; ni.KubeletVersion != "v1.35.4" || ni.Architecture != "amd64" || ni.OperatingSystem != "linux" || ni.OSImage == "" {
+		t.Errorf("nodeInfo %+v", ni)
+	}
+	addrs := map[corev1.NodeAddressType]string{}
+	for _, a := range node.Status.Addresses {
+		addrs[a.Type] = a.Address
+	}
+	if addrs[corev1.NodeInternalIP] != *in.PrivateIpAddress || addrs[corev1.NodeHostName] != name || addrs[corev1.NodeInternalDNS] != name {
+		t.Errorf("addresses %v", addrs)
+	}
+	if snap := env.sim.Instances(); snap[0].NodeName != name {
+		t.Errorf("snapshot node name %q", snap[0].NodeName)
+	}
+
+	if _, err := env.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{*in.InstanceId}}); err != nil {
+		t.Fatal(err)
+	}
+	env.advance(t, 10*time.Millisecond)
+	if _, ok := env.node(t, name); ok {
+		t.Fatal("node survived its instance")
+	}
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if q.Cmp(b[k]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestScriptedKubeletBehaviour(t *testing.T) {
+	env := newKubeEnv(t, Config{MarkReady: true})
+	ami := env.al2023(t, "arm64")
+	env.launchTemplate(t, "never", ami, "#!/bin/bash\n# karpx-sim: never-join\necho hi\n")
+	env.launchTemplate(t, "plain", ami, "")
+	never := env.launch(t, "never", "m7g.large", nil)
+	slow := env.launch(t, "plain", "m7g.large", map[string]string{
+		BehaviorTagKey: "boot-delay=10s not-ready=2s late-taint=example.com/init=x:NoSchedule@4s allocatable=memory:-512Mi"})
+
+	env.advance(t, 3*time.Second)
+	if _, ok := env.node(t, *slow.PrivateDnsName); ok {
+		t.Fatal("boot-delay=10s joined after 3s")
+	}
+	env.advance(t, 8*time.Second) // 11s: running since 1s, 10s boot
+	node, ok := env.node(t, *slow.PrivateDnsName)
+	if !ok {
+		t.Fatal("slow instance did not join")
+	}
+	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || len(node.Status.Conditions) != 0 {
+		t.Fatalf("node ready during not-ready window: %v %v", node.Annotations, node.Status.Conditions)
+	}
+	if !hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) {
+		t.Fatal("late taint missing")
+	}
+	it, _ := catalog.Get("m7g.large")
+	want := it.Allocatable.Memory().DeepCopy()
+	want.Sub(resource.MustParse("512Mi"))
+	if got := node.Status.Allocatable[corev1.ResourceMemory]; got.Cmp(want) != 0 {
+		t.Fatalf("allocatable memory %s, want %s", got.String(), want.String())
+	}
+	env.advance(t, 2*time.Second)
+	node, _ = env.node(t, *slow.PrivateDnsName)
+	if node.Annotations[KwokNodeAnnotation] != "fake" || len(node.Status.Conditions) == 0 || node.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Fatalf("node not ready after window: %v %v", node.Annotations, node.Status.Conditions)
+	}
+	if !hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) {
+		t.Fatal("late taint removed early")
+	}
+	env.advance(t, 2*time.Second)
+	node, _ = env.node(t, *slow.PrivateDnsName)
+	if hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) || !hasTaint(node, karpv1.UnregisteredTaintKey, corev1.TaintEffectNoExecute) {
+		t.Fatalf("taints after 4s: %v", node.Spec.Taints)
+	}
+
+	env.advance(t, time.Hour)
+	if _, ok := env.node(t, *never.PrivateDnsName); ok {
+		t.Fatal("never-join instance joined")
+	}
+	var nodes corev1.NodeList
+	if err := env.kube.List(context.Background(), &nodes); err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %v %d", err, len(nodes.Items))
+	}
+	if st := env.sim.Instances()[0]; st.Behavior != "never-join" || st.State != StateRunning {
+		t.Fatalf("never-join snapshot %+v", st)
+	}
+}
+
+func TestBehaviorTagOnCreateTagsAndInvalidMarkers(t *testing.T) {
+	env := newKubeEnv(t, Config{})
+	ctx := context.Background()
+	ami := env.al2023(t, "x86_64")
+	env.launchTemplate(t, "plain", ami, "")
+	in := env.launch(t, "plain", "m5.large", nil)
+	// Tagging before the instance joins changes its behaviour.
+	if _, err := env.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{*in.InstanceId},
+		Tags: []types.Tag{{Key: aws.String(BehaviorTagKey), Value: aws.String("never-join")}}}); err != nil {
+		t.Fatal(err)
+	}
+	env.advance(t, time.Minute)
+	if _, ok := env.node(t, *in.PrivateDnsName); ok {
+		t.Fatal("joined despite never-join tag")
+	}
+	_, err := env.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("bad-marker"),
+		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami), UserData: aws.String("IyBrYXJweC1zaW06IGZseQo=")}}) // "# karpx-sim: fly"
+	apiErr(t, err, "InvalidParameterValue", 400)
+}
+
+func TestParseBehavior(t *testing.T) {
+	b, err := ParseBehavior("never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-100m allocatable=cpu:-100m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.NeverJoin || *b.BootDelay != 30*time.Second || b.NotReadyFor != 5*time.Second || len(b.LateTaints) != 2 ||
+		b.LateTaints[1].Taint != (corev1.Taint{Key: "c", Value: "d", Effect: corev1.TaintEffectPreferNoSchedule}) {
+		t.Fatalf("%+v", b)
+	}
+	if q := b.AllocatableOffset[corev1.ResourceCPU]; q.String() != "-200m" {
+		t.Fatalf("cpu offset %s", q.String())
+	}
+	if s := b.String(); s != "never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m0s late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-200m" {
+		t.Fatalf("String() = %q", s)
+	}
+	ud, err := behaviorFromUserData("MIME-Version: 1.0\n\n#!/bin/bash\n  #   karpx-sim: boot-delay=1s\n# karpx-sim: not-ready=2s\n")
+	if err != nil || *ud.BootDelay != time.Second || ud.NotReadyFor != 2*time.Second {
+		t.Fatalf("user data: %v %+v", err, ud)
+	}
+	for _, bad := range []string{"fly", "boot-delay", "boot-delay=-1s", "late-taint=k:Sometimes@1s", "late-taint=k:NoSchedule", "allocatable=cpu", "never-join=yes"} {
+		if _, err := ParseBehavior(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package ec2sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Instance states and their EC2 state codes (InstanceState.Code).
+const (
+	StatePending      = "pending"       // code 0
+	StateRunning      = "running"       // code 16
+	StateShuttingDown = "shutting-down" // code 32
+	StateTerminated   = "terminated"    // code 48
+)
+
+var stateCodes = map[string]int{StatePending: 0, StateRunning: 16, StateShuttingDown: 32, StateTerminated: 48}
+
+const (
+	capacityOnDemand = "on-demand"
+	capacitySpot     = "spot"
+)
+
+// Instance is a snapshot of a simulated EC2 instance, as served by
+// /_sim/instances.
+type Instance struct {
+	// ID is the instance id, "i-" and 17 hex digits.
+	ID string `json:"id"`
+	// InstanceType is the EC2 instance type, e.g. "m5.large".
+	InstanceType string `json:"instanceType"`
+	// Zone is the availability zone name.
+	Zone string `json:"zone"`
+	// SubnetID is the subnet the instance was launched into.
+	SubnetID string `json:"subnetId"`
+	// ImageID is the AMI the instance was launched from.
+	ImageID string `json:"imageId"`
+	// CapacityType is "on-demand" or "spot".
+	CapacityType string `json:"capacityType"`
+	// State is pending, running, shutting-down or terminated.
+	State string `json:"state"`
+	// PrivateIP is the primary private IPv4 address.
+	PrivateIP string `json:"privateIp"`
+	// PrivateDNSName is the EC2 private DNS name and the Node name.
+	PrivateDNSName string `json:"privateDnsName"`
+	// Tags are the instance tags.
+	Tags map[string]string `json:"tags"`
+	// LaunchTime is when the instance was launched.
+	LaunchTime time.Time `json:"launchTime"`
+	// TerminationTime is when termination was requested, if it was.
+	TerminationTime *time.Time `json:"terminationTime,omitempty"`
+	// FleetID is the CreateFleet request that launched it ("" for RunInstances).
+	FleetID string `json:"fleetId,omitempty"`
+	// LaunchTemplateID is the launch template it was launched from.
+	LaunchTemplateID string `json:"launchTemplateId,omitempty"`
+	// Behavior is the scripted kubelet behaviour, in marker syntax.
+	Behavior string `json:"behavior,omitempty"`
+	// NodeName is the Node created for it, once it joined.
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// instance is the simulator's record of one instance. Guarded by Simulator.mu.
+type instance struct {
+	id, instanceType, zone, subnetID, vpcID, imageID string
+	privateIP, privateDNS, capacityType, arch        string
+	reservationID, fleetID, ltID, ltName, ltVersion  string
+	securityGroups                                   []string
+	tags                                             tagSet
+	launchTime, terminatedAt                         time.Time
+	launchIndex                                      int
+	baseBehavior                                     Behavior // from the launch template's user data
+	behavior                                         Behavior // baseBehavior with the behaviour tag applied
+	// kubelet emulation progress
+	node nodeProgress
+}
+
+// state derives the EC2 state from the timestamps: pending for PendingDelay
+// after launch, then running; shutting-down for ShuttingDownDelay after a
+// terminate request, then terminated.
+func (in *instance) state(now time.Time, cfg *Config) string {
+	if !in.terminatedAt.IsZero() {
+		if now.Sub(in.terminatedAt) < cfg.ShuttingDownDelay {
+			return StateShuttingDown
+		}
+		return StateTerminated
+	}
+	if now.Sub(in.launchTime) < cfg.PendingDelay {
+		return StatePending
+	}
+	return StateRunning
+}
+
+// runningSince is when the instance became running.
+func (in *instance) runningSince(cfg *Config) time.Time { return in.launchTime.Add(cfg.PendingDelay) }
+
+func (in *instance) snapshot(now time.Time, cfg *Config) Instance {
+	out := Instance{
+		ID: in.id, InstanceType: in.instanceType, Zone: in.zone, SubnetID: in.subnetID, ImageID: in.imageID,
+		CapacityType: in.capacityType, State: in.state(now, cfg), PrivateIP: in.privateIP,
+		PrivateDNSName: in.privateDNS, Tags: in.tags.asMap(), LaunchTime: in.launchTime,
+		FleetID: in.fleetID, LaunchTemplateID: in.ltID, Behavior: in.behavior.String(), NodeName: in.node.name,
+	}
+	if !in.terminatedAt.IsZero() {
+		t := in.terminatedAt
+		out.TerminationTime = &t
+	}
+	return out
+}
+
+// launchTemplate is a stored launch template (only version 1 exists).
+type launchTemplate struct {
+	id, name     string
+	created      time.Time
+	tags         tagSet
+	imageID      string
+	instanceType string
+	userData     string // decoded
+	sgIDs        []string
+	instanceTags tagSet
+	behavior     Behavior
+}
+
+// idGen makes deterministic, realistic-looking resource ids.
+type idGen struct{ rng *rand.Rand }
+
+func newIDGen(seed uint64) *idGen { return &idGen{rng: rand.New(rand.NewPCG(seed, 0x1d5))} }
+
+// next returns prefix followed by 17 hex digits, e.g. "i-0a1b2c3d4e5f60718".
+func (g *idGen) next(prefix string) string { return fmt.Sprintf("%s0%016x", prefix, g.rng.Uint64()) }
+
+// uuid returns a UUID-shaped id, as fleet ids are.
+func (g *idGen) uuid(prefix string) string {
+	a, b := g.rng.Uint64(), g.rng.Uint64()
+	return fmt.Sprintf("%s%08x-%04x-%04x-%04x-%012x", prefix, a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+}
+
+var (
+	reInstanceID = regexp.MustCompile(`^i-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	reLTID       = regexp.MustCompile(`^lt-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	reSubnetID   = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	reSGID       = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	reAMIID      = regexp.MustCompile(`^ami-([0-9a-f]{8}|[0-9a-f]{17})$`)
+)
+
+// subnetState tracks private address allocation in a subnet.
+type subnetState struct {
+	Subnet
+	prefix netip.Prefix
+	next   netip.Addr
+	size   int
+}
+
+func newSubnetState(sn Subnet) *subnetState {
+	p := netip.MustParsePrefix(sn.CIDR).Masked()
+	// AWS reserves the first four addresses and the last one of a subnet.
+	a := p.Addr()
+	for range 4 {
+		a = a.Next()
+	}
+	return &subnetState{Subnet: sn, prefix: p, next: a, size: 1 << (32 - p.Bits())}
+}
+
+// allocate returns the next free private address, wrapping around (addresses
+// of long-terminated instances are reused, as in EC2).
+func (ss *subnetState) allocate(inUse map[string]bool) (netip.Addr, bool) {
+	for range ss.size {
+		a := ss.next
+		ss.next = a.Next()
+		if !ss.prefix.Contains(ss.next) || !ss.prefix.Contains(ss.next.Next()) {
+			ss.next = ss.prefix.Addr()
+			for range 4 {
+				ss.next = ss.next.Next()
+			}
+		}
+		if !inUse[a.String()] {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// privateDNSName is EC2's private DNS name for an address: ip-10-0-1-23.ec2.internal
+// in us-east-1, ip-10-0-1-23.<region>.compute.internal elsewhere.
+func privateDNSName(ip netip.Addr, region string) string {
+	host := "ip-" + strings.ReplaceAll(ip.String(), ".", "-")
+	if region == "us-east-1" {
+		return host + ".ec2.internal"
+	}
+	return host + "." + region + ".compute.internal"
+}
+
+// zoneID returns the AZ id of a zone: use1-az1 for us-east-1a.
+func zoneID(region, zone string) string {
+	parts := strings.Split(region, "-")
+	short := parts[0]
+	if len(parts) == 3 {
+		dir := map[string]string{"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
+			"northeast": "ne", "southeast": "se", "northwest": "nw", "southwest": "sw"}[parts[1]]
+		if dir == "" {
+			dir = parts[1][:1]
+		}
+		short += dir + parts[2]
+	}
+	suffix := zone[len(region):]
+	return fmt.Sprintf("%s-az%d", short, int(suffix[0]-'a')+1)
+}

@@ -1,0 +1,150 @@
+package ec2sim
+
+import (
+	"sync"
+	"time"
+)
+
+// Bucket is a token bucket: a request takes one token; Size tokens at most;
+// RefillPerSecond tokens come back every second. Throttled requests take no
+// token.
+type Bucket struct {
+	// Size is the bucket capacity in requests (the burst).
+	Size float64 `json:"size"`
+	// RefillPerSecond is the sustained rate in requests per second.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+}
+
+// ThrottleCategory names a throttling class of actions.
+type ThrottleCategory string
+
+// Throttling categories. Source for EC2: "Request throttling for the Amazon
+// EC2 API" (Amazon EC2 Developer Guide, request token bucket sizes and refill
+// rates); for SSM: "AWS Systems Manager endpoints and quotas" (Parameter
+// Store GetParameter default throughput 40 transactions per second).
+const (
+	// CategoryNonMutating is Describe*/Get*/List*: bucket 100, refill 20/s.
+	CategoryNonMutating ThrottleCategory = "non-mutating"
+	// CategoryUnfilteredNonMutating is DescribeInstances,
+	// DescribeSecurityGroups, DescribeNetworkInterfaces, DescribeVolumes,
+	// DescribeSnapshots and DescribeSpotInstanceRequests when called without
+	// filters, ids and MaxResults: bucket 50, refill 10/s.
+	CategoryUnfilteredNonMutating ThrottleCategory = "unfiltered-non-mutating"
+	// CategoryMutating is Create*/Delete*/Modify* (CreateFleet,
+	// CreateLaunchTemplate, DeleteLaunchTemplate ...): bucket 50, refill 5/s.
+	CategoryMutating ThrottleCategory = "mutating"
+	// CategoryRunInstances is RunInstances: bucket 5, refill 2/s.
+	CategoryRunInstances ThrottleCategory = "run-instances"
+	// CategoryTerminateInstances is TerminateInstances: bucket 100, refill 5/s.
+	CategoryTerminateInstances ThrottleCategory = "terminate-instances"
+	// CategoryCreateTags is CreateTags: bucket 100, refill 10/s.
+	CategoryCreateTags ThrottleCategory = "create-tags"
+	// CategorySSMGetParameter is SSM GetParameter: bucket 40, refill 40/s.
+	CategorySSMGetParameter ThrottleCategory = "ssm-get-parameter"
+)
+
+// ThrottleConfig sizes the token buckets. Like EC2, every action has its own
+// bucket, sized by its category ("each API is evaluated individually").
+type ThrottleConfig struct {
+	// Disabled turns throttling off.
+	Disabled bool `json:"disabled"`
+	// Categories overrides bucket sizes per category; missing categories use
+	// DefaultThrottleConfig's.
+	Categories map[ThrottleCategory]Bucket `json:"categories,omitempty"`
+	// Actions overrides the bucket of single actions (key: action name, e.g.
+	// "DescribeInstances", or "DescribeInstances/unfiltered" for its
+	// unfiltered bucket).
+	Actions map[string]Bucket `json:"actions,omitempty"`
+}
+
+// DefaultThrottleConfig returns the documented EC2 and SSM limits for an
+// account in a region (see the ThrottleCategory constants).
+func DefaultThrottleConfig() ThrottleConfig {
+	return ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
+		CategoryNonMutating:           {Size: 100, RefillPerSecond: 20},
+		CategoryUnfilteredNonMutating: {Size: 50, RefillPerSecond: 10},
+		CategoryMutating:              {Size: 50, RefillPerSecond: 5},
+		CategoryRunInstances:          {Size: 5, RefillPerSecond: 2},
+		CategoryTerminateInstances:    {Size: 100, RefillPerSecond: 5},
+		CategoryCreateTags:            {Size: 100, RefillPerSecond: 10},
+		CategorySSMGetParameter:       {Size: 40, RefillPerSecond: 40},
+	}}
+}
+
+func (tc ThrottleConfig) withDefaults() ThrottleConfig {
+	def := DefaultThrottleConfig()
+	out := ThrottleConfig{Disabled: tc.Disabled, Categories: def.Categories, Actions: map[string]Bucket{}}
+	for c, b := range tc.Categories {
+		out.Categories[c] = b
+	}
+	for a, b := range tc.Actions {
+		out.Actions[a] = b
+	}
+	return out
+}
+
+// throttler holds the live buckets.
+type throttler struct {
+	mu      sync.Mutex
+	cfg     ThrottleConfig
+	buckets map[string]*bucketState
+}
+
+type bucketState struct {
+	Bucket
+	tokens float64
+	last   time.Time
+}
+
+func newThrottler(cfg ThrottleConfig) *throttler {
+	return &throttler{cfg: cfg, buckets: map[string]*bucketState{}}
+}
+
+// allow takes a token from the bucket of (action, category) at now and
+// reports whether the request may proceed.
+func (t *throttler) allow(action string, cat ThrottleCategory, unfiltered bool, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cfg.Disabled {
+		return true
+	}
+	key := action
+	if unfiltered {
+		key += "/unfiltered"
+	}
+	b, ok := t.buckets[key]
+	if !ok {
+		spec, ok := t.cfg.Actions[key]
+		if !ok {
+			spec = t.cfg.Categories[cat]
+		}
+		b = &bucketState{Bucket: spec, tokens: spec.Size, last: now}
+		t.buckets[key] = b
+	}
+	if b.Size <= 0 {
+		return true // a zero bucket means "unlimited"
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = min(b.Size, b.tokens+el*b.RefillPerSecond)
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// set replaces the configuration and refills every bucket.
+func (t *throttler) set(cfg ThrottleConfig) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cfg = cfg.withDefaults()
+	t.buckets = map[string]*bucketState{}
+}
+
+func (t *throttler) config() ThrottleConfig {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cfg
+}

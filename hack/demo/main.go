@@ -1,0 +1,258 @@
+// Command demo runs karpx's demo: `go run ./hack/demo up` starts a local
+// control plane (test/cluster), the EC2 simulator and the karpx controller
+// as background processes, applies Karpenter's general-purpose example and a
+// Deployment of pending pods, waits until karpx has launched nodes for them
+// and every pod is Running, and prints `kubectl karpx status`.
+// `go run ./hack/demo down` stops everything. The Makefile's `demo` and
+// `demo-down` targets call it with bin/ first on PATH.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/karpx/karpx/test/cluster"
+)
+
+const (
+	clusterName = "karpx-demo"
+	replicas    = 10
+)
+
+func main() {
+	if len(os.Args) != 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
+		fmt.Fprintln(os.Stderr, "usage: go run ./hack/demo up|down")
+		os.Exit(2)
+	}
+	bin, err := cluster.BinDir()
+	if err != nil {
+		fail(err)
+	}
+	root := filepath.Dir(bin)
+	work := filepath.Join(root, ".demo")
+	if os.Args[1] == "down" {
+		if err := down(work); err != nil {
+			fail(err)
+		}
+		fmt.Println("demo stopped")
+		return
+	}
+	if err := up(root, bin, work); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+	os.Exit(1)
+}
+
+func up(root, bin, work string) error {
+	if _, err := os.Stat(work); err == nil {
+		fmt.Println("a previous demo is running; stopping it first")
+		if err := down(work); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	step("starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
+	c, err := cluster.Start(ctx, cluster.Options{Name: clusterName, Workdir: filepath.Join(work, "cluster"), BinDir: bin})
+	if err != nil {
+		return err
+	}
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
+		return err
+	}
+
+	simPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	endpoint := "http://127.0.0.1:" + strconv.Itoa(simPort)
+	step("starting the EC2 simulator on " + endpoint)
+	if err := background(work, "ec2sim", filepath.Join(bin, "ec2sim"),
+		"--listen", "127.0.0.1:"+strconv.Itoa(simPort), "--cluster-name", clusterName, "--kubeconfig", c.Kubeconfig); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, endpoint+"/_sim/counts"); err != nil {
+		return fmt.Errorf("EC2 simulator did not come up (see %s): %w", filepath.Join(work, "ec2sim.log"), err)
+	}
+
+	probePort, err := freePort()
+	if err != nil {
+		return err
+	}
+	step("starting karpx-controller")
+	if err := background(work, "karpx-controller", filepath.Join(bin, "karpx-controller"),
+		"--kubeconfig", c.Kubeconfig, "--cluster-name", clusterName, "--cluster-endpoint", c.RESTConfig.Host,
+		"--ec2-endpoint", endpoint, "--leader-elect=false", "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort)); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, "http://127.0.0.1:"+strconv.Itoa(probePort)+"/readyz"); err != nil {
+		return fmt.Errorf("karpx-controller not ready (see %s): %w", filepath.Join(work, "karpx-controller.log"), err)
+	}
+
+	step("applying Karpenter's general-purpose example (NodePool + EC2NodeClass) unchanged but for the cluster name")
+	example, err := os.ReadFile(filepath.Join(root, "test", "testdata", "karpenter-examples", "general-purpose.yaml"))
+	if err != nil {
+		return err
+	}
+	if _, err := kubectl(ctx, c, []byte(strings.ReplaceAll(string(example), "${CLUSTER_NAME}", clusterName)), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("creating Deployment inflate: %d pods of 500m CPU / 512Mi", replicas))
+	if _, err := kubectl(ctx, c, []byte(inflate), "apply", "-f", "-"); err != nil {
+		return err
+	}
+
+	step("waiting for karpx to launch nodes and for every pod to be Running")
+	start := time.Now()
+	for {
+		out, err := kubectl(ctx, c, nil, "get", "pods", "-l", "app=inflate", "-o", "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}")
+		if err != nil {
+			return err
+		}
+		running := strings.Count(out, "Running")
+		fmt.Printf("  %3.0fs  %d/%d pods Running\n", time.Since(start).Seconds(), running, replicas)
+		if running == replicas {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pods not Running in time; see %s", filepath.Join(work, "karpx-controller.log"))
+		case <-time.After(3 * time.Second):
+		}
+	}
+
+	for _, args := range [][]string{
+		{"karpx", "status"},
+		{"get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDER-ID:.spec.providerID,TYPE:.metadata.labels.node\\.kubernetes\\.io/instance-type,READY:.status.conditions[?(@.type==\"Ready\")].status"},
+		{"get", "pods", "-l", "app=inflate", "-o", "wide"},
+	} {
+		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
+		out, err := kubectl(ctx, c, nil, args...)
+		fmt.Print(out)
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nThe demo keeps running. Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\nLogs: %s/*.log\nStop it with: make demo-down\n", c.Kubeconfig, bin, work)
+	return nil
+}
+
+const inflate = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: inflate
+  namespace: default
+spec:
+  replicas: 10
+  selector:
+    matchLabels: {app: inflate}
+  template:
+    metadata:
+      labels: {app: inflate}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: inflate
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: 500m, memory: 512Mi}
+`
+
+func step(s string) { fmt.Printf("==> %s\n", s) }
+
+func kubectl(ctx context.Context, c *cluster.Cluster, stdin []byte, args ...string) (string, error) {
+	return c.Kubectl(ctx, stdin, args...)
+}
+
+// background starts a process that outlives this command, logging to
+// work/NAME.log and recording its pid in work/NAME.pid.
+func background(work, name, path string, args ...string) error {
+	logFile, err := os.Create(filepath.Join(work, name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXDEMO0", "AWS_SECRET_ACCESS_KEY=karpx-demo", "AWS_REGION=us-east-1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	return os.WriteFile(filepath.Join(work, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+func down(work string) error {
+	var errs []error
+	for _, name := range []string{"karpx-controller", "ec2sim"} {
+		data, err := os.ReadFile(filepath.Join(work, name+".pid"))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "cluster")); err == nil {
+		bin, _ := cluster.BinDir()
+		cmd := exec.Command(filepath.Join(bin, "kwokctl"), "delete", "cluster", "--name", clusterName)
+		cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+filepath.Join(work, "cluster"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("kwokctl delete cluster: %w\n%s", err, out))
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, os.RemoveAll(work))
+	}
+	return errors.Join(errs...)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitHTTP(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}

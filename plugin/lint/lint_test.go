@@ -1,0 +1,117 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+func examplesDir(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = filepath.Dir(dir)
+	}
+	ex := filepath.Join(dir, "..", "shared", "data", "karpenter-examples")
+	if _, err := os.Stat(ex); err != nil {
+		t.Skipf("shared examples not found at %s", ex)
+	}
+	return ex
+}
+
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewCmd(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestLintExamplesPass(t *testing.T) {
+	out, err := run(t, "", "-f", examplesDir(t))
+	if err != nil {
+		t.Fatalf("examples denied: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "0 denial(s)") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+}
+
+const badClass = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: bad
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  userData: |
+    #!/bin/bash
+    echo configuring
+    systemctl restart kubelet
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: np
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: missing}
+      requirements: []
+`
+
+func TestLintDeniesWithExitCode(t *testing.T) {
+	out, err := run(t, badClass, "-f", "-")
+	var de *DeniedError
+	if !errors.As(err, &de) || de.ExitCode() != 1 || de.Denials != 1 {
+		t.Fatalf("want DeniedError with 1 denial, got %v\n%s", err, out)
+	}
+	for _, want := range []string{"KX003 spec.userData line 3", "KX101"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestLintJSONAndDisable(t *testing.T) {
+	out, err := run(t, badClass, "-f", "-", "-o", "json", "--disable", "kx101")
+	var de *DeniedError
+	if !errors.As(err, &de) {
+		t.Fatalf("want DeniedError, got %v", err)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	if r.Objects != 2 || !r.Denied || len(r.Findings) != 1 || r.Findings[0].RuleID != "KX003" || r.Findings[0].Line != 3 || r.Findings[0].Source != "-" {
+		t.Fatalf("unexpected report %+v", r)
+	}
+}
+
+func TestLintValidate(t *testing.T) {
+	for _, args := range [][]string{{}, {"-f", "x", "-o", "yaml"}, {"-f", "x", "--disable", "KX999"}, {"-f", "-", "-f", "-"}} {
+		if _, err := run(t, "", args...); err == nil {
+			t.Errorf("%v: want error", args)
+		}
+	}
+	if _, err := run(t, "", "-f", "/nonexistent.yaml"); err == nil {
+		t.Error("missing file: want error")
+	}
+}

@@ -1,0 +1,123 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// HTTP paths of the handlers; the webhook configurations under
+// manifests/webhook point at them.
+const (
+	// MutateNodePoolPath serves NodePoolDefaulter.
+	MutateNodePoolPath = "/mutate-karpenter-sh-v1-nodepool"
+	// ValidateNodePoolPath serves Validator for NodePools.
+	ValidateNodePoolPath = "/validate-karpenter-sh-v1-nodepool"
+	// ValidateEC2NodeClassPath serves Validator for EC2NodeClasses.
+	ValidateEC2NodeClassPath = "/validate-karpenter-k8s-aws-v1-ec2nodeclass"
+)
+
+// Options configure the handlers.
+type Options struct {
+	// TaintRulesConfigMap is the ConfigMap of extra startup-taint rules
+	// (see TaintRulesConfigKey); empty Name means built-in rules only.
+	TaintRulesConfigMap types.NamespacedName
+	// DisabledRules lists lint rule IDs the validating webhook skips.
+	DisabledRules map[string]bool
+	// LookupTimeout bounds the EC2NodeClass lookup; 0 means
+	// DefaultLookupTimeout.
+	LookupTimeout time.Duration
+}
+
+// Register adds the three handlers to srv. reader is normally the
+// manager's cache (mgr.GetCache()), configured with CacheOptions; it reads
+// DaemonSet and EC2NodeClass metadata and the rules ConfigMap.
+func Register(srv crwebhook.Server, reader client.Reader, o Options) {
+	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &NodePoolDefaulter{
+		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap},
+	}})
+	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules}
+	srv.Register(ValidateNodePoolPath, &admission.Webhook{Handler: v})
+	srv.Register(ValidateEC2NodeClassPath, &admission.Webhook{Handler: v})
+}
+
+// CacheOptions returns the manager cache options for the webhook: the
+// ConfigMap informer watches only the rules ConfigMap (by namespace and
+// name), so the webhook never caches other ConfigMaps. DaemonSets and
+// EC2NodeClasses are read as metadata only, whatever these options say.
+func CacheOptions(o Options) cache.Options {
+	if o.TaintRulesConfigMap.Name == "" {
+		return cache.Options{}
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{o.TaintRulesConfigMap.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", o.TaintRulesConfigMap.Name),
+		},
+	}}
+}
+
+// ServerOptions configure NewServer.
+type ServerOptions struct {
+	// Host and Port to listen on; Port 0 means 9443.
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key; the server reloads them when they
+	// change (controller-runtime's certwatcher).
+	CertDir string
+	// EnableHTTP2 serves HTTP/2 as well as HTTP/1.1. Off by default because
+	// of the HTTP/2 rapid-reset and stream-cancellation attacks
+	// (CVE-2023-44487, CVE-2023-39325); the API server talks HTTP/1.1 or 2.
+	EnableHTTP2 bool
+}
+
+// NewServer returns a controller-runtime webhook server that requires TLS
+// 1.2 or later.
+func NewServer(o ServerOptions) crwebhook.Server {
+	return crwebhook.NewServer(crwebhook.Options{
+		Host:    o.Host,
+		Port:    o.Port,
+		CertDir: o.CertDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS12
+			if !o.EnableHTTP2 {
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}},
+	})
+}
+
+// WarmUp returns a manager runnable that starts the informers the handlers
+// use (DaemonSet and EC2NodeClass metadata, the rules ConfigMap) as soon as
+// the manager's cache runs, so that the first admission request does not
+// wait for an informer to sync. Failures are logged, never fatal: a handler
+// that cannot read the cache fails open (mutation) or skips the lookup
+// (validation).
+func WarmUp(reader client.Reader, o Options) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		log := logf.FromContext(ctx).WithName("warmup")
+		p := &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if taints, err := p.ActiveTaints(wctx); err != nil {
+			log.Error(err, "warming up startup-taint detection")
+		} else {
+			log.Info("startup-taint detection ready", "activeTaints", len(taints))
+		}
+		v := &Validator{Reader: reader, LookupTimeout: time.Minute}
+		if _, err := v.lookup(log)(wctx, "karpx-warmup"); err != nil {
+			log.Error(err, "warming up EC2NodeClass lookup (is the EC2NodeClass CRD installed?)")
+		}
+		return nil
+	})
+}

@@ -52,7 +52,15 @@ type Controller struct {
 	now      func() time.Time
 
 	mu       sync.Mutex
-	failures map[types.UID]int
+	failures map[types.UID]launchFailures
+}
+
+// launchFailures counts consecutive persistent launch failures of one
+// NodeClaim and when the next attempt is due. Kept in memory: after a
+// restart a NodeClaim gets one immediate attempt, then backs off again.
+type launchFailures struct {
+	count int
+	next  time.Time
 }
 
 // New returns a lifecycle Controller with defaults filled in.
@@ -66,7 +74,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.LaunchBackoffMax <= 0 {
 		opts.LaunchBackoffMax = 10 * time.Minute
 	}
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now, failures: map[types.UID]int{}}
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}}
 }
 
 // IndexFields registers the providerID indexes on Nodes and NodeClaims.
@@ -132,6 +140,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		// Status writes and Node events wake the reconciler too; only the
+		// backoff decides when a failed launch is tried again.
+		c.mu.Lock()
+		f := c.failures[nc.UID]
+		c.mu.Unlock()
+		if wait := f.next.Sub(c.now()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 		return c.launch(ctx, nc)
 	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
@@ -206,10 +222,13 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 			reason = "NodeClassNotReady"
 		}
 		c.mu.Lock()
-		c.failures[nc.UID]++
-		n := c.failures[nc.UID]
-		c.mu.Unlock()
+		f := c.failures[nc.UID]
+		f.count++
+		n := f.count
 		wait := backoff(c.opts.LaunchBackoffBase, c.opts.LaunchBackoffMax, n)
+		f.next = c.now().Add(wait)
+		c.failures[nc.UID] = f
+		c.mu.Unlock()
 		log.Info("launch failed; backing off", "reason", reason, "code", code, "attempt", n, "retryIn", wait.String(), "error", err.Error())
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, reason, "attempt %d, retrying in %s: %v", n, wait, err)
 		stored := nc.DeepCopy()

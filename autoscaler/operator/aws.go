@@ -38,4 +38,3 @@ func NewAWSCloudProvider(opts Options) CloudProviderFactory {
 		})
 	}
 }
-

@@ -47,6 +47,9 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
 	LeaderElectionNamespace string
+	// SkipControllerNameValidation allows several operators in one process
+	// (tests only; controller names key Prometheus metrics). No flag.
+	SkipControllerNameValidation bool
 }
 
 // AddFlags registers every option on fs with its environment default.

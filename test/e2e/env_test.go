@@ -76,17 +76,18 @@ func (e *env) startAutoscaler(log logr.Logger) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
 	opts := operator.Options{
-		ClusterName:            e.name,
-		ClusterEndpoint:        e.cluster.RESTConfig.Host,
-		Region:                 "us-east-1",
-		EC2Endpoint:            e.endpoint,
-		KubernetesVersion:      "1.35",
-		RegistrationTTL:        2 * time.Minute,
-		BatchIdleDuration:      time.Second,
-		BatchMaxDuration:       5 * time.Second,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
+		ClusterName:                  e.name,
+		ClusterEndpoint:              e.cluster.RESTConfig.Host,
+		Region:                       "us-east-1",
+		EC2Endpoint:                  e.endpoint,
+		KubernetesVersion:            "1.35",
+		RegistrationTTL:              2 * time.Minute,
+		BatchIdleDuration:            time.Second,
+		BatchMaxDuration:             5 * time.Second,
+		MetricsBindAddress:           "0",
+		HealthProbeBindAddress:       "0",
+		LeaderElection:               false,
+		SkipControllerNameValidation: true,
 	}
 	ctx := logr.NewContext(e.ctx, log)
 	op, err := operator.New(ctx, e.cluster.RESTConfig, opts, operator.NewAWSCloudProvider(opts))

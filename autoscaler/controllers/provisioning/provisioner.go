@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -61,6 +63,7 @@ type Provisioner struct {
 	kube     client.Client
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
+	health   *launchhealth.Tracker
 	opts     Options
 	trigger  chan struct{}
 	now      func() time.Time
@@ -68,9 +71,11 @@ type Provisioner struct {
 
 // NewProvisioner returns a Provisioner. kube must be a cached client of a
 // manager whose cache indexes pods by spec.nodeName (see IndexFields).
-func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Provisioner {
+// NodePools whose (NodePool, EC2NodeClass) pair health reports paused are
+// skipped until the pause ends.
+func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, opts: opts, trigger: make(chan struct{}, 1), now: time.Now}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), now: time.Now}
 }
 
 // Trigger asks for a provisioning pass; it never blocks, and triggers that
@@ -183,6 +188,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
 		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if paused, st := p.paused(ctx, np); paused {
+			log.V(1).Info("skipping NodePool: provisioning paused after repeated launch failures", "NodePool", np.Name,
+				"cause", st.Cause, "until", st.PausedUntil.UTC().Format(time.RFC3339))
 			continue
 		}
 		its, err := p.cloud.GetInstanceTypes(ctx, np)
@@ -382,4 +392,19 @@ func (p *Provisioner) waitForCache(ctx context.Context, names []string) error {
 		}
 		return true, nil
 	})
+}
+
+// paused reports whether launches for np's (NodePool, EC2NodeClass) pair
+// are paused after repeated failures.
+func (p *Provisioner) paused(ctx context.Context, np *karpv1.NodePool) (bool, launchhealth.State) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil || p.health == nil {
+		return false, launchhealth.State{}
+	}
+	var class ec2v1.EC2NodeClass
+	if err := p.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, &class); err != nil {
+		return false, launchhealth.State{}
+	}
+	return p.health.Paused(launchhealth.Key{NodePool: np.Name, NodeClass: class.Name},
+		launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation})
 }

@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/launchhealth"
 )
 
 // Index names registered by IndexFields.
@@ -48,11 +50,16 @@ type Controller struct {
 	kube     client.Client
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
+	health   *launchhealth.Tracker
 	opts     Options
 	now      func() time.Time
 
 	mu       sync.Mutex
 	failures map[types.UID]launchFailures
+	// launched remembers instances created for NodeClaims whose Launched
+	// condition the informer cache may not show yet: a reconcile that
+	// reads a stale NodeClaim must not launch a second instance.
+	launched map[types.UID]*karpv1.NodeClaim
 }
 
 // launchFailures counts consecutive persistent launch failures of one
@@ -63,8 +70,10 @@ type launchFailures struct {
 	next  time.Time
 }
 
-// New returns a lifecycle Controller with defaults filled in.
-func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Controller {
+// New returns a lifecycle Controller with defaults filled in. health
+// receives every persistent launch failure, registration timeout and
+// registration, keyed by (NodePool, EC2NodeClass).
+func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Controller {
 	if opts.RegistrationTTL <= 0 {
 		opts.RegistrationTTL = 15 * time.Minute
 	}
@@ -74,7 +83,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.LaunchBackoffMax <= 0 {
 		opts.LaunchBackoffMax = 10 * time.Minute
 	}
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}}
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
 }
 
 // IndexFields registers the providerID indexes on Nodes and NodeClaims.
@@ -148,8 +157,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if wait := f.next.Sub(c.now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
+		if key, gens, ok := c.healthKey(ctx, nc); ok {
+			if paused, st := c.health.Paused(key, gens); paused {
+				return reconcile.Result{RequeueAfter: st.PausedUntil.Sub(c.now())}, nil
+			}
+		}
 		return c.launch(ctx, nc)
 	}
+	c.mu.Lock()
+	delete(c.launched, nc.UID) // the cache shows the launch now
+	c.mu.Unlock()
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
 		return c.register(ctx, nc)
 	}
@@ -161,13 +178,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	launched, err := c.cloud.Create(ctx, nc)
-	if err != nil {
-		return c.launchFailed(ctx, nc, err)
-	}
 	c.mu.Lock()
-	delete(c.failures, nc.UID)
+	launched := c.launched[nc.UID]
 	c.mu.Unlock()
+	if launched == nil {
+		var err error
+		if launched, err = c.cloud.Create(ctx, nc); err != nil {
+			return c.launchFailed(ctx, nc, err)
+		}
+		c.mu.Lock()
+		delete(c.failures, nc.UID)
+		c.launched[nc.UID] = launched
+		c.mu.Unlock()
+	}
 
 	stored := nc.DeepCopy()
 	if nc.Labels == nil {
@@ -231,6 +254,11 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		c.mu.Unlock()
 		log.Info("launch failed; backing off", "reason", reason, "code", code, "attempt", n, "retryIn", wait.String(), "error", err.Error())
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, reason, "attempt %d, retrying in %s: %v", n, wait, err)
+		cause := reason
+		if code != "" {
+			cause += "/" + code
+		}
+		c.recordFailure(ctx, nc, cause, err.Error())
 		stored := nc.DeepCopy()
 		nc.StatusConditions().SetFalse(karpv1.ConditionTypeLaunched, reason, truncate(err.Error(), 1024))
 		if perr := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); perr != nil {
@@ -254,9 +282,10 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		if waited >= c.opts.RegistrationTTL {
 			log.Info("node did not register in time; deleting NodeClaim and terminating its instance",
 				"providerID", nc.Status.ProviderID, "registrationTTL", c.opts.RegistrationTTL.String())
-			c.recorder.Eventf(nc, corev1.EventTypeWarning, "RegistrationTimeout",
-				"no Node with providerID %s registered within %s; terminating the instance (check the EC2NodeClass userData and the node's bootstrap logs)",
+			msg := fmt.Sprintf("no Node with providerID %s registered within %s; terminating the instance (check the EC2NodeClass userData and the node's bootstrap logs)",
 				nc.Status.ProviderID, c.opts.RegistrationTTL)
+			c.recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", msg)
+			c.recordFailure(ctx, nc, "RegistrationTimeout", msg)
 			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
 		}
 		return reconcile.Result{RequeueAfter: c.opts.RegistrationTTL - waited}, nil
@@ -294,6 +323,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log.Info("registered", "Node", node.Name)
+	if key, _, ok := c.healthKey(ctx, nc); ok {
+		c.health.Success(key)
+	}
 	return c.initialize(ctx, nc)
 }
 
@@ -378,6 +410,12 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
+	c.mu.Lock()
+	if l := c.launched[nc.UID]; l != nil && nc.Status.ProviderID == "" {
+		// Launched, but the cache does not show it yet.
+		nc.Status.ProviderID = l.Status.ProviderID
+	}
+	c.mu.Unlock()
 	if nc.Status.ProviderID != "" {
 		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
@@ -397,6 +435,7 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
 	c.mu.Lock()
 	delete(c.failures, nc.UID)
+	delete(c.launched, nc.UID)
 	c.mu.Unlock()
 	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Patch(ctx, nc, client.MergeFrom(stored)))
 }
@@ -451,4 +490,42 @@ func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
 		}
 	}
 	return out
+}
+
+// healthKey returns the (NodePool, EC2NodeClass) pair of nc and their
+// current generations; ok is false when either is gone.
+func (c *Controller) healthKey(ctx context.Context, nc *karpv1.NodeClaim) (launchhealth.Key, launchhealth.Generations, bool) {
+	var np karpv1.NodePool
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: nc.Labels[karpv1.NodePoolLabelKey]}, &np); err != nil || nc.Spec.NodeClassRef == nil {
+		return launchhealth.Key{}, launchhealth.Generations{}, false
+	}
+	var class ec2v1.EC2NodeClass
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: nc.Spec.NodeClassRef.Name}, &class); err != nil {
+		return launchhealth.Key{}, launchhealth.Generations{}, false
+	}
+	return launchhealth.Key{NodePool: np.Name, NodeClass: class.Name},
+		launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation}, true
+}
+
+// recordFailure reports a persistent failure of nc's pair to the launch
+// health tracker and, when it pauses the pair, tells the user on the
+// NodePool which EC2NodeClass field to look at.
+func (c *Controller) recordFailure(ctx context.Context, nc *karpv1.NodeClaim, cause, message string) {
+	key, gens, ok := c.healthKey(ctx, nc)
+	if !ok {
+		return
+	}
+	state := c.health.Failure(key, gens, cause, message)
+	if state.PausedUntil.IsZero() {
+		return
+	}
+	var np karpv1.NodePool
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: key.NodePool}, &np); err != nil {
+		return
+	}
+	logr.FromContextOrDiscard(ctx).Info("pausing provisioning for NodePool", "EC2NodeClass", key.NodeClass,
+		"cause", cause, "consecutive", state.Consecutive, "until", state.PausedUntil.UTC().Format(time.RFC3339))
+	c.recorder.Eventf(&np, corev1.EventTypeWarning, "ProvisioningPaused",
+		"%d consecutive launches with EC2NodeClass %q failed with %s; provisioning paused until %s or until the NodePool or EC2NodeClass changes. Fix: %s",
+		state.Consecutive, key.NodeClass, cause, state.PausedUntil.UTC().Format(time.RFC3339), launchhealth.FixFor(cause, key.NodeClass))
 }

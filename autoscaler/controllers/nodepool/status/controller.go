@@ -1,0 +1,120 @@
+package status
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/launchhealth"
+)
+
+// ResyncPeriod re-evaluates every NodePool even without events, so a
+// launch pause that expires shows up as healthy again.
+const ResyncPeriod = 30 * time.Second
+
+// Controller reconciles NodePool status.
+type Controller struct {
+	kube   client.Client
+	health *launchhealth.Tracker
+}
+
+// New returns a NodePool status controller reading launch health from health.
+func New(kube client.Client, health *launchhealth.Tracker) *Controller {
+	return &Controller{kube: kube, health: health}
+}
+
+// Register adds the controller to mgr.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("nodepool.status").
+		For(&karpv1.NodePool{}).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if np := o.GetLabels()[karpv1.NodePoolLabelKey]; np != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: np}}}
+			}
+			return nil
+		})).
+		Watches(&ec2v1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolsOf)).
+		Complete(c)
+}
+
+func (c *Controller) nodePoolsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var list karpv1.NodePoolList
+	if err := c.kube.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, np := range list.Items {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: np.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile recomputes one NodePool's status.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &karpv1.NodePool{}
+	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := np.DeepCopy()
+
+	var claims karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	resources := corev1.ResourceList{}
+	var nodes int64
+	for _, nc := range claims.Items {
+		nodes++
+		for name, q := range nc.Status.Capacity {
+			sum := resources[name]
+			sum.Add(q)
+			resources[name] = sum
+		}
+	}
+	resources[corev1.ResourceName("nodes")] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	np.Status.Resources = resources
+	np.Status.Nodes = &nodes
+
+	conds := np.StatusConditions()
+	conds.SetTrue(karpv1.ConditionTypeValidationSucceeded)
+	ref := np.Spec.Template.Spec.NodeClassRef
+	var class ec2v1.EC2NodeClass
+	switch err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, &class); {
+	case ref.Group != ec2v1.Group || ref.Kind != "EC2NodeClass":
+		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "UnsupportedNodeClass",
+			"spec.template.spec.nodeClassRef must name a karpenter.k8s.aws EC2NodeClass")
+	case err != nil:
+		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotFound",
+			"EC2NodeClass "+ref.Name+" not found: create it or fix spec.template.spec.nodeClassRef.name")
+	default:
+		conds.SetTrue(karpv1.ConditionTypeNodeClassReady)
+		np.Status.NodeClassObservedGeneration = class.Generation
+		key := launchhealth.Key{NodePool: np.Name, NodeClass: class.Name}
+		gens := launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation}
+		if paused, st := c.health.Paused(key, gens); paused {
+			conds.SetFalse(karpv1.ConditionTypeNodeRegistrationHealthy, "LaunchesFailing",
+				st.String()+"; provisioning paused until "+st.PausedUntil.UTC().Format(time.RFC3339)+". Fix: "+launchhealth.FixFor(st.Cause, class.Name))
+		} else {
+			conds.SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy)
+		}
+	}
+	if !equality.Semantic.DeepEqual(stored.Status, np.Status) {
+		if err := c.kube.Status().Patch(ctx, np, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return reconcile.Result{RequeueAfter: ResyncPeriod}, nil
+}

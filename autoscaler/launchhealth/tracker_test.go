@@ -1,0 +1,77 @@
+package launchhealth
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPauseAfterThresholdAndBackoffGrows(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := New(Options{Now: func() time.Time { return now }, Jitter: func() float64 { return 1 }})
+	key := Key{NodePool: "bad", NodeClass: "bad"}
+	gens := Generations{NodePool: 1, NodeClass: 1}
+
+	for i := 1; i < DefaultThreshold; i++ {
+		tr.Failure(key, gens, "RegistrationTimeout", "never joined")
+		if paused, _ := tr.Paused(key, gens); paused {
+			t.Fatalf("paused after %d failures, threshold is %d", i, DefaultThreshold)
+		}
+	}
+	s := tr.Failure(key, gens, "RegistrationTimeout", "never joined")
+	if paused, _ := tr.Paused(key, gens); !paused || s.PausedUntil.Sub(now) != DefaultBaseBackoff {
+		t.Fatalf("after %d failures: paused=%v until +%s, want paused for %s", s.Consecutive, paused, s.PausedUntil.Sub(now), DefaultBaseBackoff)
+	}
+	s = tr.Failure(key, gens, "RegistrationTimeout", "never joined")
+	if got := s.PausedUntil.Sub(now); got != 2*DefaultBaseBackoff {
+		t.Fatalf("4th failure pauses for %s, want %s", got, 2*DefaultBaseBackoff)
+	}
+	for range 20 {
+		s = tr.Failure(key, gens, "RegistrationTimeout", "never joined")
+	}
+	if got := s.PausedUntil.Sub(now); got != DefaultMaxBackoff {
+		t.Fatalf("pause %s, want the cap %s", got, DefaultMaxBackoff)
+	}
+	now = now.Add(DefaultMaxBackoff + time.Second)
+	if paused, _ := tr.Paused(key, gens); paused {
+		t.Fatal("still paused after the backoff expired")
+	}
+}
+
+func TestDifferentCauseRestartsCount(t *testing.T) {
+	tr := New(Options{Jitter: func() float64 { return 1 }})
+	key, gens := Key{"p", "c"}, Generations{1, 1}
+	tr.Failure(key, gens, "A", "")
+	tr.Failure(key, gens, "A", "")
+	if s := tr.Failure(key, gens, "B", ""); s.Consecutive != 1 {
+		t.Fatalf("consecutive = %d after a new cause, want 1", s.Consecutive)
+	}
+}
+
+func TestSpecChangeEndsPause(t *testing.T) {
+	tr := New(Options{Jitter: func() float64 { return 1 }})
+	key, gens := Key{"p", "c"}, Generations{1, 1}
+	for range DefaultThreshold {
+		tr.Failure(key, gens, "A", "")
+	}
+	if paused, _ := tr.Paused(key, gens); !paused {
+		t.Fatal("not paused")
+	}
+	if paused, _ := tr.Paused(key, Generations{1, 2}); paused {
+		t.Fatal("still paused after the EC2NodeClass changed")
+	}
+	if _, ok := tr.Get(key); ok {
+		t.Fatal("state kept after a spec change")
+	}
+}
+
+func TestSuccessForgets(t *testing.T) {
+	tr := New(Options{})
+	key, gens := Key{"p", "c"}, Generations{1, 1}
+	for range DefaultThreshold {
+		tr.Failure(key, gens, "A", "")
+	}
+	tr.Success(key)
+	if paused, _ := tr.Paused(key, gens); paused {
+		t.Fatal("paused after a success")
+	}
+}

@@ -213,7 +213,10 @@ func StartForTest(t testing.TB) *Cluster {
 // standard input (may be nil) and returns its combined output. The error
 // includes that output.
 func (c *Cluster) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	// KUBECONFIG rather than --kubeconfig: kubectl refuses global flags
+	// before a plugin's name (kubectl karpx …).
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -23,6 +23,7 @@ import (
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
@@ -104,6 +105,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
+	}
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{})); err != nil {
+		return nil, err
 	}
 	if err := nodepoolstatus.New(mgr.GetClient(), health).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)

@@ -417,9 +417,11 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	c.mu.Unlock()
 	if nc.Status.ProviderID != "" {
-		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+		err := c.cloud.Delete(ctx, nc)
+		if err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
 		}
+		gone := err != nil
 		node, err := c.nodeFor(ctx, nc)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -428,6 +430,11 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("deleting Node %s: %w", node.Name, err)
 			}
+		}
+		if !gone {
+			// Shutting down: keep the finalizer until EC2 reports the
+			// instance terminated, so no instance outlives its NodeClaim.
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 		log.Info("terminated", "providerID", nc.Status.ProviderID)
 	}

@@ -1,0 +1,153 @@
+package garbagecollection
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+// Options configure the garbage collector.
+type Options struct {
+	// Period between passes. Default 2m, Karpenter's garbage-collection
+	// period: one paginated DescribeInstances per period.
+	Period time.Duration
+	// Grace is how long an instance must stay unclaimed (or a NodeClaim's
+	// instance stay gone) before karpx acts. Default 5m: far longer than
+	// the seconds between CreateFleet returning and the NodeClaim's
+	// status recording the providerID.
+	Grace time.Duration
+}
+
+// Collector is a leader-only manager.Runnable.
+type Collector struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	opts     Options
+	now      func() time.Time
+	// orphanSince and goneSince remember when a pass first saw an
+	// unclaimed instance (by providerID) or a NodeClaim without instance.
+	orphanSince map[string]time.Time
+	goneSince   map[string]time.Time
+}
+
+// New returns a Collector with defaults filled.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Collector {
+	if opts.Period <= 0 {
+		opts.Period = 2 * time.Minute
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 5 * time.Minute
+	}
+	return &Collector{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now,
+		orphanSince: map[string]time.Time{}, goneSince: map[string]time.Time{}}
+}
+
+// NeedLeaderElection makes the Collector run only on the leader.
+func (c *Collector) NeedLeaderElection() bool { return true }
+
+// Start runs a pass every Period until ctx is done.
+func (c *Collector) Start(ctx context.Context) error {
+	ticker := time.NewTicker(c.opts.Period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			c.Pass(ctx)
+		}
+	}
+}
+
+// Pass runs one garbage-collection pass. Cloud or API errors end the pass
+// without acting; they are logged.
+func (c *Collector) Pass(ctx context.Context) {
+	log := logr.FromContextOrDiscard(ctx).WithName("garbagecollection")
+	var claims karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &claims); err != nil {
+		log.Error(err, "listing NodeClaims; skipping pass")
+		return
+	}
+	instances, err := c.cloud.List(ctx)
+	if err != nil {
+		log.Info("cloud list failed; skipping pass, nothing is deleted on a failed answer", "error", err.Error())
+		return
+	}
+	now := c.now()
+	byName := map[string]bool{}
+	byProviderID := map[string]bool{}
+	for i := range claims.Items {
+		byName[claims.Items[i].Name] = true
+		if id := claims.Items[i].Status.ProviderID; id != "" {
+			byProviderID[id] = true
+		}
+	}
+
+	live := map[string]bool{}
+	seen := map[string]bool{}
+	for _, in := range instances {
+		id := in.Status.ProviderID
+		live[id] = true
+		if byProviderID[id] || (in.Name != "" && byName[in.Name]) {
+			continue
+		}
+		seen[id] = true
+		first, ok := c.orphanSince[id]
+		if !ok {
+			c.orphanSince[id] = now
+			continue
+		}
+		if now.Sub(first) < c.opts.Grace {
+			continue
+		}
+		if err := c.cloud.Delete(ctx, in); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+			log.Info("terminating orphaned instance failed; retrying next pass", "providerID", id, "error", err.Error())
+			continue
+		}
+		log.Info("terminated orphaned instance: no NodeClaim claims it", "providerID", id, "NodeClaim", in.Name,
+			"unclaimedFor", now.Sub(first).Round(time.Second).String())
+		delete(c.orphanSince, id)
+	}
+	for id := range c.orphanSince {
+		if !seen[id] {
+			delete(c.orphanSince, id)
+		}
+	}
+
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		id := nc.Status.ProviderID
+		if id == "" || !nc.DeletionTimestamp.IsZero() || live[id] {
+			delete(c.goneSince, id)
+			continue
+		}
+		first, ok := c.goneSince[id]
+		if !ok {
+			c.goneSince[id] = now
+			continue
+		}
+		if now.Sub(first) < c.opts.Grace {
+			continue
+		}
+		// Confirm with a direct Get: only NotFound, not an error, counts.
+		if _, err := c.cloud.Get(ctx, id); !cloudprovider.IsNodeClaimNotFound(err) {
+			continue
+		}
+		log.Info("deleting NodeClaim whose instance is gone", "NodeClaim", nc.Name,
+			"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "providerID", id)
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceTerminated", "instance %s no longer exists; deleting the NodeClaim", id)
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			log.Error(err, "deleting NodeClaim", "NodeClaim", nc.Name)
+			continue
+		}
+		delete(c.goneSince, id)
+	}
+}

@@ -1,0 +1,117 @@
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+// fakeCloud is an in-memory cloud: instances by providerID.
+type fakeCloud struct {
+	cloudprovider.CloudProvider
+	instances map[string]*karpv1.NodeClaim
+	listErr   error
+	deleted   []string
+}
+
+func (f *fakeCloud) List(context.Context) ([]*karpv1.NodeClaim, error) {
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []*karpv1.NodeClaim
+	for _, in := range f.instances {
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (f *fakeCloud) Get(_ context.Context, id string) (*karpv1.NodeClaim, error) {
+	if in, ok := f.instances[id]; ok {
+		return in, nil
+	}
+	return nil, &cloudprovider.NodeClaimNotFoundError{Err: errors.New(id)}
+}
+
+func (f *fakeCloud) Delete(_ context.Context, nc *karpv1.NodeClaim) error {
+	f.deleted = append(f.deleted, nc.Status.ProviderID)
+	delete(f.instances, nc.Status.ProviderID)
+	return nil
+}
+
+func instance(name, id string) *karpv1.NodeClaim {
+	return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: karpv1.NodeClaimStatus{ProviderID: id}}
+}
+
+func setup(t *testing.T, claims ...client.Object) (*Collector, *fakeCloud, client.Client, *time.Time) {
+	t.Helper()
+	kube := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(claims...).Build()
+	cloud := &fakeCloud{instances: map[string]*karpv1.NodeClaim{}}
+	c := New(kube, cloud, record.NewFakeRecorder(10), Options{Grace: time.Minute})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	return c, cloud, kube, &now
+}
+
+func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
+	c, cloud, _, now := setup(t, instance("claimed", "aws:///a/i-1"))
+	cloud.instances["aws:///a/i-1"] = instance("claimed", "aws:///a/i-1")
+	cloud.instances["aws:///a/i-2"] = instance("leaked", "aws:///a/i-2")
+	// Claimed by name only: CreateFleet returned, status not written yet.
+	cloud.instances["aws:///a/i-3"] = instance("claimed", "aws:///a/i-3")
+
+	c.Pass(context.Background())
+	if len(cloud.deleted) != 0 {
+		t.Fatalf("deleted %v on first sight", cloud.deleted)
+	}
+	*now = now.Add(2 * time.Minute)
+	c.Pass(context.Background())
+	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-2" {
+		t.Fatalf("deleted %v, want only the unclaimed aws:///a/i-2", cloud.deleted)
+	}
+}
+
+func TestFailedListChangesNothing(t *testing.T) {
+	c, cloud, kube, now := setup(t, instance("healthy", "aws:///a/i-1"))
+	cloud.listErr = errors.New("RequestLimitExceeded")
+	for range 5 {
+		c.Pass(context.Background())
+		*now = now.Add(10 * time.Minute)
+	}
+	var nc karpv1.NodeClaim
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "healthy"}, &nc); err != nil {
+		t.Fatalf("NodeClaim deleted after throttled lists: %v", err)
+	}
+}
+
+func TestNodeClaimWithGoneInstanceDeletedAfterGrace(t *testing.T) {
+	c, _, kube, now := setup(t, instance("orphan-claim", "aws:///a/i-9"))
+	c.Pass(context.Background())
+	var nc karpv1.NodeClaim
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan-claim"}, &nc); err != nil {
+		t.Fatalf("deleted before grace: %v", err)
+	}
+	*now = now.Add(2 * time.Minute)
+	c.Pass(context.Background())
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan-claim"}, &nc); err == nil {
+		t.Fatal("NodeClaim whose instance is gone was kept")
+	}
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
+	s.AddKnownTypes(gv, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	metav1.AddToGroupVersion(s, gv)
+	return s
+}

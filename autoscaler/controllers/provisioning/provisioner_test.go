@@ -1,0 +1,64 @@
+package provisioning
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+func unschedulable(p *corev1.Pod) *corev1.Pod {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	return p
+}
+
+func TestIsProvisionable(t *testing.T) {
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"unschedulable":      {unschedulable(&corev1.Pod{}), true},
+		"not tried by sched": {&corev1.Pod{}, false},
+		"bound":              {unschedulable(&corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}}), false},
+		"terminating":        {unschedulable(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}), false},
+		"daemonset":          {unschedulable(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet"}}}}), false},
+		"succeeded":          {unschedulable(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}), false},
+	} {
+		if got := IsProvisionable(tc.pod); got != tc.want {
+			t.Errorf("%s: IsProvisionable = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestSmallestAllocatableIsPerResourceMinimumOfCandidates(t *testing.T) {
+	it := func(name, cpu, mem string) *cloudprovider.InstanceType {
+		return &cloudprovider.InstanceType{Name: name, Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}
+	}
+	nc := &karpv1.NodeClaim{Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
+		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}
+	got := smallestAllocatable(nc, []*cloudprovider.InstanceType{it("a", "4", "2Gi"), it("b", "2", "8Gi"), it("c", "1", "1Gi")})
+	if got.Cpu().String() != "2" || got.Memory().String() != "2Gi" {
+		t.Fatalf("smallestAllocatable = cpu %s memory %s, want 2 and 2Gi (c is not a candidate)", got.Cpu(), got.Memory())
+	}
+}
+
+func TestRemainingSubtractsNodeClaimsOfThePool(t *testing.T) {
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: karpv1.NodePoolSpec{Limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}}}
+	claim := func(pool, cpu string) karpv1.NodeClaim {
+		return karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{karpv1.NodePoolLabelKey: pool}},
+			Status: karpv1.NodeClaimStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}
+	}
+	left := remaining(np, []karpv1.NodeClaim{claim("p", "4"), claim("other", "4")})
+	if left.Cpu().String() != "6" {
+		t.Fatalf("remaining cpu = %s, want 6", left.Cpu())
+	}
+	if remaining(&karpv1.NodePool{}, nil) != nil {
+		t.Fatal("a NodePool without limits must be unlimited (nil)")
+	}
+}

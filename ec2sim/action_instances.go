@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/karpx/karpx/catalog"
 )
 
 // DescribeInstances, TerminateInstances and CreateTags, and the instance
@@ -113,8 +111,7 @@ func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
 		VirtualizationType: "hvm", Tags: xmlTags(in.tags), Hypervisor: "xen", EbsOptimized: true, EnaSupport: true,
 		PlatformDetails: "Linux/UNIX", UsageOperation: "RunInstances", PrivateDNSNameOptions: xmlPrivateDNSOptions{HostnameType: "ip-name"},
 	}
-	if it, ok := catalog.Get(in.instanceType); ok {
-		info := instanceTypeInfo(it)
+	if info, ok := typeInfo(in.instanceType); ok {
 		x.CPUOptions = xmlCPUOptions{CoreCount: info.VCpuInfo.DefaultCores, ThreadsPerCore: info.VCpuInfo.DefaultThreadsPerCore}
 	}
 	if in.capacityType == capacitySpot {

@@ -5,18 +5,18 @@ package ec2sim
 // the fault hooks that apply. Anything else is answered with InvalidAction
 // (EC2) or UnknownOperationException (SSM).
 
-// FaultHook is a bit set of the fault kinds an action honours.
-type FaultHook uint8
+// faultHook is a bit set of the fault kinds an action honours.
+type faultHook uint8
 
 const (
-	hookError FaultHook = 1 << iota
+	hookError faultHook = 1 << iota
 	hookLatency
 	hookCapacity
 
 	hooksDefault = hookError | hookLatency
 )
 
-// Service names the wire protocol of an action.
+// service names the wire protocol of an action.
 type service string
 
 const (
@@ -31,7 +31,7 @@ type actionSpec struct {
 	service    service
 	category   ThrottleCategory
 	unfiltered bool // charged to CategoryUnfilteredNonMutating when called bare
-	hooks      FaultHook
+	hooks      faultHook
 	handle     handlerFunc
 }
 

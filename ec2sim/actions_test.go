@@ -12,10 +12,10 @@ import (
 
 // renderActionTable renders actionTable as the comment table in actions.go.
 func renderActionTable() []string {
-	hooks := func(h FaultHook) string {
+	hooks := func(h faultHook) string {
 		var s []string
 		for _, x := range []struct {
-			bit  FaultHook
+			bit  faultHook
 			name string
 		}{{hookError, "error"}, {hookLatency, "latency"}, {hookCapacity, "capacity"}} {
 			if h&x.bit != 0 {
@@ -76,6 +76,11 @@ func TestStartServesUntilContextDone(t *testing.T) {
 		t.Fatalf("healthz %d %q", code, body)
 	}
 	cancel()
+	select {
+	case <-sim.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stopped not closed after cancel")
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		resp, err := http.Get(endpoint + "/_sim/healthz")

@@ -319,6 +319,7 @@ func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 var (
 	typeInfosOnce sync.Once
 	typeInfos     []xmlInstanceType
+	typeInfoIndex map[string]int
 )
 
 // allTypeInfos renders the catalogue once; the result is shared read-only.
@@ -326,11 +327,23 @@ func allTypeInfos() []xmlInstanceType {
 	typeInfosOnce.Do(func() {
 		all := catalog.All()
 		typeInfos = make([]xmlInstanceType, 0, len(all))
-		for _, it := range all {
+		typeInfoIndex = make(map[string]int, len(all))
+		for i, it := range all {
 			typeInfos = append(typeInfos, instanceTypeInfo(it))
+			typeInfoIndex[it.Name] = i
 		}
 	})
 	return typeInfos
+}
+
+// typeInfo returns the rendered InstanceTypeInfo of a catalogue type.
+func typeInfo(name string) (xmlInstanceType, bool) {
+	all := allTypeInfos()
+	i, ok := typeInfoIndex[name]
+	if !ok {
+		return xmlInstanceType{}, false
+	}
+	return all[i], true
 }
 
 func typeInfoField(x xmlInstanceType, name string) ([]string, bool) {

@@ -44,7 +44,7 @@ type nodeProgress struct {
 	ready        bool         // kwok annotation (and Ready, with MarkReady) applied
 	taintRemoved map[int]bool // indexes of Behavior.LateTaints removed
 	deleted      bool
-	failures     int // consecutive failed API calls, for log throttling
+	failures     int // consecutive failed steps, to log sparingly
 }
 
 // nodeTask is one kubelet action, decided under the lock and carried out
@@ -144,7 +144,14 @@ func (s *Simulator) runNodeTask(ctx context.Context, t nodeTask, now time.Time) 
 		}
 	}
 	if err != nil {
-		s.update(t.id, func(np *nodeProgress) { np.failures++ })
+		failures := 0
+		s.update(t.id, func(np *nodeProgress) { np.failures++; failures = np.failures })
+		// Log the first failure of a step and then every 100th, not every pass.
+		if failures%100 == 1 {
+			log.Error(err, "Kubelet step failed; retrying", "step", t.kind, "failures", failures)
+		}
+	} else {
+		s.update(t.id, func(np *nodeProgress) { np.failures = 0 })
 	}
 	return err
 }

@@ -38,6 +38,8 @@ type Simulator struct {
 	imageOrder      []string
 	subnets         []*subnetState
 	securityGroups  []SecurityGroup
+
+	stopped chan struct{} // closed when a Started server has shut down
 }
 
 // New returns a Simulator for cfg with every unset field defaulted (see
@@ -59,6 +61,7 @@ func New(cfg Config) (*Simulator, error) {
 		launchTemplates: map[string]*launchTemplate{},
 		ltByName:        map[string]string{},
 		images:          map[string]*Image{},
+		stopped:         make(chan struct{}),
 	}
 	for _, sn := range cfg.Subnets {
 		s.subnets = append(s.subnets, newSubnetState(sn))
@@ -131,16 +134,25 @@ func (s *Simulator) Start(ctx context.Context, addr string) (string, error) {
 	}()
 	go s.Run(ctx)
 	go func() {
+		defer close(s.stopped)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			s.log.Error(err, "Graceful shutdown incomplete")
+		}
+		s.log.Info("Stopped serving", "endpoint", "http://"+ln.Addr().String())
 	}()
 	endpoint := "http://" + ln.Addr().String()
 	s.log.Info("Serving EC2 simulator", "endpoint", endpoint, "region", s.cfg.Region, "zones", s.cfg.Zones,
 		"throttling", !s.cfg.Throttle.Disabled, "kube", s.cfg.Kube != nil)
 	return endpoint, nil
 }
+
+// Stopped returns a channel closed once the server of Start has shut down
+// after its context was done (in-flight calls answered, at most 5 seconds).
+// It is never closed when Start was not called, or failed.
+func (s *Simulator) Stopped() <-chan struct{} { return s.stopped }
 
 // Run advances the kubelet emulation every Config.ReconcileInterval until
 // ctx is done. Start calls it; call it yourself when you serve Handler
@@ -153,21 +165,19 @@ func (s *Simulator) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			if err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error(err, "Kubelet emulation pass failed")
-			}
+			// Failed steps are logged by the pass and retried on the next.
+			_ = s.Reconcile(ctx)
 		}
 	}
 }
 
 // request is one decoded API call.
 type request struct {
-	ctx    context.Context
-	spec   *actionSpec
-	p      params      // EC2 Query parameters
-	json   []byte      // SSM JSON body
-	now    time.Time   // arrival time
-	header http.Header // request headers
+	ctx  context.Context
+	spec *actionSpec
+	p    params    // EC2 Query parameters
+	json []byte    // SSM JSON body
+	now  time.Time // arrival time (Config.Clock)
 }
 
 // maxBody bounds request bodies (EC2 accepts up to about 1 MiB of parameters
@@ -208,7 +218,7 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeXMLError(w, reqID, apiErr)
 		return
 	}
-	body, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, p: p, header: r.Header})
+	body, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, p: p})
 	if apiErr != nil {
 		writeXMLError(w, reqID, apiErr)
 		return
@@ -330,7 +340,7 @@ func (s *Simulator) serveSSM(w http.ResponseWriter, r *http.Request, reqID, targ
 		return
 	}
 	s.responseDelay()
-	out, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, json: body, header: r.Header, p: newParams(nil)})
+	out, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, json: body, p: newParams(nil)})
 	if apiErr != nil {
 		writeJSONError(w, reqID, apiErr)
 		return
@@ -347,8 +357,8 @@ func writeJSONError(w http.ResponseWriter, reqID string, e *APIError) {
 	w.Header().Set("x-amzn-RequestId", reqID)
 	w.Header().Set("X-Amzn-ErrorType", e.Code)
 	status := e.HTTPStatus
-	if status == 0 || e.Code == "ThrottlingException" {
-		status = http.StatusBadRequest
+	if status == 0 {
+		status = defaultStatus(e.Code)
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})

@@ -7,7 +7,7 @@ import (
 
 // Bucket is a token bucket: a request takes one token; Size tokens at most;
 // RefillPerSecond tokens come back every second. Throttled requests take no
-// token.
+// token. A Size of 0 means unlimited.
 type Bucket struct {
 	// Size is the bucket capacity in requests (the burst).
 	Size float64 `json:"size"`

@@ -63,7 +63,8 @@ type Options struct {
 	Jitter func() float64
 }
 
-// Tracker is safe for concurrent use.
+// Tracker is safe for concurrent use. A nil *Tracker tracks nothing and
+// never pauses (launch health switched off).
 type Tracker struct {
 	opts   Options
 	mu     sync.Mutex
@@ -95,6 +96,9 @@ func New(opts Options) *Tracker {
 // with the same cause on, the pair is paused for BaseBackoff·2^(n-Threshold)
 // (jittered, capped at MaxBackoff). A different cause restarts the count.
 func (t *Tracker) Failure(key Key, gens Generations, cause, message string) State {
+	if t == nil {
+		return State{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.states[key]
@@ -117,6 +121,9 @@ func (t *Tracker) Failure(key Key, gens Generations, cause, message string) Stat
 
 // Success forgets key's failures: a Node of the pair registered.
 func (t *Tracker) Success(key Key) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.states, key)
@@ -127,6 +134,9 @@ func (t *Tracker) Success(key Key) {
 // the failures (the spec changed); the failure count is kept after expiry
 // so that the next failure pauses again, longer.
 func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
+	if t == nil {
+		return false, State{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.states[key]
@@ -142,6 +152,9 @@ func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
 
 // Get returns key's state and whether there is one.
 func (t *Tracker) Get(key Key) (State, bool) {
+	if t == nil {
+		return State{}, false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, ok := t.states[key]

@@ -35,6 +35,7 @@ func NewAWSCloudProvider(opts Options) CloudProviderFactory {
 			KubeClient:        kube,
 			EC2API:            api,
 			Logger:            logr.FromContextOrDiscard(ctx),
+			DisableCaches:     !opts.EC2Caches,
 		})
 	}
 }

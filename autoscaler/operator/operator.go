@@ -22,8 +22,8 @@ import (
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
+	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
@@ -94,7 +94,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := lifecycle.IndexFields(ctx, mgr); err != nil {
 		return nil, err
 	}
-	health := launchhealth.New(launchhealth.Options{})
+	var health *launchhealth.Tracker
+	if opts.LaunchHealth {
+		health = launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax})
+	}
 	prov := provisioning.NewProvisioner(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
@@ -102,11 +105,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := provisioning.Register(mgr, prov); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
-	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL})
+	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
+		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
 	if err := nodepoolstatus.New(mgr.GetClient(), health).Register(mgr); err != nil {

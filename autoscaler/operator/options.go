@@ -39,6 +39,22 @@ type Options struct {
 	// BatchMaxDuration caps one provisioning batch window. Default 10s,
 	// Karpenter's BATCH_MAX_DURATION.
 	BatchMaxDuration time.Duration
+	// LaunchBackoffBase is the first wait after a persistent launch failure
+	// (per NodeClaim) and the first pause of a (NodePool, EC2NodeClass)
+	// pair after LaunchHealthThreshold consecutive failures. Default 30s.
+	LaunchBackoffBase time.Duration
+	// LaunchBackoffMax caps both waits. Default 10m.
+	LaunchBackoffMax time.Duration
+	// LaunchHealth pauses provisioning for a (NodePool, EC2NodeClass) pair
+	// after repeated failures with one cause. Default true; false is only
+	// for the P1 control scenario, which shows what happens without it.
+	LaunchHealth bool
+	// EC2Caches caches Describe and SSM answers (TTLs in
+	// autoscaler/providers/cache). Default true; false only for the P1
+	// control scenario.
+	EC2Caches bool
+	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
+	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
@@ -64,6 +80,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
+	fs.DurationVar(&o.LaunchBackoffBase, "launch-backoff-base", envDuration("LAUNCH_BACKOFF_BASE", 30*time.Second), "first wait after a persistent launch failure; doubles per failure")
+	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
+	fs.BoolVar(&o.LaunchHealth, "launch-health", env("LAUNCH_HEALTH", "true") == "true", "pause a NodePool/EC2NodeClass pair after 3 consecutive failures with one cause")
+	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
+	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
+	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")

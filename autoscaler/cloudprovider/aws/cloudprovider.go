@@ -13,6 +13,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
+	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/autoscaler/providers/instancetype"
@@ -54,6 +55,10 @@ type Options struct {
 	EC2API ec2api.API
 	// Logger receives structured logs. Default: discard.
 	Logger logr.Logger
+	// DisableCaches sends every lookup to EC2 (subnets, security groups,
+	// AMIs, instance types, launch templates). Only for the P1 control
+	// scenario, which shows the API budget without caches.
+	DisableCaches bool
 	// MaxInstanceTypes caps the instance types per CreateFleet. Default
 	// DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
@@ -107,14 +112,18 @@ func New(opts Options) (*CloudProvider, error) {
 	}
 	log := opts.Logger.WithName("aws")
 	unavailable := instancetype.NewUnavailableOfferings()
+	ttls := cache.DefaultTTLs()
+	if opts.DisableCaches {
+		ttls = cache.NoCaching()
+	}
 	return &CloudProvider{
 		opts:            opts,
 		log:             log,
-		subnets:         subnet.NewProvider(opts.EC2API),
-		securityGroups:  securitygroup.NewProvider(opts.EC2API),
-		amis:            ami.NewProvider(opts.EC2API, opts.KubernetesVersion),
-		instanceTypes:   instancetype.NewProvider(opts.EC2API, unavailable),
-		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log),
+		subnets:         subnet.NewProvider(opts.EC2API, ttls),
+		securityGroups:  securitygroup.NewProvider(opts.EC2API, ttls),
+		amis:            ami.NewProvider(opts.EC2API, opts.KubernetesVersion, ttls),
+		instanceTypes:   instancetype.NewProvider(opts.EC2API, unavailable, ttls),
+		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
 	}, nil
 }

@@ -103,15 +103,15 @@ type Provider struct {
 
 // NewProvider returns a Provider; kubernetesVersion ("1.35") selects the
 // alias parameters and defaults to DefaultKubernetesVersion when empty.
-func NewProvider(api ec2api.API, kubernetesVersion string) *Provider {
+func NewProvider(api ec2api.API, kubernetesVersion string, ttls cache.TTLs) *Provider {
 	if kubernetesVersion == "" {
 		kubernetesVersion = DefaultKubernetesVersion
 	}
 	return &Provider{
 		api:        api,
 		k8sVersion: kubernetesVersion,
-		ssmCache:   expirable.NewLRU[string, string](cache.SSMEntries, nil, cache.SSMTTL),
-		amiCache:   expirable.NewLRU[string, []AMI](cache.NodeClassEntries, nil, cache.DefaultTTL),
+		ssmCache:   expirable.NewLRU[string, string](cache.SSMEntries, nil, ttls.SSM),
+		amiCache:   expirable.NewLRU[string, []AMI](cache.NodeClassEntries, nil, ttls.Default),
 		now:        time.Now,
 	}
 }

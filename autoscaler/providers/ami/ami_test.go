@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/catalog"
 )
@@ -80,7 +81,7 @@ func al2023() *fakeAPI {
 
 func TestAliasResolvesFourVariantsAndEachTypeGetsItsAMI(t *testing.T) {
 	api := al2023()
-	p := NewProvider(api, "")
+	p := NewProvider(api, "", cache.DefaultTTLs())
 	amis, err := p.List(context.Background(), []v1.AMISelectorTerm{{Alias: "al2023@latest"}})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestAliasParameters(t *testing.T) {
 }
 
 func TestAliasWithoutParametersFails(t *testing.T) {
-	p := NewProvider(&fakeAPI{}, "1.99")
+	p := NewProvider(&fakeAPI{}, "1.99", cache.DefaultTTLs())
 	_, err := p.List(context.Background(), []v1.AMISelectorTerm{{Alias: "al2023@latest"}})
 	if err == nil {
 		t.Fatal("want error")

@@ -60,3 +60,28 @@ const (
 	// SSMEntries is the size of the SSM parameter cache.
 	SSMEntries = 256
 )
+
+// TTLs are the lifetimes the providers use; DefaultTTLs returns the
+// constants above. Only the P1 control scenario changes them (NoCaching),
+// to show what an autoscaler without caches does to the EC2 API budget.
+type TTLs struct {
+	// Default is DefaultTTL: subnets, security groups, AMIs, launch templates.
+	Default time.Duration
+	// InstanceTypes is InstanceTypesTTL.
+	InstanceTypes time.Duration
+	// SpotPrice is SpotPriceTTL.
+	SpotPrice time.Duration
+	// SSM is SSMTTL.
+	SSM time.Duration
+}
+
+// DefaultTTLs returns the documented defaults.
+func DefaultTTLs() TTLs {
+	return TTLs{Default: DefaultTTL, InstanceTypes: InstanceTypesTTL, SpotPrice: SpotPriceTTL, SSM: SSMTTL}
+}
+
+// NoCaching returns TTLs of one nanosecond: every lookup goes to EC2.
+// (A zero TTL would mean "never expire" to the expirable LRU.)
+func NoCaching() TTLs {
+	return TTLs{Default: time.Nanosecond, InstanceTypes: time.Nanosecond, SpotPrice: time.Nanosecond, SSM: time.Nanosecond}
+}

@@ -59,14 +59,14 @@ type Provider struct {
 
 // NewProvider returns a Provider over api that consults unavailable for
 // offering availability.
-func NewProvider(api ec2api.API, unavailable *UnavailableOfferings) *Provider {
+func NewProvider(api ec2api.API, unavailable *UnavailableOfferings, ttls cache.TTLs) *Provider {
 	return &Provider{
 		api:         api,
 		unavailable: unavailable,
 		now:         time.Now,
-		infoCache:   expirable.NewLRU[string, []Info](1, nil, cache.InstanceTypesTTL),
-		spotCache:   expirable.NewLRU[string, map[string]float64](1, nil, cache.SpotPriceTTL),
-		zoneIDs:     expirable.NewLRU[string, map[string]string](1, nil, cache.InstanceTypesTTL),
+		infoCache:   expirable.NewLRU[string, []Info](1, nil, ttls.InstanceTypes),
+		spotCache:   expirable.NewLRU[string, map[string]float64](1, nil, ttls.SpotPrice),
+		zoneIDs:     expirable.NewLRU[string, map[string]string](1, nil, ttls.InstanceTypes),
 	}
 }
 

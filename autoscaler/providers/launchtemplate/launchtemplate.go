@@ -69,9 +69,9 @@ type Provider struct {
 }
 
 // NewProvider returns a Provider for the cluster clusterName.
-func NewProvider(api ec2api.API, clusterName string, log logr.Logger) *Provider {
+func NewProvider(api ec2api.API, clusterName string, log logr.Logger, ttls cache.TTLs) *Provider {
 	return &Provider{api: api, clusterName: clusterName, log: log,
-		known: expirable.NewLRU[string, struct{}](cache.LaunchTemplateEntries, nil, cache.DefaultTTL)}
+		known: expirable.NewLRU[string, struct{}](cache.LaunchTemplateEntries, nil, ttls.Default)}
 }
 
 // Ensure returns the name of the launch template with content t, creating

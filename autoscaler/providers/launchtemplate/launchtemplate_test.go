@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 )
 
@@ -93,7 +94,7 @@ func (f *fakeAPI) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTe
 
 func TestEnsureCreatesOnceAndReuses(t *testing.T) {
 	api := &fakeAPI{existing: map[string]bool{}}
-	p := NewProvider(api, "demo", logr.Discard())
+	p := NewProvider(api, "demo", logr.Discard(), cache.DefaultTTLs())
 	for range 10 {
 		name, err := p.Ensure(context.Background(), template())
 		if err != nil {
@@ -114,7 +115,7 @@ func TestEnsureCreatesOnceAndReuses(t *testing.T) {
 		t.Fatalf("bad request data: %+v", d)
 	}
 	// A new provider (restart) finds the template and does not create it.
-	p2 := NewProvider(api, "demo", logr.Discard())
+	p2 := NewProvider(api, "demo", logr.Discard(), cache.DefaultTTLs())
 	if _, err := p2.Ensure(context.Background(), template()); err != nil || api.creates != 1 {
 		t.Fatalf("restart recreated: %v creates=%d", err, api.creates)
 	}
@@ -122,7 +123,7 @@ func TestEnsureCreatesOnceAndReuses(t *testing.T) {
 
 func TestEnsureAlreadyExistsIsSuccess(t *testing.T) {
 	api := &fakeAPI{existing: map[string]bool{}, raceOnCreate: true}
-	p := NewProvider(api, "demo", logr.Discard())
+	p := NewProvider(api, "demo", logr.Discard(), cache.DefaultTTLs())
 	if _, err := p.Ensure(context.Background(), template()); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestEnsureAlreadyExistsIsSuccess(t *testing.T) {
 func TestBadVolumeSize(t *testing.T) {
 	tp := template()
 	tp.BlockDeviceMappings[0].EBS.VolumeSize = aws.String("lots")
-	p := NewProvider(&fakeAPI{existing: map[string]bool{}}, "demo", logr.Discard())
+	p := NewProvider(&fakeAPI{existing: map[string]bool{}}, "demo", logr.Discard(), cache.DefaultTTLs())
 	if _, err := p.Ensure(context.Background(), tp); err == nil {
 		t.Fatal("want error")
 	}

@@ -35,7 +35,7 @@ type Provider struct {
 
 // NewProvider returns a Provider that calls api and caches each resolution
 // for cache.DefaultTTL.
-func NewProvider(api ec2api.API) *Provider {
+func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
 	return &Provider{api: api, cache: expirable.NewLRU[string, []SecurityGroup](cache.NodeClassEntries, nil, cache.DefaultTTL)}
 }
 

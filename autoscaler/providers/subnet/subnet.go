@@ -38,8 +38,8 @@ type Provider struct {
 
 // NewProvider returns a Provider that calls api and caches each resolution
 // for cache.DefaultTTL.
-func NewProvider(api ec2api.API) *Provider {
-	return &Provider{api: api, cache: expirable.NewLRU[string, []Subnet](cache.NodeClassEntries, nil, cache.DefaultTTL)}
+func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
+	return &Provider{api: api, cache: expirable.NewLRU[string, []Subnet](cache.NodeClassEntries, nil, ttls.Default)}
 }
 
 // List returns the subnets matching any of terms, sorted by zone then ID.

@@ -9,6 +9,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 )
 
@@ -61,7 +62,7 @@ func TestListUnionsTermsAndCaches(t *testing.T) {
 		"subnet-b": {SubnetId: aws.String("subnet-b"), AvailabilityZone: aws.String("us-east-1b")},
 		"subnet-a": {SubnetId: aws.String("subnet-a"), AvailabilityZone: aws.String("us-east-1a")},
 	}}
-	p := NewProvider(api)
+	p := NewProvider(api, cache.DefaultTTLs())
 	terms := []v1.SubnetSelectorTerm{{ID: "subnet-b"}, {ID: "subnet-a"}, {ID: "subnet-a"}, {}}
 	got, err := p.List(context.Background(), terms)
 	if err != nil {

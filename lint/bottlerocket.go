@@ -26,7 +26,14 @@ func ParseBottlerocketTOML(text string) (*BottlerocketSettings, error) {
 	if _, err := toml.Decode(text, &tree); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &ParseError{"TOML", pe.Position.Line, pe.Message}
+			line := pe.Position.Line
+			// Count lines up to the error's byte offset: for an error on
+			// a newline (an unterminated table header) the parser's line
+			// is already the next one.
+			if s := pe.Position.Start; s >= 0 && s < len(text) {
+				line = 1 + strings.Count(text[:s], "\n")
+			}
+			return nil, &ParseError{"TOML", line, pe.Message}
 		}
 		return nil, &ParseError{"TOML", 0, err.Error()}
 	}

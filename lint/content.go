@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"regexp"
@@ -76,6 +77,9 @@ var (
 // env, nohup, exec, command and VAR=value prefixes, and looks at the
 // command name and its words. Comments are ignored.
 func shellNodeRestart(line string) string {
+	if !mayRestart(line) {
+		return ""
+	}
 	for _, cmd := range splitShellCommands(line) {
 		words := commandWords(cmd)
 		if len(words) == 0 {
@@ -143,8 +147,31 @@ func shellNodeRestart(line string) string {
 	return ""
 }
 
+// restartWords are lower-case substrings one of which every line that
+// shellNodeRestart or powerShellNodeRestart flags contains: the agents'
+// names, or a power-state command. A line with none (ignoring ASCII case)
+// is skipped without tokenizing.
+var restartWords = []string{"kubelet", "containerd", "systemctl", "reboot", "poweroff", "halt", "shutdown", "computer", "init"}
+
+func mayRestart(line string) bool {
+	var buf [256]byte
+	lower := append(buf[:0], line...)
+	for i, c := range lower {
+		lower[i] = lowerASCII(c)
+	}
+	for _, w := range restartWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 // powerShellNodeRestart is shellNodeRestart for PowerShell lines.
 func powerShellNodeRestart(line string) string {
+	if !mayRestart(line) {
+		return ""
+	}
 	lower := strings.ToLower(line)
 	mentionsAgent := strings.Contains(lower, "kubelet") || strings.Contains(lower, "containerd")
 	for _, cmd := range splitShellCommands(line) {
@@ -292,6 +319,9 @@ var (
 
 // httpPipe reports whether a line pipes a plain-http download to a shell.
 func httpPipe(line string, kind segmentKind) bool {
+	if indexFoldASCII(line, "http://") < 0 {
+		return false // cheap pre-filter: the regexps below backtrack
+	}
 	if kind == segPowerShell {
 		return psHTTPExecRE.MatchString(line) && psDownloadRE.MatchString(line)
 	}
@@ -317,6 +347,11 @@ var (
 func scanSecrets(s segment) []Finding {
 	var out []Finding
 	for i, l := range splitLines(s.text) {
+		// Cheap substring pre-filters keep the regexps off ordinary lines.
+		if !strings.Contains(l, "AKIA") && !strings.Contains(l, "ASIA") &&
+			indexFoldASCII(l, "secret") < 0 && !strings.Contains(l, "PRIVATE KEY") {
+			continue
+		}
 		if m := accessKeyRE.FindString(l); m != "" {
 			out = append(out, userDataFinding(RuleUserDataAccessKey, s.lineOf(i),
 				fmt.Sprintf("contains an AWS access key ID (%s…)%s", m[:4], s.where(i)),

@@ -29,8 +29,9 @@ type Finding struct {
 	// Severity is the rule's severity for this finding (a denial may be
 	// downgraded to a warning by Ratchet).
 	Severity Severity `json:"severity"`
-	// Kind and Name identify the object ("EC2NodeClass", "default").
+	// Kind is the object's kind, "EC2NodeClass" or "NodePool".
 	Kind string `json:"kind"`
+	// Name is the object's metadata.name.
 	Name string `json:"name"`
 	// Field is the JSON path of the offending field, for example
 	// "spec.userData" or "spec.disruption.budgets[0].schedule".

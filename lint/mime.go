@@ -277,7 +277,9 @@ func headerLine(lines []string, from, to int, lname string) int {
 // MIME-Version or a multipart Content-Type header: the test the autoscaler
 // uses to choose between merging MIME and wrapping a plain script.
 func looksLikeMIME(text string) bool {
-	for _, l := range splitLines(text) {
+	for rest := text; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
 		t := strings.TrimSpace(l)
 		if t == "" {
 			continue

@@ -45,7 +45,7 @@ func CheckNodePool(ctx context.Context, np *karpv1.NodePool, lookup NodeClassLoo
 				out = append(out, Finding{
 					RuleID: RuleNodeClassMissing, Severity: severityOf(RuleNodeClassMissing),
 					Field:   "spec.template.spec.nodeClassRef.name",
-					Message: fmt.Sprintf("EC2NodeClass %q does not exist; no node is launched until it does", ref.Name),
+					Message: fmt.Sprintf("EC2NodeClass %q does not exist (yet); no node is launched until it does", ref.Name),
 					Fix:     "create the EC2NodeClass or correct the name",
 				})
 			}

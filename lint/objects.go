@@ -23,8 +23,10 @@ type Object struct {
 	Source string `json:"source"`
 	// Document is the 1-based index of the YAML document in Source.
 	Document int `json:"document"`
-	// Exactly one of NodePool and EC2NodeClass is set.
-	NodePool     *karpv1.NodePool     `json:"-"`
+	// NodePool is set for a karpenter.sh/v1 NodePool; exactly one of
+	// NodePool and EC2NodeClass is set.
+	NodePool *karpv1.NodePool `json:"-"`
+	// EC2NodeClass is set for a karpenter.k8s.aws/v1 EC2NodeClass.
 	EC2NodeClass *apisv1.EC2NodeClass `json:"-"`
 }
 
@@ -125,9 +127,10 @@ func decodeDocument(doc []byte, source string, n int) ([]Object, error) {
 // ObjectFinding is a Finding with the object's source.
 type ObjectFinding struct {
 	Finding
-	// Source and Document locate the object (see Object).
-	Source   string `json:"source"`
-	Document int    `json:"document"`
+	// Source is the file the object came from ("-" for stdin).
+	Source string `json:"source"`
+	// Document is the 1-based YAML document index in Source.
+	Document int `json:"document"`
 }
 
 // LintObjects runs every rule on objs, offline: nodeClassRef (KX101) is

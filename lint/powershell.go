@@ -58,12 +58,23 @@ func ParsePowerShell(text string) (*PowerShellScript, error) {
 // indexFoldASCII is strings.Index ignoring ASCII case; sub must be ASCII.
 // Unlike lower-casing the whole text first, it keeps byte offsets valid.
 func indexFoldASCII(s, sub string) int {
+	if sub == "" {
+		return 0
+	}
+	first := lowerASCII(sub[0])
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+		if lowerASCII(s[i]) == first && strings.EqualFold(s[i:i+len(sub)], sub) {
 			return i
 		}
 	}
 	return -1
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // countFoldASCII counts non-overlapping occurrences of ASCII sub in s,

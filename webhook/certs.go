@@ -42,9 +42,10 @@ type CertOptions struct {
 	// ServiceName is the webhook Service; the certificate is valid for
 	// ServiceName.Namespace.svc (and .svc.cluster.local).
 	ServiceName string
-	// MutatingWebhookConfiguration and ValidatingWebhookConfiguration are
-	// the configurations whose caBundle the rotator keeps up to date.
-	MutatingWebhookConfiguration   string
+	// MutatingWebhookConfiguration names the mutating configuration whose
+	// caBundle the rotator keeps up to date; empty for none.
+	MutatingWebhookConfiguration string
+	// ValidatingWebhookConfiguration is the same for the validating one.
 	ValidatingWebhookConfiguration string
 }
 

@@ -69,8 +69,9 @@ func CacheOptions(o Options) cache.Options {
 
 // ServerOptions configure NewServer.
 type ServerOptions struct {
-	// Host and Port to listen on; Port 0 means 9443.
+	// Host is the address to listen on; empty means all interfaces.
 	Host string
+	// Port is the TCP port; 0 means controller-runtime's default, 9443.
 	Port int
 	// CertDir holds tls.crt and tls.key; the server reloads them when they
 	// change (controller-runtime's certwatcher).

@@ -191,7 +191,9 @@ func MergeTaintRules(base, overrides []TaintRule) []TaintRule {
 
 // ActiveTaint is a taint to inject and the rule that asks for it.
 type ActiveTaint struct {
-	Rule  string
+	// Rule is the TaintRule name, for logs and metrics.
+	Rule string
+	// Taint is the taint to add.
 	Taint corev1.Taint
 }
 

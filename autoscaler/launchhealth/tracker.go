@@ -150,6 +150,23 @@ func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
 	return t.opts.Now().Before(s.PausedUntil), *s
 }
 
+// Unhealthy reports whether key has failed at least Threshold times in a
+// row with one cause and no registration since, whether or not its pause
+// has expired: a retry after the pause does not make the pair healthy,
+// only a registered Node or a spec change does.
+func (t *Tracker) Unhealthy(key Key, gens Generations) (bool, State) {
+	if t == nil {
+		return false, State{}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.states[key]
+	if s == nil || s.Generations != gens {
+		return false, State{}
+	}
+	return s.Consecutive >= t.opts.Threshold, *s
+}
+
 // Get returns key's state and whether there is one.
 func (t *Tracker) Get(key Key) (State, bool) {
 	if t == nil {

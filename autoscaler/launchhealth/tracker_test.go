@@ -35,6 +35,9 @@ func TestPauseAfterThresholdAndBackoffGrows(t *testing.T) {
 	if paused, _ := tr.Paused(key, gens); paused {
 		t.Fatal("still paused after the backoff expired")
 	}
+	if unhealthy, _ := tr.Unhealthy(key, gens); !unhealthy {
+		t.Fatal("healthy again after the pause expired, without any registration")
+	}
 }
 
 func TestDifferentCauseRestartsCount(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/status"
 )
 
@@ -70,6 +71,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 
 	root.AddCommand(
 		status.NewCmd(f, streams),
+		lint.NewCmd(streams),
 		newCmdVersion(f, streams),
 	)
 	return root

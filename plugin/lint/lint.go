@@ -101,6 +101,8 @@ func NewCmd(streams genericiooptions.IOStreams) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			// From here on errors are findings or I/O, not usage mistakes.
+			cmd.SilenceUsage = true
 			return o.Run(cmd.Context())
 		},
 	}

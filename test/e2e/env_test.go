@@ -34,11 +34,27 @@ type env struct {
 	endpoint string
 	root     string
 	name     string
+	// tweak, when set before startAutoscaler, adjusts the operator options.
+	tweak func(*operator.Options)
 }
 
 // newEnv starts the control plane, installs the CRDs, starts the simulator
-// and the autoscaler. Everything stops when the test ends.
-func newEnv(t *testing.T, clusterName string) *env {
+// and the autoscaler with the default options changed by tweak (may be
+// nil). Everything stops when the test ends.
+func newEnv(t *testing.T, clusterName string, tweak ...func(*operator.Options)) *env {
+	return newEnvWithLog(t, clusterName, firstOr(tweak), nil)
+}
+
+func firstOr(tweak []func(*operator.Options)) func(*operator.Options) {
+	if len(tweak) > 0 {
+		return tweak[0]
+	}
+	return nil
+}
+
+// newEnvWithLog is newEnv with the autoscaler's logger wrapped by wrapLog
+// (may be nil).
+func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
 	c := cluster.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +82,12 @@ func newEnv(t *testing.T, clusterName string) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
-	e.startAutoscaler(log.WithName("karpx"))
+	e.tweak = tweak
+	karpxLog := log.WithName("karpx")
+	if wrapLog != nil {
+		karpxLog = wrapLog(karpxLog)
+	}
+	e.startAutoscaler(karpxLog)
 	return e
 }
 
@@ -75,19 +96,19 @@ func (e *env) startAutoscaler(log logr.Logger) {
 	t := e.t
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
-	opts := operator.Options{
-		ClusterName:                  e.name,
-		ClusterEndpoint:              e.cluster.RESTConfig.Host,
-		Region:                       "us-east-1",
-		EC2Endpoint:                  e.endpoint,
-		KubernetesVersion:            "1.35",
-		RegistrationTTL:              2 * time.Minute,
-		BatchIdleDuration:            time.Second,
-		BatchMaxDuration:             5 * time.Second,
-		MetricsBindAddress:           "0",
-		HealthProbeBindAddress:       "0",
-		LeaderElection:               false,
-		SkipControllerNameValidation: true,
+	opts := operator.DefaultOptions()
+	opts.ClusterName = e.name
+	opts.ClusterEndpoint = e.cluster.RESTConfig.Host
+	opts.Region = "us-east-1"
+	opts.EC2Endpoint = e.endpoint
+	opts.RegistrationTTL = 2 * time.Minute
+	opts.BatchMaxDuration = 5 * time.Second
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	opts.LeaderElection = false
+	opts.SkipControllerNameValidation = true
+	if e.tweak != nil {
+		e.tweak(&opts)
 	}
 	ctx := logr.NewContext(e.ctx, log)
 	op, err := operator.New(ctx, e.cluster.RESTConfig, opts, operator.NewAWSCloudProvider(opts))

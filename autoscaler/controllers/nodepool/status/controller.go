@@ -104,9 +104,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		np.Status.NodeClassObservedGeneration = class.Generation
 		key := launchhealth.Key{NodePool: np.Name, NodeClass: class.Name}
 		gens := launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation}
-		if paused, st := c.health.Paused(key, gens); paused {
+		if unhealthy, st := c.health.Unhealthy(key, gens); unhealthy {
 			conds.SetFalse(karpv1.ConditionTypeNodeRegistrationHealthy, "LaunchesFailing",
-				st.String()+"; provisioning paused until "+st.PausedUntil.UTC().Format(time.RFC3339)+". Fix: "+launchhealth.FixFor(st.Cause, class.Name))
+				st.String()+"; provisioning paused until "+st.PausedUntil.UTC().Format(time.RFC3339)+" or until the NodePool or EC2NodeClass changes. Fix: "+launchhealth.FixFor(st.Cause, class.Name))
 		} else {
 			conds.SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy)
 		}

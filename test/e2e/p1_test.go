@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/operator"
+)
+
+// p1Scale compresses time in the P1 scenario: every duration of the
+// autoscaler's own (registration TTL, backoffs, garbage collection) is
+// divided by it, so 30 simulated minutes take 30/p1Scale real minutes
+// (90 s). EC2's token buckets are not compressed: call rates are measured
+// in real seconds over windows of one simulated minute (3 real seconds),
+// which makes the rate criterion p1Scale times stricter than in a real
+// cluster.
+const (
+	p1Scale     = 20
+	p1Simulated = 30 * time.Minute
+)
+
+// p1Manifests: a healthy pair and a pair whose userData makes instances
+// run but never join (the simulator's never-join marker). m5.large only,
+// so that every 1500m pod needs a node of its own.
+const p1Manifests = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: healthy}
+spec:
+  role: KarpenterNodeRole-karpx-p1
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: broken}
+spec:
+  role: KarpenterNodeRole-karpx-p1
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+  userData: |
+    #!/bin/bash
+    # karpx-sim: never-join
+    echo "a custom bootstrap that breaks kubelet's join"
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: healthy}
+spec:
+  template:
+    metadata: {labels: {tier: healthy}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: broken}
+spec:
+  template:
+    metadata: {labels: {tier: broken}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: broken}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`
+
+// p1Refill is each action's EC2 bucket refill rate in requests per second
+// (AWS "Request throttling for the Amazon EC2 API"; the simulator's
+// DefaultThrottleConfig). Describe calls with filters are non-mutating.
+func p1Refill(action string) float64 {
+	switch {
+	case action == "TerminateInstances", action == "CreateFleet", strings.HasPrefix(action, "Create"), strings.HasPrefix(action, "Delete"):
+		return 5
+	case action == "RunInstances":
+		return 2
+	case action == "GetParameter":
+		return 40
+	default:
+		return 20
+	}
+}
+
+// quotaCounter counts log entries that report the SDK's retry quota error.
+type quotaCounter struct {
+	logr.LogSink
+	n *atomic.Int64
+}
+
+func (q quotaCounter) Error(err error, msg string, kv ...any) {
+	if err != nil && strings.Contains(err.Error(), "retry quota exceeded") {
+		q.n.Add(1)
+	}
+	q.LogSink.Error(err, msg, kv...)
+}
+
+func (q quotaCounter) Info(level int, msg string, kv ...any) {
+	if strings.Contains(fmt.Sprint(kv...), "retry quota exceeded") {
+		q.n.Add(1)
+	}
+	q.LogSink.Info(level, msg, kv...)
+}
+
+func (q quotaCounter) WithValues(kv ...any) logr.LogSink {
+	return quotaCounter{q.LogSink.WithValues(kv...), q.n}
+}
+
+func (q quotaCounter) WithName(name string) logr.LogSink {
+	return quotaCounter{q.LogSink.WithName(name), q.n}
+}
+
+type p1Result struct {
+	throttled, quotaErrors int64
+	worst                  map[string]float64 // action → worst window rate / refill
+	healthyIntact          bool
+	brokenLaunches         int64
+}
+
+// runP1 runs the retry-storm scenario with protections on or off and
+// returns what it measured.
+func runP1(t *testing.T, protected bool) p1Result {
+	var quota atomic.Int64
+	scaled := func(d time.Duration) time.Duration { return d / p1Scale }
+	e := newEnvWithLog(t, "karpx-p1", func(o *operator.Options) {
+		o.RegistrationTTL = scaled(15 * time.Minute)
+		o.LaunchBackoffBase = scaled(30 * time.Second)
+		o.LaunchBackoffMax = scaled(10 * time.Minute)
+		o.GCPeriod = scaled(2 * time.Minute)
+		o.GCGrace = scaled(5 * time.Minute)
+		if !protected {
+			// The documented flag combination of the control run:
+			// --launch-health=false --ec2-caches=false
+			o.LaunchHealth = false
+			o.EC2Caches = false
+		}
+	}, func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) })
+
+	manifests := strings.ReplaceAll(p1Manifests, "CLUSTER", e.name)
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	steady := deployment("steady", 3, "1500m", "512Mi")
+	steady.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "healthy"}
+	if err := e.kube.Create(e.ctx, steady); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(90*time.Second, "3 healthy pods Running on 3 nodes", func(ctx context.Context) (bool, error) {
+		return countRunning(ctx, e.kube, "steady") == 3, nil
+	})
+	healthyBefore := healthySnapshot(t, e)
+
+	storm := deployment("storm", 50, "1500m", "512Mi")
+	storm.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "broken"}
+	if err := e.kube.Create(e.ctx, storm); err != nil {
+		t.Fatal(err)
+	}
+
+	// Sample the simulator's counters once per simulated minute.
+	window := time.Minute / p1Scale
+	worst := map[string]float64{}
+	prev := e.sim.Stats()
+	start := time.Now()
+	for time.Since(start) < p1Simulated/p1Scale {
+		time.Sleep(window)
+		cur := e.sim.Stats()
+		for action, st := range cur {
+			rate := float64(st.Requests-prev[action].Requests) / window.Seconds()
+			if r := rate / p1Refill(action); r > worst[action] {
+				worst[action] = r
+			}
+		}
+		prev = cur
+	}
+
+	res := p1Result{worst: worst, quotaErrors: quota.Load()}
+	for _, st := range e.sim.Stats() {
+		res.throttled += st.Throttled
+	}
+	for _, in := range e.sim.Instances() {
+		if in.Tags[karpv1.NodePoolLabelKey] == "broken" {
+			res.brokenLaunches++
+		}
+	}
+	res.healthyIntact = healthySnapshot(t, e) == healthyBefore
+	var actions []string
+	for a := range worst {
+		actions = append(actions, a)
+	}
+	sort.Strings(actions)
+	var rates []string
+	for _, a := range actions {
+		rates = append(rates, fmt.Sprintf("%s=%.0f%%", a, 100*worst[a]))
+	}
+	t.Logf("scenario P1: protected=%v simulated=%s scale=%d throttled=%d sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worstWindowRateVsRefill{%s}",
+		protected, p1Simulated, p1Scale, res.throttled, res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
+
+	if protected {
+		var np karpv1.NodePool
+		if err := e.kube.Get(e.ctx, types.NamespacedName{Name: "broken"}, &np); err != nil {
+			t.Fatal(err)
+		}
+		cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy)
+		if cond == nil || cond.IsTrue() || !strings.Contains(cond.Message, "RegistrationTimeout") || !strings.Contains(cond.Message, "spec.userData") {
+			t.Errorf("NodePool broken: NodeRegistrationHealthy = %+v, want False naming RegistrationTimeout and spec.userData", cond)
+		}
+		var events corev1.EventList
+		if err := e.kube.List(e.ctx, &events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Kind == "NodePool" && ev.InvolvedObject.Name == "broken" && ev.Reason == "ProvisioningPaused" &&
+				strings.Contains(ev.Message, "spec.userData") {
+				found = true
+			}
+		}
+		if !found {
+			t.Error("no ProvisioningPaused event on NodePool broken naming spec.userData")
+		}
+	}
+	return res
+}
+
+// healthySnapshot identifies the healthy pods and their nodes; any
+// deletion or replacement changes it.
+func healthySnapshot(t *testing.T, e *env) string {
+	var pods corev1.PodList
+	if err := e.kube.List(e.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "steady"}); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, p := range pods.Items {
+		var node corev1.Node
+		if err := e.kube.Get(e.ctx, types.NamespacedName{Name: p.Spec.NodeName}, &node); err != nil {
+			parts = append(parts, "missing-node:"+p.Spec.NodeName)
+			continue
+		}
+		parts = append(parts, string(p.UID)+"@"+string(node.UID)+":"+string(p.Status.Phase))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// TestScenarioP1RetryStorm: nodes of one NodePool never join; karpx must
+// stay far inside the EC2 API budget for 30 simulated minutes, never be
+// throttled, keep the healthy nodes and pods, and say on the NodePool what
+// is wrong and which field to fix.
+func TestScenarioP1RetryStorm(t *testing.T) {
+	res := runP1(t, true)
+	if res.throttled != 0 {
+		t.Errorf("simulator answered RequestLimitExceeded %d times", res.throttled)
+	}
+	if res.quotaErrors != 0 {
+		t.Errorf("controller hit the SDK retry quota %d times", res.quotaErrors)
+	}
+	for action, r := range res.worst {
+		if r > 0.25 {
+			t.Errorf("%s: worst simulated minute ran at %.0f%% of the bucket's refill rate, want <= 25%%", action, 100*r)
+		}
+	}
+	if !res.healthyIntact {
+		t.Error("healthy nodes or pods were deleted or replaced")
+	}
+}
+
+// TestScenarioP1RetryStormControl runs the same scenario with karpx's
+// protections switched off; it must show throttling, or the scenario could
+// not tell a protected autoscaler from an unprotected one.
+func TestScenarioP1RetryStormControl(t *testing.T) {
+	res := runP1(t, false)
+	if res.throttled == 0 {
+		t.Errorf("no RequestLimitExceeded without protections: the scenario does not reproduce P1")
+	}
+}

@@ -1,0 +1,46 @@
+// Package webhook is karpx's admission webhook for Karpenter's NodePool
+// (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1) resources. It is
+// built on sigs.k8s.io/controller-runtime/pkg/webhook, deployed on its own
+// (cmd/karpx-webhook, manifests/webhook), and needs nothing from the
+// autoscaler, so it works as well on clusters running upstream Karpenter.
+//
+// # Mutating: startup taints (NodePoolDefaulter)
+//
+// Node agents such as Cilium, the AWS EBS and EFS CSI node plugins and the
+// Istio CNI agent remove a taint from a node once they are ready on it; pods
+// scheduled before that fail or run without the agent. Karpenter only starts
+// nodes with those taints if the NodePool lists them in
+// spec.template.spec.startupTaints, which users forget (issue P4). The
+// mutating handler appends the missing ones. A rule (TaintRule) applies
+// when its agent's DaemonSet is found in the cluster by label selector, or
+// when a ConfigMap of extra rules (TaintRulesConfigKey) enables it, so a
+// cluster can add its own agents without a rebuild. Built-in rules and their
+// sources are listed by BuiltinTaintRules.
+//
+// The handler is idempotent and keeps the user's taints and order; it never
+// adds a key/effect pair present in startupTaints or taints; it returns one
+// admission warning of at most 120 characters naming what it added; it has
+// no side effects, so dry-run requests behave the same and change nothing;
+// and a NodePool annotated karpx.io/startup-taints=disabled is left alone.
+//
+// # Validating: userData and NodePool checks (Validator)
+//
+// The validating handler runs the rules of package
+// github.com/karpx/karpx/lint — the same rules `kubectl karpx lint` runs
+// offline. Denials reject the request with each rule ID, field, line and
+// fix; warnings are returned as admission warnings.
+//
+// # Failure policies
+//
+// The mutating webhook is failurePolicy Ignore (a down webhook must not
+// block NodePool edits); EC2NodeClass validation is Fail (bad userData is
+// otherwise found only at launch); NodePool validation is Ignore. See
+// manifests/webhook/webhooks.yaml for the full trade-off.
+//
+// # Serving
+//
+// NewServer serves TLS 1.2 or later. Certificates are self-managed by
+// default (AddCertRotator, github.com/open-policy-agent/cert-controller:
+// generated, stored in a Secret, rotated before expiry, caBundle injected),
+// or issued by cert-manager (CertModeCertManager).
+package webhook

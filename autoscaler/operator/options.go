@@ -132,3 +132,11 @@ func envDuration(key string, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// DefaultOptions returns the options every flag (and environment variable)
+// defaults to, for callers that build the operator in-process.
+func DefaultOptions() Options {
+	var o Options
+	o.AddFlags(flag.NewFlagSet("karpx", flag.ContinueOnError))
+	return o
+}

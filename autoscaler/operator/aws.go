@@ -2,30 +2,58 @@ package operator
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/karpx/karpx/autoscaler/batcher"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
+	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 )
 
-// NewAWSCloudProvider returns the factory of the EC2 CloudProvider for opts:
-// the standard AWS credential chain and retryer, the regional endpoints or
-// opts.EC2Endpoint / opts.SSMEndpoint, and EC2NodeClasses read through the
-// manager's cached client. The factory fails only when the AWS shared
-// configuration cannot be parsed or a required option is missing.
-func NewAWSCloudProvider(opts Options) CloudProviderFactory {
-	return func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
-		api, err := ec2api.New(ctx, ec2api.Config{
-			Region:       opts.Region,
-			BaseEndpoint: opts.EC2Endpoint,
-			SSMEndpoint:  opts.SSMEndpoint,
+// NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this
+// order, through the batcher (concurrent CreateFleet, DescribeInstances and
+// TerminateInstances calls merged), the client-side budget (token buckets
+// at opts.Budget.Fraction of AWS's documented rates, with priorities) and
+// the SDK client (standard credential chain and retryer). The budget's
+// status is served at budget.HandlerPath ("/throttle") on the metrics
+// address, for `kubectl karpx throttle`. It returns an error when the AWS
+// configuration cannot be loaded or the options are invalid.
+func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	raw, err := ec2api.New(ctx, ec2api.Config{
+		Region:       opts.Region,
+		BaseEndpoint: opts.EC2Endpoint,
+		SSMEndpoint:  opts.SSMEndpoint,
+	})
+	if err != nil {
+		return nil, err
+	}
+	budgetOpts := opts.Budget
+	budgetOpts.Registerer = crmetrics.Registry
+	budgetOpts.Logger = log.WithName("budget")
+	limited := budget.New(raw, budgetOpts)
+	var api ec2api.API = limited
+	if opts.EC2Batching {
+		// Per-NodeClaim tags are applied by one CreateTags per instance
+		// after the merged CreateFleet, so that launches of identical
+		// configuration share one CreateFleet.
+		api = batcher.New(limited, batcher.Options{
+			DeferredTagKeys: batcher.NodeClaimTagKeys,
+			Registerer:      crmetrics.Registry,
+			Logger:          log.WithName("batcher"),
 		})
-		if err != nil {
-			return nil, err
-		}
+	}
+	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler()}
+	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,
 			ClusterEndpoint:   opts.ClusterEndpoint,
@@ -34,8 +62,8 @@ func NewAWSCloudProvider(opts Options) CloudProviderFactory {
 			Region:            opts.Region,
 			KubeClient:        kube,
 			EC2API:            api,
-			Logger:            logr.FromContextOrDiscard(ctx),
+			Logger:            log,
 			DisableCaches:     !opts.EC2Caches,
 		})
-	}
+	})
 }

@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Logger:                  logr.FromContextOrDiscard(ctx),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "karpx-leader-election",

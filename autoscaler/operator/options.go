@@ -4,9 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/karpx/karpx/autoscaler/providers/budget"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -63,6 +66,14 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
 	LeaderElectionNamespace string
+	// Budget configures the client-side EC2/SSM token buckets (flags
+	// --aws-api-budget-fraction, default 0.5, and --aws-api-budget-disabled).
+	Budget budget.Options
+	// EC2Batching merges concurrent CreateFleet, DescribeInstances and
+	// TerminateInstances calls. Default true.
+	EC2Batching bool
+	// metricsHandlers are served beside /metrics (set by NewAWS).
+	metricsHandlers map[string]http.Handler
 	// SkipControllerNameValidation allows several operators in one process
 	// (tests only; controller names key Prometheus metrics). No flag.
 	SkipControllerNameValidation bool
@@ -83,6 +94,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LaunchBackoffBase, "launch-backoff-base", envDuration("LAUNCH_BACKOFF_BASE", 30*time.Second), "first wait after a persistent launch failure; doubles per failure")
 	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
 	fs.BoolVar(&o.LaunchHealth, "launch-health", env("LAUNCH_HEALTH", "true") == "true", "pause a NodePool/EC2NodeClass pair after 3 consecutive failures with one cause")
+	o.Budget.AddFlags(fs)
+	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
@@ -110,6 +123,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("--batch-idle-duration %s / --batch-max-duration %s: want 0 < idle <= max", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	if err := o.Budget.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.KubernetesVersion == "" || strings.Count(o.KubernetesVersion, ".") != 1 {
 		errs = append(errs, fmt.Errorf("--kubernetes-version %q: want MAJOR.MINOR, e.g. 1.35", o.KubernetesVersion))

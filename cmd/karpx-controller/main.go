@@ -32,7 +32,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "error: no Kubernetes configuration: %v (set --kubeconfig or run in a cluster)\n", err)
 		os.Exit(1)
 	}
-	op, err := operator.New(ctx, cfg, opts, operator.NewAWSCloudProvider(opts))
+	op, err := operator.NewAWS(ctx, cfg, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)

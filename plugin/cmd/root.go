@@ -10,6 +10,7 @@ import (
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/status"
+	"github.com/karpx/karpx/plugin/throttle"
 )
 
 // displayName is how the root command names itself in usage lines and
@@ -72,6 +73,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 	root.AddCommand(
 		status.NewCmd(f, streams),
 		lint.NewCmd(streams),
+		throttle.NewCmd(f, streams),
 		newCmdVersion(f, streams),
 	)
 	return root

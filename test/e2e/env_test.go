@@ -111,7 +111,7 @@ func (e *env) startAutoscaler(log logr.Logger) {
 		e.tweak(&opts)
 	}
 	ctx := logr.NewContext(e.ctx, log)
-	op, err := operator.New(ctx, e.cluster.RESTConfig, opts, operator.NewAWSCloudProvider(opts))
+	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)
 	if err != nil {
 		t.Fatalf("building the autoscaler: %v", err)
 	}

@@ -80,8 +80,13 @@ func DefaultTTLs() TTLs {
 	return TTLs{Default: DefaultTTL, InstanceTypes: InstanceTypesTTL, SpotPrice: SpotPriceTTL, SSM: SSMTTL}
 }
 
-// NoCaching returns TTLs of one nanosecond: every lookup goes to EC2.
-// (A zero TTL would mean "never expire" to the expirable LRU.)
+// NoCachingTTL is the lifetime NoCaching gives every entry: a hundredth of a
+// second, so that practically every lookup goes to EC2. It cannot be
+// smaller: the expirable LRU treats 0 as "never expire" and sweeps every
+// TTL/100, which must stay a sane ticker period.
+const NoCachingTTL = 10 * time.Millisecond
+
+// NoCaching returns TTLs of NoCachingTTL: practically every lookup goes to EC2.
 func NoCaching() TTLs {
-	return TTLs{Default: time.Nanosecond, InstanceTypes: time.Nanosecond, SpotPrice: time.Nanosecond, SSM: time.Nanosecond}
+	return TTLs{Default: NoCachingTTL, InstanceTypes: NoCachingTTL, SpotPrice: NoCachingTTL, SSM: NoCachingTTL}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,6 +25,7 @@ import (
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/providers/budget"
 )
 
 // Index names registered by IndexFields.
@@ -33,6 +35,10 @@ const (
 	// NodeClaimProviderIDField indexes NodeClaims by status.providerID.
 	NodeClaimProviderIDField = "status.providerID"
 )
+
+// MaxConcurrentReconciles is how many NodeClaims the controller works on at
+// once. Cloud calls are bounded by the EC2 API budget below, not by this.
+const MaxConcurrentReconciles = 256
 
 // Options configure the lifecycle controller.
 type Options struct {
@@ -108,6 +114,11 @@ func IndexFields(ctx context.Context, mgr manager.Manager) error {
 // by changes to the Node with the same providerID.
 func (c *Controller) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		// Many NodeClaims launch and terminate at once after a scale-up
+		// or scale-down; their concurrent cloud calls are what the EC2
+		// batcher merges (one CreateFleet for a wave of identical
+		// launches). Karpenter's lifecycle controller uses 1000.
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaim)).
 		Complete(c)
@@ -136,7 +147,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
-	ctx = logr.NewContext(ctx, log)
+	// Launching, registering and terminating NodeClaims come first in the
+	// EC2 API budget: they wait for tokens instead of failing fast.
+	ctx = budget.WithPriority(logr.NewContext(ctx, log), budget.Critical)
 
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)

@@ -1,0 +1,171 @@
+package batcher
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// fleetResult is one caller's share of a CreateFleet answer.
+type fleetResult struct {
+	out *ec2.CreateFleetOutput
+	// merged is true when the fleet was launched without the caller's
+	// deferred tags.
+	merged bool
+}
+
+// fleetRequest is one caller's CreateFleet.
+type fleetRequest struct {
+	in     *ec2.CreateFleetInput
+	optFns []func(*ec2.Options)
+}
+
+// CreateFleet implements ec2api.API. Instant fleets that differ only in
+// TotalTargetCapacity (and in the values of Options.DeferredTagKeys) are
+// merged into one call for the sum of their capacities; each caller gets
+// its share of the launched instances, and every caller gets the fleet's
+// errors (the per-override errors, such as InsufficientInstanceCapacity,
+// concern every caller's offerings). A caller for which too few instances
+// were launched gets fewer, or none, and the errors. A failed call fails
+// every caller. Requests with a ClientToken, DryRun or a Type other than
+// instant are not merged. A merged call runs with the first request's
+// optFns.
+func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	res, err := a.fleet.Add(ctx, &fleetRequest{in: in, optFns: optFns})
+	if err != nil {
+		return nil, err
+	}
+	out := res.out
+	if tags := a.deferredTags(in); res.merged && len(tags) > 0 && len(instanceIDs(out)) > 0 {
+		ids := instanceIDs(out)
+		if _, terr := a.next.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); terr != nil {
+			// The instances run: losing them over a tag would leak them.
+			a.log.Error(terr, "Tagging launched instances failed; they run without their per-NodeClaim tags", "instances", ids)
+		}
+	}
+	return out, nil
+}
+
+func (a *API) singleFleet(ctx context.Context, r *fleetRequest) (*fleetResult, error) {
+	out, err := a.next.CreateFleet(ctx, r.in, r.optFns...)
+	return &fleetResult{out: out}, err
+}
+
+func fleetWeight(r *fleetRequest) int { return max(1, int(fleetCapacity(r.in))) }
+
+func fleetCapacity(in *ec2.CreateFleetInput) int32 {
+	if in.TargetCapacitySpecification == nil {
+		return 0
+	}
+	return aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)
+}
+
+// fleetKey hashes the request with TotalTargetCapacity and the deferred
+// tags removed and tags sorted.
+func (a *API) fleetKey(r *fleetRequest) (string, bool) {
+	in := r.in
+	if in.Type != ec2types.FleetTypeInstant || aws.ToBool(in.DryRun) || in.ClientToken != nil ||
+		in.TargetCapacitySpecification == nil || fleetCapacity(in) < 1 {
+		return "", false
+	}
+	return hashJSON(a.mergeable(in, 0))
+}
+
+// mergeable returns a copy of in with total capacity total, without the
+// deferred tags, tags sorted by key. It shares the other fields with in.
+func (a *API) mergeable(in *ec2.CreateFleetInput, total int32) *ec2.CreateFleetInput {
+	c := *in
+	tcs := *in.TargetCapacitySpecification
+	tcs.TotalTargetCapacity = aws.Int32(total)
+	c.TargetCapacitySpecification = &tcs
+	c.TagSpecifications = make([]ec2types.TagSpecification, 0, len(in.TagSpecifications))
+	for _, ts := range in.TagSpecifications {
+		ts.Tags = slices.DeleteFunc(slices.Clone(ts.Tags), func(t ec2types.Tag) bool { return a.deferred[aws.ToString(t.Key)] })
+		slices.SortFunc(ts.Tags, func(x, y ec2types.Tag) int { return strings.Compare(aws.ToString(x.Key), aws.ToString(y.Key)) })
+		c.TagSpecifications = append(c.TagSpecifications, ts)
+	}
+	return &c
+}
+
+// deferredTags returns the instance tags of in whose keys are deferred.
+func (a *API) deferredTags(in *ec2.CreateFleetInput) []ec2types.Tag {
+	if len(a.deferred) == 0 {
+		return nil
+	}
+	var tags []ec2types.Tag
+	for _, ts := range in.TagSpecifications {
+		if ts.ResourceType != ec2types.ResourceTypeInstance {
+			continue
+		}
+		for _, t := range ts.Tags {
+			if a.deferred[aws.ToString(t.Key)] {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags
+}
+
+func (a *API) execFleet(ctx context.Context, reqs []*fleetRequest) []Result[fleetResult] {
+	results := make([]Result[fleetResult], len(reqs))
+	var total int32
+	for _, r := range reqs {
+		total += fleetCapacity(r.in)
+	}
+	// A batch of one keeps its own request, deferred tags included.
+	in, merged := reqs[0].in, len(reqs) > 1
+	if merged {
+		in = a.mergeable(in, total)
+	}
+	out, err := a.next.CreateFleet(ctx, in, reqs[0].optFns...)
+	if err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
+	// Hand out the instances in order, one CreateFleetInstance per id.
+	type slot struct {
+		fi ec2types.CreateFleetInstance
+		id string
+	}
+	var slots []slot
+	for _, fi := range out.Instances {
+		for _, id := range fi.InstanceIds {
+			slots = append(slots, slot{fi, id})
+		}
+	}
+	next := 0
+	for i, r := range reqs {
+		share := &ec2.CreateFleetOutput{FleetId: out.FleetId, Errors: out.Errors, ResultMetadata: out.ResultMetadata}
+		for n := fleetCapacity(r.in); n > 0 && next < len(slots); n-- {
+			fi := slots[next].fi
+			fi.InstanceIds = []string{slots[next].id}
+			share.Instances = append(share.Instances, fi)
+			next++
+		}
+		results[i].Output = &fleetResult{out: share, merged: merged}
+	}
+	if next < len(slots) {
+		extra := make([]string, 0, len(slots)-next)
+		for _, s := range slots[next:] {
+			extra = append(extra, s.id)
+		}
+		a.log.Error(nil, "CreateFleet launched more instances than requested; the surplus is left to instance garbage collection",
+			"requested", total, "surplus", extra)
+	}
+	return results
+}
+
+// instanceIDs lists the instances of a CreateFleet answer.
+func instanceIDs(out *ec2.CreateFleetOutput) []string {
+	var ids []string
+	for _, fi := range out.Instances {
+		ids = append(ids, fi.InstanceIds...)
+	}
+	return ids
+}

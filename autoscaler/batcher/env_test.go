@@ -1,0 +1,87 @@
+package batcher_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/ec2sim"
+)
+
+// env is a simulator on loopback and the real SDK client talking to it.
+type env struct {
+	sim    *ec2sim.Simulator
+	client *ec2api.Client
+}
+
+func newEnv(t testing.TB, cfg ec2sim.Config) *env {
+	t.Helper()
+	sim, err := ec2sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-sim.Stopped() })
+	client, err := ec2api.New(ctx, ec2api.Config{Region: "us-east-1", BaseEndpoint: endpoint,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{sim: sim, client: client}
+}
+
+// loopbackHTTP avoids the smithy-go/net/http body race on loopback (see
+// ec2sim.WrapTransport).
+var loopbackHTTP = &http.Client{Transport: ec2sim.WrapTransport(nil)}
+
+func loopback(o *ec2.Options) { o.HTTPClient = loopbackHTTP }
+
+// launchTemplate creates a launch template of an AL2023 AMI.
+func (e *env) launchTemplate(t testing.TB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := e.client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id")},
+		func(o *ssm.Options) { o.HTTPClient = loopbackHTTP })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: p.Parameter.Value}}, loopback); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fleet is the CreateFleet request of karpx's instance provider for one
+// instance of launch template lt, tagged with tags.
+func fleet(lt string, tags map[string]string) *ec2.CreateFleetInput {
+	in := &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")},
+			Overrides: []ec2types.FleetLaunchTemplateOverridesRequest{
+				{InstanceType: "m5.large", AvailabilityZone: aws.String("us-east-1a")},
+				{InstanceType: "m5.xlarge", AvailabilityZone: aws.String("us-east-1b")},
+			}}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+		OnDemandOptions:             &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
+	}
+	if len(tags) > 0 {
+		ts := ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeInstance}
+		for k, v := range tags {
+			ts.Tags = append(ts.Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		in.TagSpecifications = []ec2types.TagSpecification{ts}
+	}
+	return in
+}

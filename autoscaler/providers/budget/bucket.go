@@ -1,0 +1,197 @@
+package budget
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// bucket is the client-side token bucket of one action (and, for
+// DescribeInstances and DescribeSecurityGroups, of their unfiltered calls).
+// rate.Limiter keeps the tokens; bucket hands them out by priority: a call
+// that cannot be served at once queues, and dispatch serves the queues,
+// Critical first, FIFO within a priority, as tokens come back.
+type bucket struct {
+	action     string
+	category   Category
+	unfiltered bool
+	spec       Bucket // effective size and refill, after Options.Fraction
+	lim        *rate.Limiter
+	// reserve is the number of tokens a Speculative call must leave.
+	reserve float64
+	// specWait is the longest a Speculative call queues.
+	specWait time.Duration
+
+	mu      sync.Mutex
+	queues  [len(priorities)][]*waiter
+	timer   *time.Timer
+	timerAt time.Time
+}
+
+type waiter struct {
+	prio  Priority
+	ready chan struct{} // closed once the waiter holds a token
+}
+
+// newBucket returns the bucket of aws scaled by fraction: the burst is
+// rounded down to whole tokens, at least one.
+func newBucket(action string, cat Category, unfiltered bool, aws Bucket, fraction float64, opts *Options) *bucket {
+	spec := Bucket{Size: max(1, math.Floor(aws.Size*fraction)), RefillPerSecond: aws.RefillPerSecond * fraction}
+	return &bucket{
+		action: action, category: cat, unfiltered: unfiltered, spec: spec,
+		lim:      rate.NewLimiter(rate.Limit(spec.RefillPerSecond), int(spec.Size)),
+		reserve:  math.Floor(spec.Size * opts.SpeculativeReserve),
+		specWait: opts.SpeculativeMaxWait,
+	}
+}
+
+// tokens returns the tokens in the bucket now.
+func (b *bucket) tokens() float64 { return b.lim.Tokens() }
+
+// need is the number of tokens the bucket must hold to serve p.
+func (b *bucket) need(p Priority) float64 {
+	if p == Speculative {
+		return 1 + b.reserve
+	}
+	return 1
+}
+
+// acquire takes one token for a call of priority p. It returns how long
+// the call waited, and ctx's error when ctx ends first or *ExhaustedError
+// when a Speculative call cannot be served in time.
+func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error) {
+	start := time.Now()
+	b.mu.Lock()
+	if b.queuedAtOrAbove(p) == 0 && b.lim.TokensAt(start) >= b.need(p) {
+		b.lim.AllowN(start, 1)
+		b.mu.Unlock()
+		return 0, nil
+	}
+	if p == Speculative && b.specWait <= 0 {
+		tokens := b.lim.TokensAt(start)
+		b.mu.Unlock()
+		return 0, b.exhausted(p, tokens, 0)
+	}
+	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	w := &waiter{prio: p, ready: make(chan struct{})}
+	b.queues[p.rank()] = append(b.queues[p.rank()], w)
+	b.scheduleLocked(start)
+	b.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if p == Speculative {
+		t := time.NewTimer(b.specWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-w.ready:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		if b.dequeue(w) {
+			return time.Since(start), ctx.Err()
+		}
+		return time.Since(start), nil // served meanwhile: use the token
+	case <-timeout:
+		if b.dequeue(w) {
+			return time.Since(start), b.exhausted(p, b.tokens(), time.Since(start))
+		}
+		return time.Since(start), nil
+	}
+}
+
+func (b *bucket) exhausted(p Priority, tokens float64, waited time.Duration) *ExhaustedError {
+	return &ExhaustedError{Action: b.action, Category: b.category, Priority: p, Tokens: tokens, Reserve: b.reserve, Waited: waited}
+}
+
+// queuedAtOrAbove returns the number of calls waiting with priority p or
+// a priority served before p.
+func (b *bucket) queuedAtOrAbove(p Priority) int {
+	n := 0
+	for r := 0; r <= p.rank(); r++ {
+		n += len(b.queues[r])
+	}
+	return n
+}
+
+// dequeue removes w from its queue and reports whether it was still
+// waiting (false: dispatch served it).
+func (b *bucket) dequeue(w *waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[w.prio.rank()]
+	i := slices.Index(q, w)
+	if i < 0 {
+		return false
+	}
+	b.queues[w.prio.rank()] = slices.Delete(q, i, i+1)
+	b.scheduleLocked(time.Now())
+	return true
+}
+
+// dispatch serves the waiting calls the bucket has tokens for, by
+// priority, and schedules itself for the next token.
+func (b *bucket) dispatch() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.timer, b.timerAt = nil, time.Time{}
+	for {
+		w := b.headLocked()
+		if w == nil || b.lim.TokensAt(now) < b.need(w.prio) {
+			break
+		}
+		b.lim.AllowN(now, 1)
+		r := w.prio.rank()
+		b.queues[r] = b.queues[r][1:]
+		close(w.ready)
+	}
+	b.scheduleLocked(now)
+}
+
+// headLocked returns the waiting call to serve next, or nil.
+func (b *bucket) headLocked() *waiter {
+	for _, q := range b.queues {
+		if len(q) > 0 {
+			return q[0]
+		}
+	}
+	return nil
+}
+
+// scheduleLocked arms the dispatch timer for the moment the bucket holds
+// enough tokens for the next waiting call.
+func (b *bucket) scheduleLocked(now time.Time) {
+	w := b.headLocked()
+	if w == nil {
+		if b.timer != nil {
+			b.timer.Stop()
+			b.timer, b.timerAt = nil, time.Time{}
+		}
+		return
+	}
+	if b.lim.Limit() <= 0 {
+		return // never refills: waiters wait for their contexts
+	}
+	var delay time.Duration
+	if missing := b.need(w.prio) - b.lim.TokensAt(now); missing > 0 {
+		// Round up to the next millisecond so the timer does not fire a
+		// hair before the token is there.
+		delay = time.Duration(math.Ceil(missing/float64(b.lim.Limit())*1e3)) * time.Millisecond
+	}
+	at := now.Add(delay)
+	if b.timer != nil {
+		if !b.timerAt.After(at) {
+			return // fires early enough
+		}
+		b.timer.Stop()
+	}
+	b.timer, b.timerAt = time.AfterFunc(delay, b.dispatch), at
+}

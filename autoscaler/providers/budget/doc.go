@@ -1,0 +1,34 @@
+// Package budget keeps karpx's EC2 and SSM calls within a client-side
+// share of AWS's request rate limits, so that no burst of work (a
+// launch-failure retry storm, a scale-up of a thousand nodes, a catalogue
+// refresh) can drain the account's token buckets and make the SDK fail with
+// "failed to get rate limit token, retry quota exceeded".
+//
+// New wraps an ec2api.API. Before every call, and before every retry the
+// SDK's standard retryer makes, the API takes a token from a client-side
+// token bucket (golang.org/x/time/rate). Like EC2, which evaluates each
+// action individually, there is one bucket per action, sized by the
+// action's throttling category at Options.Fraction (default 0.5) of AWS's
+// documented size and refill rate; DescribeInstances and
+// DescribeSecurityGroups called without filters, ids or MaxResults use a
+// second, smaller bucket, as EC2 does. limits.go lists every budget with its
+// source.
+//
+// A call that finds its bucket empty waits according to its Priority, set
+// on the context with WithPriority: Critical calls are served first,
+// Normal calls (the default for an unmarked context) next, in arrival
+// order; both wait as long as their context allows. Speculative calls
+// (catalogue and spot price refreshes) never dig into the last
+// Options.SpeculativeReserve of a bucket and fail fast with *ExhaustedError
+// when they would wait longer than Options.SpeculativeMaxWait, so they
+// cannot starve the others.
+//
+// The API counts, per action, requests, errors by AWS code, throttled
+// answers, SDK retries (a per-call smithy middleware placed after the SDK's
+// retry middleware sees every attempt), client-side wait and retry-quota
+// errors, as Prometheus metrics (Metric* constants) on Options.Registerer
+// and as a JSON Status from Snapshot, served by Handler at HandlerPath.
+//
+// Order of decorators: callers → batcher → budget → ec2api.Client. The
+// batcher merges calls first, so a merged call takes one token.
+package budget

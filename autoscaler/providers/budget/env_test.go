@@ -1,0 +1,98 @@
+package budget_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/ec2sim"
+)
+
+// env is a simulator on loopback and the real SDK client talking to it.
+type env struct {
+	sim    *ec2sim.Simulator
+	client *ec2api.Client
+}
+
+func newEnv(t testing.TB, cfg ec2sim.Config) *env {
+	t.Helper()
+	sim, err := ec2sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-sim.Stopped() })
+	client, err := ec2api.New(ctx, ec2api.Config{Region: "us-east-1", BaseEndpoint: endpoint,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{sim: sim, client: client}
+}
+
+// loopbackHTTP avoids the smithy-go/net/http body race on loopback (see
+// ec2sim.WrapTransport); production clients do not need it.
+var loopbackHTTP = &http.Client{Transport: ec2sim.WrapTransport(nil)}
+
+// loopback is a per-call option setting loopbackHTTP.
+func loopback(o *ec2.Options) { o.HTTPClient = loopbackHTTP }
+
+// fastRetries is a per-call option with the SDK's standard retryer (retry
+// quota included) and a 1ms backoff, so tests that retry do not sleep.
+func fastRetries(maxAttempts int, opts ...func(*retry.StandardOptions)) func(*ec2.Options) {
+	return func(o *ec2.Options) {
+		o.HTTPClient = loopbackHTTP
+		o.Retryer = retry.NewStandard(append([]func(*retry.StandardOptions){func(so *retry.StandardOptions) {
+			so.MaxAttempts = maxAttempts
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+		}}, opts...)...)
+	}
+}
+
+// metricValue returns the value of the counter or gauge name whose labels
+// include want, summed over matching series.
+func metricValue(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}

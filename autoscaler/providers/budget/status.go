@@ -1,0 +1,155 @@
+package budget
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// HandlerPath is the path the lead mounts Handler on, next to /metrics on
+// the controller's metrics server, and the path `kubectl karpx throttle`
+// reads.
+const HandlerPath = "/throttle"
+
+// Counts are the counters of a bucket, a category or all of them.
+type Counts struct {
+	// Requests is the number of calls sent to the SDK.
+	Requests int64 `json:"requests"`
+	// Throttled is the number of throttled answers from AWS, per attempt.
+	Throttled int64 `json:"throttled"`
+	// Retries is the number of SDK attempts beyond the first.
+	Retries int64 `json:"retries"`
+	// Errors is the number of calls that failed.
+	Errors int64 `json:"errors"`
+	// QuotaErrors is the number of calls failed with the SDK's "retry quota
+	// exceeded" error.
+	QuotaErrors int64 `json:"quotaErrors"`
+	// Exhausted is the number of Speculative calls refused with
+	// *ExhaustedError (never sent).
+	Exhausted int64 `json:"exhausted"`
+}
+
+func (c *Counts) add(o Counts) {
+	c.Requests += o.Requests
+	c.Throttled += o.Throttled
+	c.Retries += o.Retries
+	c.Errors += o.Errors
+	c.QuotaErrors += o.QuotaErrors
+	c.Exhausted += o.Exhausted
+}
+
+// ActionStatus is the state of the client-side bucket of one action (for
+// DescribeInstances and DescribeSecurityGroups, one of their two buckets).
+type ActionStatus struct {
+	// Action is the EC2 or SSM action, e.g. "CreateFleet".
+	Action string `json:"action"`
+	// Category is the throttling category of the bucket.
+	Category Category `json:"category"`
+	// Size is the bucket's capacity, in requests, after Fraction.
+	Size float64 `json:"size"`
+	// RefillPerSecond is the bucket's refill rate, in requests per second,
+	// after Fraction.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Tokens is the number of tokens in the bucket now.
+	Tokens float64 `json:"tokens"`
+	// Counts are the bucket's counters since the API was created.
+	Counts
+	// WaitP50Seconds and WaitP99Seconds are quantiles of the client-side
+	// wait, in seconds, of the bucket's last 1,024 tokens.
+	WaitP50Seconds float64 `json:"waitP50Seconds"`
+	// WaitP99Seconds: see WaitP50Seconds.
+	WaitP99Seconds float64 `json:"waitP99Seconds"`
+}
+
+// CategoryStatus sums the buckets of one category.
+type CategoryStatus struct {
+	// Category is the throttling category.
+	Category Category `json:"category"`
+	// Size is the capacity of each bucket of the category, in requests,
+	// after Fraction (EC2 gives every action its own bucket).
+	Size float64 `json:"size"`
+	// RefillPerSecond is the refill rate of each bucket, in requests per
+	// second, after Fraction.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Tokens is the lowest number of tokens among the category's buckets
+	// now: the bucket closest to running dry.
+	Tokens float64 `json:"tokens"`
+	// Counts add up the category's buckets.
+	Counts
+	// WaitP99Seconds is the 99th percentile of the client-side wait, in
+	// seconds, over the last 1,024 tokens of each of the category's buckets.
+	WaitP99Seconds float64 `json:"waitP99Seconds"`
+}
+
+// Status is a snapshot of an API: its configuration, buckets and counters.
+// It is the JSON Handler serves.
+type Status struct {
+	// Time is when the snapshot was taken.
+	Time time.Time `json:"time"`
+	// Enabled is false when Options.Disabled lets every call through.
+	Enabled bool `json:"enabled"`
+	// Fraction is the share of AWS's documented rates in use.
+	Fraction float64 `json:"fraction"`
+	// Categories has one entry per throttling category karpx calls, sorted.
+	Categories []CategoryStatus `json:"categories"`
+	// Actions has one entry per bucket, sorted by category then action.
+	Actions []ActionStatus `json:"actions"`
+	// Totals add up every bucket.
+	Totals Counts `json:"totals"`
+}
+
+// Snapshot returns the current Status.
+func (a *API) Snapshot() Status {
+	st := Status{Time: time.Now(), Enabled: !a.opts.Disabled, Fraction: a.opts.Fraction}
+	var cat *CategoryStatus
+	var catWaits []float64
+	flush := func() {
+		if cat != nil {
+			cat.WaitP99Seconds = quantile(catWaits, 0.99)
+			st.Categories = append(st.Categories, *cat)
+		}
+	}
+	for _, b := range a.order { // sorted by category
+		c := a.stats[bucketKey{b.action, b.unfiltered}]
+		c.mu.Lock()
+		counts := Counts{Requests: c.requests, Throttled: c.throttled, Retries: c.retries,
+			Errors: c.errors, QuotaErrors: c.quotaErrors, Exhausted: c.exhausted}
+		waits := append([]float64(nil), c.waits...)
+		c.mu.Unlock()
+		tokens := b.tokens()
+		if cat == nil || cat.Category != b.category {
+			flush()
+			cat = &CategoryStatus{Category: b.category, Size: b.spec.Size, RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens}
+			catWaits = nil
+		}
+		cat.Tokens = min(cat.Tokens, tokens)
+		cat.add(counts)
+		catWaits = append(catWaits, waits...)
+		st.Totals.add(counts)
+		st.Actions = append(st.Actions, ActionStatus{Action: b.action, Category: b.category, Size: b.spec.Size,
+			RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens, Counts: counts,
+			WaitP50Seconds: quantile(waits, 0.5), WaitP99Seconds: quantile(waits, 0.99)})
+	}
+	flush()
+	return st
+}
+
+// Handler serves Snapshot as JSON to GET and HEAD requests, on any path;
+// mount it at HandlerPath.
+func (a *API) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := json.MarshalIndent(a.Snapshot(), "", "  ")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(append(body, '\n'))
+	})
+}

@@ -97,10 +97,15 @@ func up(root, bin, work string) error {
 	if err != nil {
 		return err
 	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	metrics := "http://127.0.0.1:" + strconv.Itoa(metricsPort)
 	step("starting karpx-controller")
 	if err := background(work, "karpx-controller", filepath.Join(bin, "karpx-controller"),
 		"--kubeconfig", c.Kubeconfig, "--cluster-name", clusterName, "--cluster-endpoint", c.RESTConfig.Host,
-		"--ec2-endpoint", endpoint, "--leader-elect=false", "--metrics-bind-address", "0",
+		"--ec2-endpoint", endpoint, "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort)); err != nil {
 		return err
 	}
@@ -142,6 +147,10 @@ func up(root, bin, work string) error {
 
 	for _, args := range [][]string{
 		{"karpx", "status"},
+		// In a real cluster `kubectl karpx throttle` reads the same status
+		// through the API server's service proxy; the demo's controller
+		// runs outside the cluster, so it is read directly.
+		{"karpx", "throttle", "--endpoint", metrics},
 		{"get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDER-ID:.spec.providerID,TYPE:.metadata.labels.node\\.kubernetes\\.io/instance-type,READY:.status.conditions[?(@.type==\"Ready\")].status"},
 		{"get", "pods", "-l", "app=inflate", "-o", "wide"},
 	} {
@@ -152,7 +161,7 @@ func up(root, bin, work string) error {
 			return err
 		}
 	}
-	fmt.Printf("\nThe demo keeps running. Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\nLogs: %s/*.log\nStop it with: make demo-down\n", c.Kubeconfig, bin, work)
+	fmt.Printf("\nThe demo keeps running. Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\nLogs: %s/*.log\nStop it with: make demo-down\n", c.Kubeconfig, bin, metrics, work)
 	return nil
 }
 

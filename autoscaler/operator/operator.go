@@ -101,6 +101,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	prov := provisioning.NewProvisioner(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
+		IgnoreInFlight:    !opts.CountInFlight,
 	})
 	if err := provisioning.Register(mgr, prov); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)

@@ -56,6 +56,11 @@ type Options struct {
 	// autoscaler/providers/cache). Default true; false only for the P1
 	// control scenario.
 	EC2Caches bool
+	// CountInFlight lets pods that fit on NodeClaims still launching,
+	// registering or initialising wait for them instead of being
+	// provisioned for again. Default true; false only for the P1 control
+	// scenario (an autoscaler that keeps relaunching).
+	CountInFlight bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -97,6 +102,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.Budget.AddFlags(fs)
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
+	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")

@@ -40,6 +40,10 @@ type Options struct {
 	// instant between initialisation and binding would be provisioned for
 	// a second time (problem P4). Default 60s.
 	InitializedGrace time.Duration
+	// IgnoreInFlight plans every pending pod as if no NodeClaim were on
+	// its way, so pods are provisioned for again on every pass: the
+	// relaunch loop of problem P1. Only the P1 control scenario sets it.
+	IgnoreInFlight bool
 }
 
 func (o *Options) defaults() {
@@ -215,6 +219,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	}
 
 	for i := range nodeClaims.Items {
+		if p.opts.IgnoreInFlight {
+			break
+		}
 		nc := &nodeClaims.Items[i]
 		if n, ok, err := p.inFlight(ctx, nc, typesByPool[nc.Labels[karpv1.NodePoolLabelKey]]); err != nil {
 			return res, err

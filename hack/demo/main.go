@@ -146,7 +146,7 @@ func up(root, bin, work string) error {
 	}
 
 	for _, args := range [][]string{
-		{"karpx", "status"},
+		{"karpx", "status", "--budget-endpoint", metrics},
 		// In a real cluster `kubectl karpx throttle` reads the same status
 		// through the API server's service proxy; the demo's controller
 		// runs outside the cluster, so it is read directly.

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/throttle"
 )
 
 // Messages written to the error stream, as kubectl's "No resources found",
@@ -78,6 +80,11 @@ type Options struct {
 	// sets it to time.Now when it is nil.
 	Now func() time.Time
 
+	// Budget reads the controller's EC2 API budget for the line under the
+	// tables (the same sources as `kubectl karpx throttle`; its
+	// --budget-endpoint flag is --endpoint there). Nil skips the line.
+	Budget *throttle.Options
+
 	client  client.Reader
 	printer printers.ResourcePrinter // nil for tables
 	wide    bool
@@ -89,6 +96,7 @@ func NewOptions(f cluster.Factory, streams genericiooptions.IOStreams) *Options 
 		IOStreams:  streams,
 		Factory:    f,
 		PrintFlags: genericclioptions.NewPrintFlags(""),
+		Budget:     throttle.NewOptions(f, streams),
 	}
 }
 
@@ -110,6 +118,11 @@ func newCmd(o *Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
+			}
+			if o.Budget != nil {
+				if err := o.Budget.Complete(cmd, nil); err != nil {
+					return err
+				}
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -133,6 +146,10 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.PrintFlags.OutputFlagSpecified = func() bool { return cmd.Flag("output").Changed }
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "When using the default or wide output format, don't print headers.")
 	cmd.Flags().StringVar(&o.NodePool, "nodepool", o.NodePool, "Show only this NodePool and its NodeClaims.")
+	if o.Budget != nil {
+		cmd.Flags().StringVar(&o.Budget.Endpoint, "budget-endpoint", o.Budget.Endpoint,
+			"Read the EC2 API budget line from this controller URL instead of the API server's service proxy (as kubectl karpx throttle --endpoint).")
+	}
 
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return o.allowedFormats(), cobra.ShellCompDirectiveNoFileComp
@@ -250,7 +267,29 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		printed = true
 	}
+	o.printBudget(ctx)
 	return nil
+}
+
+// printBudget adds one line on the controller's EC2 API budget under the
+// tables. A missing controller Service (a cluster running upstream
+// Karpenter) prints nothing; any other failure is one line on stderr and
+// never fails the command.
+func (o *Options) printBudget(ctx context.Context) {
+	if o.Budget == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := o.Budget.Fetch(ctx)
+	var missing *throttle.ServiceNotFoundError
+	switch {
+	case errors.As(err, &missing):
+	case err != nil:
+		fmt.Fprintf(o.ErrOut, "EC2 API budget unavailable: %v\n", err)
+	default:
+		fmt.Fprintf(o.Out, "\nEC2 API: %s (kubectl karpx throttle for details)\n", st.Summary())
+	}
 }
 
 func (o *Options) printTable(t *metav1.Table, w io.Writer) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -127,12 +130,18 @@ func newFactory(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 	return &cluster.StaticFactory{ClientValue: b.Build(), SchemeValue: s}
 }
 
+// budget, when set by a test, is the controller URL the budget line is read from.
+var budget *string
+
 // run executes `status args...` against f and returns stdout and stderr.
 func run(t *testing.T, f cluster.Factory, args ...string) (string, string, error) {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewOptions(f, streams)
 	o.Now = func() time.Time { return now }
+	if budget == nil {
+		o.Budget = nil // the tables' tests read no controller
+	}
 	cmd := newCmd(o)
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
@@ -430,5 +439,27 @@ func TestFormatQuantities(t *testing.T) {
 		if got := formatBytes(resource.MustParse(in)); got != want {
 			t.Errorf("formatBytes(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestStatusShowsTheEC2APIBudgetLine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/throttle" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"enabled":true,"fraction":0.5,"totals":{"requests":120,"throttled":0,"retries":2,"quotaErrors":0}}`)
+	}))
+	defer srv.Close()
+	url := srv.URL
+	budget = &url
+	defer func() { budget = nil }()
+	out, _, err := run(t, newFactory(t, nil), "--budget-endpoint", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "EC2 API: client-side budget at 50% of AWS's rates; 120 requests, 0 throttled, 2 retries, 0 retry-quota errors"
+	if !strings.Contains(out, want) {
+		t.Fatalf("status output lacks the budget line %q:\n%s", want, out)
 	}
 }

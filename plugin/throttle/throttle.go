@@ -181,8 +181,11 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run reads the status and prints it.
-func (o *Options) Run(ctx context.Context) error {
+// Fetch reads the budget status from --endpoint or through the API
+// server's service proxy. It returns *ServiceNotFoundError when the
+// controller's Service does not exist (for example on a cluster running
+// upstream Karpenter), and other errors naming the source and the fix.
+func (o *Options) Fetch(ctx context.Context) (*Status, error) {
 	var (
 		raw []byte
 		err error
@@ -193,12 +196,37 @@ func (o *Options) Run(ctx context.Context) error {
 		raw, err = o.readProxy(ctx)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var st Status
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return fmt.Errorf("decoding the budget status from %s: %w (is it a karpx controller?)", o.source(), err)
+		return nil, fmt.Errorf("decoding the budget status from %s: %w (is it a karpx controller?)", o.source(), err)
 	}
+	return &st, nil
+}
+
+// Summary is a one-line account of the budget, for `kubectl karpx status`.
+func (st *Status) Summary() string {
+	budget := "client-side budget off"
+	if st.Enabled {
+		budget = fmt.Sprintf("client-side budget at %.0f%% of AWS's rates", 100*st.Fraction)
+	}
+	return fmt.Sprintf("%s; %d requests, %d throttled, %d retries, %d retry-quota errors",
+		budget, st.Totals.Requests, st.Totals.Throttled, st.Totals.Retries, st.Totals.QuotaErrors)
+}
+
+// ServiceNotFoundError reports that the controller's Service is missing.
+type ServiceNotFoundError struct{ msg string }
+
+func (e *ServiceNotFoundError) Error() string { return e.msg }
+
+// Run reads the status and prints it.
+func (o *Options) Run(ctx context.Context) error {
+	stp, err := o.Fetch(ctx)
+	if err != nil {
+		return err
+	}
+	st := *stp
 	switch o.Output {
 	case formatJSON:
 		out, err := json.MarshalIndent(st, "", "    ")
@@ -242,8 +270,8 @@ func (o *Options) readProxy(ctx context.Context) ([]byte, error) {
 	}
 	switch {
 	case apierrors.IsNotFound(err) && missingService(err, raw):
-		return nil, fmt.Errorf("service %q not found in namespace %q: install the controller's Service (kubectl apply -f manifests/controller/service.yaml), "+
-			"name another with -n/--namespace and --service, or read a controller directly with --endpoint URL", o.Service, o.Namespace)
+		return nil, &ServiceNotFoundError{fmt.Sprintf("service %q not found in namespace %q: install the controller's Service (kubectl apply -f manifests/controller/service.yaml), "+
+			"name another with -n/--namespace and --service, or read a controller directly with --endpoint URL", o.Service, o.Namespace)}
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's metrics port) and that the controller runs a karpx version with the EC2 API budget: %w",
 			o.source(), statusPath, err)

@@ -2,15 +2,11 @@ package securitygroup
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
@@ -28,36 +24,28 @@ type SecurityGroup struct {
 // Provider resolves security group selector terms. It is safe for
 // concurrent use.
 type Provider struct {
-	api   ec2api.API
-	mu    sync.Mutex
-	cache *expirable.LRU[string, []SecurityGroup]
+	api      ec2api.API
+	resolver *cache.TermResolver[v1.SecurityGroupSelectorTerm, SecurityGroup]
 }
 
 // NewProvider returns a Provider that calls api and caches each resolution
-// for cache.DefaultTTL.
+// for ttls.Default (cache.DefaultTTL unless the caches are off).
 func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
-	return &Provider{api: api, cache: expirable.NewLRU[string, []SecurityGroup](cache.NodeClassEntries, nil, cache.DefaultTTL)}
+	return &Provider{api: api, resolver: cache.NewTermResolver[v1.SecurityGroupSelectorTerm](ttls.Default,
+		func(g SecurityGroup) string { return g.ID },
+		func(a, b SecurityGroup) bool { return a.ID < b.ID })}
 }
 
 // List returns the security groups matching any of terms, sorted by ID. An
 // empty result is not an error; the caller names the EC2NodeClass field.
+// Errors are DescribeSecurityGroups failures (wrapped AWS API errors).
 func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) ([]SecurityGroup, error) {
-	keyBytes, err := json.Marshal(terms)
-	if err != nil {
-		return nil, fmt.Errorf("encoding security group selector terms: %w", err)
-	}
-	key := string(keyBytes)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if g, ok := p.cache.Get(key); ok {
-		return g, nil
-	}
-	byID := map[string]SecurityGroup{}
-	for _, term := range terms {
+	return p.resolver.Resolve(terms, func(term v1.SecurityGroupSelectorTerm) ([]SecurityGroup, error) {
 		filters := Filters(term)
 		if len(filters) == 0 {
-			continue
+			return nil, nil
 		}
+		var found []SecurityGroup
 		pager := ec2.NewDescribeSecurityGroupsPaginator(p.api, &ec2.DescribeSecurityGroupsInput{Filters: filters})
 		for pager.HasMorePages() {
 			out, err := pager.NextPage(ctx)
@@ -65,18 +53,11 @@ func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTer
 				return nil, fmt.Errorf("describing security groups: %w", err)
 			}
 			for _, g := range out.SecurityGroups {
-				id := aws.ToString(g.GroupId)
-				byID[id] = SecurityGroup{ID: id, Name: aws.ToString(g.GroupName)}
+				found = append(found, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName)})
 			}
 		}
-	}
-	groups := make([]SecurityGroup, 0, len(byID))
-	for _, g := range byID {
-		groups = append(groups, g)
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].ID < groups[j].ID })
-	p.cache.Add(key, groups)
-	return groups, nil
+		return found, nil
+	})
 }
 
 // IDs returns the IDs of groups, in order.

@@ -2,15 +2,12 @@ package subnet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
@@ -31,37 +28,28 @@ type Subnet struct {
 
 // Provider resolves subnet selector terms. It is safe for concurrent use.
 type Provider struct {
-	api   ec2api.API
-	mu    sync.Mutex
-	cache *expirable.LRU[string, []Subnet]
+	api      ec2api.API
+	resolver *cache.TermResolver[v1.SubnetSelectorTerm, Subnet]
 }
 
 // NewProvider returns a Provider that calls api and caches each resolution
-// for cache.DefaultTTL.
+// for ttls.Default (cache.DefaultTTL unless the caches are off).
 func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
-	return &Provider{api: api, cache: expirable.NewLRU[string, []Subnet](cache.NodeClassEntries, nil, ttls.Default)}
+	return &Provider{api: api, resolver: cache.NewTermResolver[v1.SubnetSelectorTerm](ttls.Default,
+		func(s Subnet) string { return s.ID },
+		func(a, b Subnet) bool { return a.Zone < b.Zone || (a.Zone == b.Zone && a.ID < b.ID) })}
 }
 
 // List returns the subnets matching any of terms, sorted by zone then ID.
 // An empty result is not an error; the caller names the EC2NodeClass field.
 // Errors are DescribeSubnets failures (wrapped AWS API errors).
 func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) ([]Subnet, error) {
-	keyBytes, err := json.Marshal(terms)
-	if err != nil {
-		return nil, fmt.Errorf("encoding subnet selector terms: %w", err)
-	}
-	key := string(keyBytes)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s, ok := p.cache.Get(key); ok {
-		return s, nil
-	}
-	byID := map[string]Subnet{}
-	for _, term := range terms {
+	return p.resolver.Resolve(terms, func(term v1.SubnetSelectorTerm) ([]Subnet, error) {
 		filters := Filters(term)
 		if len(filters) == 0 {
-			continue
+			return nil, nil
 		}
+		var found []Subnet
 		pager := ec2.NewDescribeSubnetsPaginator(p.api, &ec2.DescribeSubnetsInput{Filters: filters})
 		for pager.HasMorePages() {
 			out, err := pager.NextPage(ctx)
@@ -69,23 +57,12 @@ func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) ([]S
 				return nil, fmt.Errorf("describing subnets: %w", err)
 			}
 			for _, s := range out.Subnets {
-				id := aws.ToString(s.SubnetId)
-				byID[id] = Subnet{ID: id, Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)}
+				found = append(found, Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone),
+					ZoneID: aws.ToString(s.AvailabilityZoneId), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)})
 			}
 		}
-	}
-	subnets := make([]Subnet, 0, len(byID))
-	for _, s := range byID {
-		subnets = append(subnets, s)
-	}
-	sort.Slice(subnets, func(i, j int) bool {
-		if subnets[i].Zone != subnets[j].Zone {
-			return subnets[i].Zone < subnets[j].Zone
-		}
-		return subnets[i].ID < subnets[j].ID
+		return found, nil
 	})
-	p.cache.Add(key, subnets)
-	return subnets, nil
 }
 
 // Zones returns the distinct zones of subnets, sorted.

@@ -52,7 +52,9 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 
 .PHONY: test
 test: tools build ## Run unit tests and the end-to-end tests on the real control plane.
-	PATH="$(BIN):$$PATH" go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@mkdir -p _output && rm -f _output/scenarios.log
+	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
 
 ##@ Building
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,4 +192,24 @@ func buildPlugin(t *testing.T, root string) string {
 		t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
 	}
 	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// scenarioLogf logs one "scenario …:" line of figures and, when
+// KARPX_SCENARIO_LOG names a file, appends it there too, so that `make
+// test` can print the figures of passing tests (go test hides their logs).
+func scenarioLogf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log(line)
+	path := os.Getenv("KARPX_SCENARIO_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Logf("writing %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
 }

@@ -59,7 +59,7 @@ func TestLaunchErrorIsAnEventNotAHotLoop(t *testing.T) {
 	if err := e.kube.List(e.ctx, &claims); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("scenario launch-error: CreateFleet calls %d before, %d after 15 s; %d NodeClaims", before, after, len(claims.Items))
+	scenarioLogf(t, "scenario launch-error: CreateFleet calls %d before, %d after 15 s; %d NodeClaims", before, after, len(claims.Items))
 	if len(claims.Items) != 1 {
 		t.Errorf("%d NodeClaims exist; the pods of the failed NodeClaim were provisioned for again", len(claims.Items))
 	}

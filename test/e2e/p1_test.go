@@ -224,7 +224,7 @@ func runP1(t *testing.T, protected bool) p1Result {
 	for _, a := range actions {
 		rates = append(rates, fmt.Sprintf("%s=%.0f%%", a, 100*worst[a]))
 	}
-	t.Logf("scenario P1: protected=%v simulated=%s scale=%d throttled=%d sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
+	scenarioLogf(t, "scenario P1: protected=%v simulated=%s scale=%d throttled=%d sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
 		protected, p1Simulated, p1Scale, res.throttled, res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
 
 	if protected {

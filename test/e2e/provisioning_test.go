@@ -35,7 +35,7 @@ func TestEndToEndProvisioning(t *testing.T) {
 	e.eventually(90*time.Second, "all 30 pods Running", func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, e.kube, "inflate") == replicas, nil
 	})
-	t.Logf("scenario main: %d pods Running %.1fs after the Deployment was created", replicas, time.Since(start).Seconds())
+	scenarioLogf(t, "scenario main: %d pods Running %.1fs after the Deployment was created", replicas, time.Since(start).Seconds())
 
 	var nodeClaims karpv1.NodeClaimList
 	if err := e.kube.List(e.ctx, &nodeClaims); err != nil {
@@ -105,7 +105,7 @@ func TestEndToEndProvisioning(t *testing.T) {
 		}
 	}
 	fleets := e.sim.Counts()["CreateFleet"]
-	t.Logf("scenario main: %d NodeClaims, %d nodes, %d CreateFleet calls, counts %v", len(nodeClaims.Items), len(requested), fleets, e.sim.Counts())
+	scenarioLogf(t, "scenario main: %d NodeClaims, %d nodes, %d CreateFleet calls, counts %v", len(nodeClaims.Items), len(requested), fleets, e.sim.Counts())
 	if fleets > int64(len(nodeClaims.Items)) {
 		t.Errorf("CreateFleet called %d times for %d NodeClaims", fleets, len(nodeClaims.Items))
 	}

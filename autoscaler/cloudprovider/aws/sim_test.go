@@ -21,6 +21,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 	"github.com/karpx/karpx/catalog"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -50,27 +51,12 @@ func defaultNodeClass() *v1.EC2NodeClass {
 
 func newSimEnv(t *testing.T, classes ...*v1.EC2NodeClass) *simEnv {
 	t.Helper()
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: cluster, Throttle: ec2sim.ThrottleConfig{Disabled: true}, ShuttingDownDelay: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := ec2api.New(ctx, ec2api.Config{
-		Region: "us-east-1", BaseEndpoint: endpoint,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+	env := ec2apitest.Start(t, ec2sim.Config{ClusterName: cluster, Throttle: ec2sim.ThrottleConfig{Disabled: true}, ShuttingDownDelay: 300 * time.Millisecond},
 		// On a loaded machine net/http can close a connection while the
 		// response is read (aws/aws-sdk-go-v2#2737); the standard retryer
 		// retries that, and more attempts keep the tests deterministic.
-		RetryMaxAttempts: 8,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+		ec2api.Config{RetryMaxAttempts: 8})
+	sim, api, endpoint := env.Sim, env.Client, env.Endpoint
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

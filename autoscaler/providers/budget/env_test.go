@@ -1,17 +1,15 @@
 package budget_test
 
 import (
-	"context"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -23,27 +21,12 @@ type env struct {
 
 func newEnv(t testing.TB, cfg ec2sim.Config) *env {
 	t.Helper()
-	sim, err := ec2sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); <-sim.Stopped() })
-	client, err := ec2api.New(ctx, ec2api.Config{Region: "us-east-1", BaseEndpoint: endpoint,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{sim: sim, client: client}
+	e := ec2apitest.Start(t, cfg, ec2api.Config{})
+	return &env{sim: e.Sim, client: e.Client}
 }
 
-// loopbackHTTP avoids the smithy-go/net/http body race on loopback (see
-// ec2sim.WrapTransport); production clients do not need it.
-var loopbackHTTP = &http.Client{Transport: ec2sim.WrapTransport(nil)}
+// loopbackHTTP is ec2apitest.LoopbackHTTP.
+var loopbackHTTP = ec2apitest.LoopbackHTTP
 
 // loopback is a per-call option setting loopbackHTTP.
 func loopback(o *ec2.Options) { o.HTTPClient = loopbackHTTP }

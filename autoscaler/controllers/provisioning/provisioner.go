@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
@@ -166,7 +168,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	if err := p.kube.List(ctx, &podList); err != nil {
 		return res, fmt.Errorf("listing pods: %w", err)
 	}
-	var pending, daemonSetPods []*corev1.Pod
+	var pending []*corev1.Pod
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		if IsProvisionable(pod) {
@@ -187,6 +189,10 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 
+	daemonSetPods, err := p.daemonSetPods(ctx)
+	if err != nil {
+		return res, err
+	}
 	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
 	for i := range nodePools.Items {
@@ -414,4 +420,22 @@ func (p *Provisioner) paused(ctx context.Context, np *karpv1.NodePool) (bool, la
 	}
 	return p.health.Paused(launchhealth.Key{NodePool: np.Name, NodeClass: class.Name},
 		launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation})
+}
+
+// daemonSetPods returns one pod per DaemonSet, built from its template, so
+// that every new node reserves room for the DaemonSets that will run on it.
+func (p *Provisioner) daemonSetPods(ctx context.Context) ([]*corev1.Pod, error) {
+	var list appsv1.DaemonSetList
+	if err := p.kube.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	pods := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		ds := &list.Items[i]
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+		})
+	}
+	return pods, nil
 }

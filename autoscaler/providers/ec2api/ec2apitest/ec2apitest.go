@@ -25,9 +25,10 @@ type Env struct {
 	Endpoint string
 }
 
-// Start starts a simulator with cfg on 127.0.0.1 and stops it when t ends.
-// cfg.RetryMaxAttempts of the client stays the SDK default unless set in
-// client (may be zero). It fails t when either cannot start.
+// Start starts a simulator with cfg on 127.0.0.1, stopped when t ends, and
+// a client configured by client with the simulator as BaseEndpoint,
+// us-east-1 and static credentials unless client sets them. It fails t
+// when either cannot start.
 func Start(t testing.TB, cfg ec2sim.Config, client ec2api.Config) *Env {
 	t.Helper()
 	sim, err := ec2sim.New(cfg)

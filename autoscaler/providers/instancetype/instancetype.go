@@ -18,6 +18,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
+	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/catalog"
@@ -54,6 +55,9 @@ type Provider struct {
 	mu        sync.Mutex
 	infoCache *expirable.LRU[string, []Info]
 	spotCache *expirable.LRU[string, map[string]float64]
+	// lastSpot is the last complete spot price answer, served while the
+	// EC2 API budget refuses a speculative refresh.
+	lastSpot map[string]float64
 	zoneIDs   *expirable.LRU[string, map[string]string]
 }
 
@@ -206,12 +210,23 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 	}
 	m := map[string]float64{}
 	newest := map[string]time.Time{}
+	// A price refresh is speculative: it only re-ranks offerings, so it
+	// yields the EC2 API budget to launches and terminations, and when the
+	// budget refuses it the last prices (or, before any, the on-demand
+	// prices offeringPrice falls back to) are used until the next try.
+	ctx = budget.WithPriority(ctx, budget.Speculative)
 	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.api, &ec2.DescribeSpotPriceHistoryInput{
 		ProductDescriptions: []string{"Linux/UNIX"},
 		StartTime:           aws.Time(p.now()),
 	})
 	for pager.HasMorePages() {
 		out, err := pager.NextPage(ctx)
+		if budget.IsExhausted(err) {
+			if p.lastSpot == nil {
+				return map[string]float64{}, nil
+			}
+			return p.lastSpot, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("describing spot price history: %w", err)
 		}
@@ -228,6 +243,7 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 	p.spotCache.Add("", m)
+	p.lastSpot = m
 	return m, nil
 }
 

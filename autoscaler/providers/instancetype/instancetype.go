@@ -58,7 +58,7 @@ type Provider struct {
 	// lastSpot is the last complete spot price answer, served while the
 	// EC2 API budget refuses a speculative refresh.
 	lastSpot map[string]float64
-	zoneIDs   *expirable.LRU[string, map[string]string]
+	zoneIDs  *expirable.LRU[string, map[string]string]
 }
 
 // NewProvider returns a Provider over api that consults unavailable for

@@ -48,7 +48,7 @@ func tomlKeyLines(text string) map[string]int {
 	out := map[string]int{}
 	table := ""
 	inMultiline := ""
-	for i, raw := range splitLines(text) {
+	for i, raw := range eachLine(text) {
 		line := strings.TrimSpace(raw)
 		if inMultiline != "" {
 			if strings.Contains(line, inMultiline) {

@@ -213,13 +213,12 @@ func agentIn(lower string) string {
 // '#' that starts a word outside quotes ends the line (a comment).
 func splitShellCommands(line string) []string {
 	var cmds []string
-	var cur strings.Builder
+	start := 0 // start of the current command in line
 	quote := byte(0)
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
+	flush := func(end int) {
+		if s := strings.TrimSpace(line[start:end]); s != "" {
 			cmds = append(cmds, s)
 		}
-		cur.Reset()
 	}
 	for i := 0; i < len(line); i++ {
 		c := line[i]
@@ -228,23 +227,21 @@ func splitShellCommands(line string) []string {
 			if c == quote {
 				quote = 0
 			}
-			cur.WriteByte(c)
 		case c == '\'' || c == '"':
 			quote = c
-			cur.WriteByte(c)
 		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
-			flush()
+			flush(i)
 			return cmds
 		case c == ';' || c == '&' || c == '|' || c == '`' || c == '(' || c == ')' || c == '{' || c == '}':
-			flush()
+			flush(i)
+			start = i + 1
 		case c == '$' && i+1 < len(line) && line[i+1] == '(':
-			flush()
+			flush(i)
 			i++
-		default:
-			cur.WriteByte(c)
+			start = i + 1
 		}
 	}
-	flush()
+	flush(len(line))
 	return cmds
 }
 
@@ -258,10 +255,9 @@ var shellPrefixes = map[string]bool{
 // commandWords returns the words of a simple command with quotes removed
 // and prefix words (sudo -u root, env A=b, VAR=value…) dropped.
 func commandWords(cmd string) []string {
-	fields := strings.Fields(cmd)
-	words := make([]string, 0, len(fields))
-	for _, f := range fields {
-		words = append(words, strings.Trim(f, `"'`))
+	words := strings.Fields(cmd)
+	for i, f := range words {
+		words[i] = strings.Trim(f, `"'`)
 	}
 	for len(words) > 0 {
 		w := words[0]
@@ -346,7 +342,7 @@ var (
 // are never echoed: only their first four characters.
 func scanSecrets(s segment) []Finding {
 	var out []Finding
-	for i, l := range splitLines(s.text) {
+	for i, l := range eachLine(s.text) {
 		// Cheap substring pre-filters keep the regexps off ordinary lines.
 		if !strings.Contains(l, "AKIA") && !strings.Contains(l, "ASIA") &&
 			indexFoldASCII(l, "secret") < 0 && !strings.Contains(l, "PRIVATE KEY") {
@@ -374,7 +370,7 @@ func scanSecrets(s segment) []Finding {
 // scanScript reports KX003 and KX007 in a script or cloud-config segment.
 func scanScript(s segment) []Finding {
 	var out []Finding
-	for i, l := range splitLines(s.text) {
+	for i, l := range eachLine(s.text) {
 		t := strings.TrimSpace(l)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue

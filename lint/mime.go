@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"mime/quotedprintable"
 	"net/textproto"
@@ -95,7 +96,7 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 	if i == len(lines) {
 		return nil, perr(0, "empty document")
 	}
-	header, next, err := readHeader(lines, i, "the MIME header")
+	header, next, err := readHeader(lines, i, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +217,9 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 
 // readHeader reads "Name: value" lines (with folded continuation lines)
 // from lines[i:] up to a blank line, and returns the header and the index
-// after the blank line.
-func readHeader(lines []string, i int, what string) (textproto.MIMEHeader, int, error) {
+// after the blank line. part is the 1-based part number, 0 for the
+// top-level header; it only names the header in errors (headerName).
+func readHeader(lines []string, i, part int) (textproto.MIMEHeader, int, error) {
 	h := textproto.MIMEHeader{}
 	last := ""
 	for ; i < len(lines); i++ {
@@ -227,7 +229,7 @@ func readHeader(lines []string, i int, what string) (textproto.MIMEHeader, int, 
 		}
 		if l[0] == ' ' || l[0] == '\t' {
 			if last == "" {
-				return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("continuation line %q before any header in %s", clip(l), what)}
+				return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("continuation line %q before any header in %s", clip(l), headerName(part))}
 			}
 			vs := h[last]
 			vs[len(vs)-1] += " " + strings.TrimSpace(l)
@@ -235,31 +237,40 @@ func readHeader(lines []string, i int, what string) (textproto.MIMEHeader, int, 
 		}
 		name, value, ok := strings.Cut(l, ":")
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate headers from the body", clip(l), what)}
+			return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate headers from the body", clip(l), headerName(part))}
 		}
 		last = textproto.CanonicalMIMEHeaderKey(name)
 		h.Add(last, strings.TrimSpace(value))
 	}
-	return nil, 0, &ParseError{"MIME", len(lines), fmt.Sprintf("%s is not followed by a blank line", what)}
+	return nil, 0, &ParseError{"MIME", len(lines), fmt.Sprintf("%s is not followed by a blank line", headerName(part))}
+}
+
+// headerName names a header block in errors: "the MIME header" (part 0) or
+// "part N header". It is only called on failure, so that parsing a valid
+// document does not format names it never uses.
+func headerName(part int) string {
+	if part == 0 {
+		return "the MIME header"
+	}
+	return fmt.Sprintf("part %d header", part)
 }
 
 // readPartHeader reads a part header starting at lines[i]. A part may have
 // no header at all (its first line is blank).
 func readPartHeader(lines []string, i, n int, isDelim func(string) (bool, bool)) (textproto.MIMEHeader, int, error) {
-	what := fmt.Sprintf("part %d header", n)
 	for j := i; j < len(lines); j++ {
 		l := lines[j]
 		if strings.TrimSpace(l) == "" {
 			break
 		}
 		if d, c := isDelim(l); d || c {
-			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%s is not followed by a blank line before the next delimiter", what)}
+			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%s is not followed by a blank line before the next delimiter", headerName(n))}
 		}
 		if name, _, ok := strings.Cut(l, ":"); l[0] != ' ' && l[0] != '\t' && (!ok || name == "" || strings.ContainsAny(name, " \t")) {
-			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate a part's headers from its body", clip(l), what)}
+			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate a part's headers from its body", clip(l), headerName(n))}
 		}
 	}
-	return readHeader(lines, i, what)
+	return readHeader(lines, i, n)
 }
 
 // headerLine returns the 1-based line of the first header named lname
@@ -303,6 +314,24 @@ func splitLines(text string) []string {
 		lines[i] = strings.TrimSuffix(l, "\r")
 	}
 	return lines
+}
+
+// eachLine yields the lines of text with their 0-based index, exactly as
+// splitLines returns them, without allocating the slice.
+func eachLine(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		rest := strings.TrimSuffix(text, "\n")
+		if rest == "" {
+			return
+		}
+		for i := 0; ; i++ {
+			l, r, more := strings.Cut(rest, "\n")
+			if !yield(i, strings.TrimSuffix(l, "\r")) || !more {
+				return
+			}
+			rest = r
+		}
+	}
 }
 
 func stripSpace(s string) string {

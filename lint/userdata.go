@@ -182,7 +182,7 @@ func looksLikeNodeConfig(text string) bool {
 	if strings.HasPrefix(strings.TrimSpace(text), "#!") {
 		return false
 	}
-	for _, l := range splitLines(text) {
+	for _, l := range eachLine(text) {
 		if strings.HasPrefix(l, "apiVersion:") || strings.HasPrefix(l, "kind:") {
 			return true
 		}

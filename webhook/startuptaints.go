@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -214,6 +215,36 @@ type ClusterTaintProvider struct {
 	// ConfigMap names the ConfigMap of extra rules; an empty name or a
 	// missing ConfigMap means built-in rules only.
 	ConfigMap types.NamespacedName
+
+	// mu guards parsed, the rules of the last ConfigMap version read, so
+	// that its YAML is parsed once per version rather than per request.
+	mu     sync.Mutex
+	parsed parsedTaintRules
+}
+
+// parsedTaintRules is the result of ParseTaintRules for one version of the
+// rules ConfigMap.
+type parsedTaintRules struct {
+	uid             types.UID
+	resourceVersion string
+	rules           []TaintRule
+	err             error
+}
+
+// configMapRules returns ParseTaintRules of the ConfigMap's rules, reusing
+// the previous result while the ConfigMap's UID and resourceVersion are
+// unchanged. A ConfigMap without a resourceVersion is always parsed.
+func (p *ClusterTaintProvider) configMapRules(cm *corev1.ConfigMap) ([]TaintRule, error) {
+	if cm.ResourceVersion == "" {
+		return ParseTaintRules(cm.Data[TaintRulesConfigKey])
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.parsed; c.uid != cm.UID || c.resourceVersion != cm.ResourceVersion {
+		rules, err := ParseTaintRules(cm.Data[TaintRulesConfigKey])
+		p.parsed = parsedTaintRules{uid: cm.UID, resourceVersion: cm.ResourceVersion, rules: rules, err: err}
+	}
+	return p.parsed.rules, p.parsed.err
 }
 
 // ActiveTaints implements TaintProvider. An invalid ConfigMap is an error
@@ -228,7 +259,7 @@ func (p *ClusterTaintProvider) ActiveTaints(ctx context.Context) ([]ActiveTaint,
 		case err != nil:
 			return nil, fmt.Errorf("reading ConfigMap %s: %w", p.ConfigMap, err)
 		default:
-			extra, err := ParseTaintRules(cm.Data[TaintRulesConfigKey])
+			extra, err := p.configMapRules(&cm)
 			if err != nil {
 				return nil, fmt.Errorf("ConfigMap %s: %w", p.ConfigMap, err)
 			}
@@ -261,9 +292,11 @@ func (p *ClusterTaintProvider) applies(ctx context.Context, r TaintRule) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("rule %s: daemonSetSelector: %w", r.Name, err)
 	}
+	// Only whether a DaemonSet matches matters: skip the cache's deep copy
+	// of the matches, which are never read.
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSetList"))
-	if err := p.Reader.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := p.Reader.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("rule %s: listing DaemonSets: %w", r.Name, err)
 	}
 	return len(list.Items) > 0, nil

@@ -46,11 +46,13 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
-	log := logf.FromContext(ctx)
+	// The logger is built only when something is logged (or, for
+	// NodePools, handed to the lookup): most requests log nothing.
+	var logKey string
 	var current, previous kxlint.Findings
 	switch req.Kind.Kind {
 	case "EC2NodeClass":
-		log = log.WithValues("ec2NodeClass", req.Name)
+		logKey = "ec2NodeClass"
 		nc, err := decode[apisv1.EC2NodeClass](req.Object.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
@@ -62,12 +64,12 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			}
 		}
 	case "NodePool":
-		log = log.WithValues("nodePool", req.Name)
+		logKey = "nodePool"
 		np, err := decode[karpv1.NodePool](req.Object.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		current = kxlint.CheckNodePool(ctx, np, v.lookup(log))
+		current = kxlint.CheckNodePool(ctx, np, v.lookup(logf.FromContext(ctx).WithValues(logKey, req.Name)))
 		if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 && current.Denied() {
 			if old, err := decode[karpv1.NodePool](req.OldObject.Raw); err == nil {
 				previous = kxlint.CheckNodePool(ctx, old, nil)
@@ -83,18 +85,22 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			findingsTotal.WithLabelValues(f.RuleID, string(f.Severity)).Inc()
 		}
 	}
-	warnings := make([]string, 0, len(findings))
-	for _, f := range findings.Warnings() {
-		warnings = append(warnings, f.Warning())
+	if len(findings) == 0 {
+		return admission.Allowed("")
 	}
+	warnings := make([]string, 0, len(findings))
+	for _, f := range findings {
+		if f.Severity == kxlint.SeverityWarning {
+			warnings = append(warnings, f.Warning())
+		}
+	}
+	log := logf.FromContext(ctx).WithValues(logKey, req.Name)
 	if findings.Denied() {
 		msg := findings.DenialMessage()
 		log.Info("denied", "rules", ruleIDs(findings.Denials()), "dryRun", dryRun)
 		return admission.Denied(msg).WithWarnings(warnings...)
 	}
-	if len(findings) > 0 {
-		log.V(1).Info("admitted with warnings", "rules", ruleIDs(findings), "dryRun", dryRun)
-	}
+	log.V(1).Info("admitted with warnings", "rules", ruleIDs(findings), "dryRun", dryRun)
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 

@@ -113,8 +113,19 @@ vet: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: bench
-bench: tools build ## Run the benchmarks and scripted measurements; prints figures.
+bench: tools build bench-webhook ## Run the benchmarks and scripted measurements; prints figures.
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
+
+# The admission load test: bin/karpx-webhook in its own process against a
+# local kube-apiserver, 2,000 EC2NodeClass reviews/s for 30 s (issue 4's
+# figure: p50/p99, CPU per review, peak RSS).
+WEBHOOK_LOAD_RPS ?= 2000
+WEBHOOK_LOAD_DURATION ?= 30s
+.PHONY: bench-webhook
+bench-webhook: tools build ## Admission latency of the running webhook at WEBHOOK_LOAD_RPS for WEBHOOK_LOAD_DURATION.
+	PATH="$(BIN):$$PATH" go test -count=1 -run '^TestAdmissionLoad$$' -v ./webhook \
+		-karpx.load-rps $(WEBHOOK_LOAD_RPS) -karpx.load-duration $(WEBHOOK_LOAD_DURATION) \
+		-karpx.webhook-binary $(BIN)/karpx-webhook
 
 .PHONY: install-plugin
 install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).

@@ -18,7 +18,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -43,8 +46,10 @@ import (
 //	go test ./webhook -run '^$' -bench BenchmarkAdmission -benchtime 5000x
 //	go test ./webhook -run TestAdmissionLoad -karpx.load-rps 2000 -karpx.load-duration 10s -v
 var (
-	loadRPS      = flag.Int("karpx.load-rps", 0, "TestAdmissionLoad: requests per second to send (0 skips the test)")
-	loadDuration = flag.Duration("karpx.load-duration", 10*time.Second, "TestAdmissionLoad: how long to send")
+	loadRPS        = flag.Int("karpx.load-rps", 0, "TestAdmissionLoad: requests per second to send (0 skips the test)")
+	loadDuration   = flag.Duration("karpx.load-duration", 10*time.Second, "TestAdmissionLoad: how long to send")
+	webhookProfile = flag.String("karpx.webhook-cpuprofile", "", "TestAdmissionLoad: write a CPU profile of the karpx-webhook process during the load to this file")
+	webhookBinary  = flag.String("karpx.webhook-binary", "", "TestAdmissionLoad: karpx-webhook binary to run (default: build ./cmd/karpx-webhook)")
 )
 
 // A realistic EC2NodeClass: AL2023 alias, MIME userData with a NodeConfig
@@ -83,6 +88,10 @@ yum install -y amazon-ssm-agent || true
 --//--
 `
 
+// ec2NodeClassReview returns an AdmissionReview of an EC2NodeClass CREATE
+// as the API server sends it after a client-side kubectl apply: the object
+// carries the last-applied-configuration annotation (a second copy of the
+// spec, userData included), managedFields, and the request the user info.
 func ec2NodeClassReview(name, userData string) []byte {
 	nc := map[string]any{
 		"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
@@ -99,6 +108,28 @@ func ec2NodeClassReview(name, userData string) []byte {
 			"userData": userData,
 		},
 	}
+	lastApplied, _ := json.Marshal(nc)
+	nc["metadata"] = map[string]any{
+		"name":              name,
+		"uid":               "6f1c2b9e-3d4a-4b8e-9c1f-0a2b3c4d5e6f",
+		"generation":        1,
+		"creationTimestamp": "2026-11-22T04:00:00Z",
+		"annotations":       map[string]any{"kubectl.kubernetes.io/last-applied-configuration": string(lastApplied) + "\n"},
+		"managedFields": []any{map[string]any{
+			"manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "karpenter.k8s.aws/v1",
+			"time": "2026-11-22T04:00:00Z", "fieldsType": "FieldsV1",
+			"fieldsV1": map[string]any{
+				"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{}}},
+				"f:spec": map[string]any{
+					".": map[string]any{}, "f:amiSelectorTerms": map[string]any{}, "f:blockDeviceMappings": map[string]any{},
+					"f:kubelet": map[string]any{".": map[string]any{}, "f:maxPods": map[string]any{}, "f:systemReserved": map[string]any{}},
+					"f:role":    map[string]any{}, "f:securityGroupSelectorTerms": map[string]any{}, "f:subnetSelectorTerms": map[string]any{},
+					"f:tags":     map[string]any{".": map[string]any{}, "f:cost-center": map[string]any{}, "f:team": map[string]any{}},
+					"f:userData": map[string]any{},
+				},
+			},
+		}},
+	}
 	raw, _ := json.Marshal(nc)
 	review := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -108,7 +139,10 @@ func ec2NodeClassReview(name, userData string) []byte {
 			Resource:  metav1.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"},
 			Name:      name,
 			Operation: admissionv1.Create,
+			UserInfo:  authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}},
 			Object:    runtime.RawExtension{Raw: raw},
+			DryRun:    new(bool),
+			Options:   runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl-client-side-apply","fieldValidation":"Strict"}`)},
 		},
 	}
 	body, _ := json.Marshal(review)
@@ -146,6 +180,12 @@ func startBenchServer(tb testing.TB) *benchServer {
 	if err := waitTLS(addr, 10*time.Second); err != nil {
 		tb.Fatal(err)
 	}
+	return newBenchClient(addr, pool)
+}
+
+// newBenchClient returns a client for the webhook at addr (host:port) that
+// trusts pool.
+func newBenchClient(addr string, pool *x509.CertPool) *benchServer {
 	return &benchServer{
 		url: "https://" + addr,
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -289,10 +329,14 @@ func BenchmarkAdmissionEC2NodeClassParallel(b *testing.B) {
 	reportLatencies(b, lat)
 }
 
-// TestAdmissionLoad sends realistic EC2NodeClass reviews at a fixed rate
-// (open loop: a request starts every 1/rps whatever the previous ones do,
-// at most 512 in flight) and logs latency percentiles and the achieved
-// rate. It runs only with -karpx.load-rps, is bounded by
+// TestAdmissionLoad measures the running webhook the way the API server
+// sees it: the real karpx-webhook binary (built from cmd/karpx-webhook, or
+// -karpx.webhook-binary) runs in its own process against the suite's
+// kube-apiserver, with its own runtime settings, and this process sends it
+// realistic EC2NodeClass reviews at a fixed rate (open loop: a request
+// starts every 1/rps whatever the previous ones do, at most 512 in flight).
+// It logs latency percentiles, the achieved rate and the server's CPU time
+// per request. It runs only with -karpx.load-rps, is bounded by
 // -karpx.load-duration (at most 5m), and only targets 127.0.0.1.
 func TestAdmissionLoad(t *testing.T) {
 	if *loadRPS <= 0 {
@@ -301,13 +345,22 @@ func TestAdmissionLoad(t *testing.T) {
 	if *loadDuration <= 0 || *loadDuration > 5*time.Minute {
 		t.Fatalf("-karpx.load-duration must be in (0, 5m]")
 	}
-	s := startBenchServer(t)
-	body := ec2NodeClassReview("load", benchUserData)
+	requireSuite(t)
+	s := startWebhookProcess(t)
+	// Distinct objects, as from many kubectl applies: each has its own
+	// name, tags and userData, so nothing can be answered from a cache.
+	bodies := make([][]byte, 256)
+	for i := range bodies {
+		ud := strings.Replace(benchUserData, "set -euo pipefail", fmt.Sprintf("set -euo pipefail\n# build %d", i), 1)
+		bodies[i] = ec2NodeClassReview(fmt.Sprintf("load-%d", i), ud)
+	}
 	for i := 0; i < 200; i++ { // warm up connections and code paths
-		if err := s.post(webhook.ValidateEC2NodeClassPath, body, true); err != nil {
+		if err := s.post(webhook.ValidateEC2NodeClassPath, bodies[i%len(bodies)], true); err != nil {
 			t.Fatal(err)
 		}
 	}
+	cpu0, self0 := s.cpuTime(t), processCPU(t, os.Getpid())
+	profiled := s.profile(t, *loadDuration)
 	interval := time.Second / time.Duration(*loadRPS)
 	total := int(loadDuration.Seconds() * float64(*loadRPS))
 	lat := make([]time.Duration, total)
@@ -332,12 +385,14 @@ func TestAdmissionLoad(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			t0 := time.Now()
-			errs[i] = s.post(webhook.ValidateEC2NodeClassPath, body, true)
+			errs[i] = s.post(webhook.ValidateEC2NodeClassPath, bodies[i%len(bodies)], true)
 			lat[i] = time.Since(t0)
 		}(i)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu, self := s.cpuTime(t)-cpu0, processCPU(t, os.Getpid())-self0
+	<-profiled
 	var ok []time.Duration
 	failed := 0
 	for i, err := range errs {
@@ -348,13 +403,158 @@ func TestAdmissionLoad(t *testing.T) {
 		ok = append(ok, lat[i])
 	}
 	sort.Slice(ok, func(i, j int) bool { return ok[i] < ok[j] })
-	t.Logf("target %d req/s for %s: sent %d in %s (%.0f req/s achieved), %d failed (%d dropped)",
-		*loadRPS, *loadDuration, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), failed, dropped)
+	t.Logf("target %d req/s for %s: sent %d in %s (%.0f req/s achieved), %d failed (%d dropped); body %d bytes",
+		*loadRPS, *loadDuration, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), failed, dropped, len(bodies[0]))
 	t.Logf("latency p50 %s  p90 %s  p99 %s  p99.9 %s  max %s",
 		percentile(ok, 0.50), percentile(ok, 0.90), percentile(ok, 0.99), percentile(ok, 0.999), percentile(ok, 1))
+	t.Logf("CPU: karpx-webhook %s (%.0f µs per request, %.2f cores), load generator %.2f cores, of %d",
+		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(total), cpu.Seconds()/elapsed.Seconds(), self.Seconds()/elapsed.Seconds(), goruntime.NumCPU())
+	t.Logf("memory: karpx-webhook peak RSS %s", s.peakRSS(t))
 	if failed > 0 {
 		t.Errorf("%d requests failed; first: %v", failed, firstErr(errs))
 	}
+}
+
+// webhookProcess is a karpx-webhook process started by startWebhookProcess.
+type webhookProcess struct {
+	*benchServer
+	pid       int
+	pprofAddr string // host:port of /debug/pprof, when profiling
+}
+
+// profile fetches a CPU profile of the process over d into
+// -karpx.webhook-cpuprofile, when set; the channel closes when done.
+func (p *webhookProcess) profile(t *testing.T, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if p.pprofAddr == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprofAddr, int(d.Seconds())))
+		if err != nil {
+			t.Errorf("CPU profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(*webhookProfile, out, 0o600)
+		}
+		if err != nil {
+			t.Errorf("CPU profile: %v", err)
+		}
+	}()
+	return done
+}
+
+// cpuTime returns the process's CPU time so far.
+func (p *webhookProcess) cpuTime(t *testing.T) time.Duration { return processCPU(t, p.pid) }
+
+// peakRSS returns the process's peak resident set size (VmHWM of
+// /proc/PID/status), as printed there, e.g. "41236 kB".
+func (p *webhookProcess) peakRSS(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return err.Error()
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// processCPU returns a process's user+system CPU time so far, read from
+// /proc/PID/stat (Linux; the load test needs it only for the figures).
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Logf("reading CPU time: %v", err)
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 of proc(5), in clock ticks (USER_HZ, 100 on Linux).
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// startWebhookProcess runs the karpx-webhook binary against the suite's API
+// server with a self-signed serving certificate (--cert-mode cert-manager:
+// the certificate is mounted, not rotated) and waits for /readyz. The
+// process is killed when the test ends.
+func startWebhookProcess(t *testing.T) *webhookProcess {
+	t.Helper()
+	bin := *webhookBinary
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "karpx-webhook")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/karpx-webhook")
+		build.Dir = suite.root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building karpx-webhook: %v\n%s", err, out)
+		}
+	}
+	dir := t.TempDir()
+	pool := writeSelfSignedCert(t, dir)
+	port, probePort := freePort(t), freePort(t)
+	cmd := exec.Command(bin,
+		"--kubeconfig", suite.kubeconfig,
+		"--namespace", testNamespace,
+		"--cert-mode", webhook.CertModeCertManager,
+		"--cert-dir", dir,
+		"--port", strconv.Itoa(port),
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
+	)
+	pprofAddr := ""
+	if *webhookProfile != "" {
+		pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+		cmd.Args = append(cmd.Args, "--pprof-bind-address", pprofAddr)
+	}
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("karpx-webhook output:\n%s", logs.String())
+		}
+	})
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(ready)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("karpx-webhook not ready after 30s (last: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return &webhookProcess{benchServer: newBenchClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), pool), pid: cmd.Process.Pid, pprofAddr: pprofAddr}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func firstErr(errs []error) error {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // HTTP paths of the handlers; the webhook configurations under
@@ -47,8 +48,8 @@ func Register(srv crwebhook.Server, reader client.Reader, o Options) {
 		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap},
 	}})
 	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules}
-	srv.Register(ValidateNodePoolPath, &admission.Webhook{Handler: v})
-	srv.Register(ValidateEC2NodeClassPath, &admission.Webhook{Handler: v})
+	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: "validate-nodepool", admit: v.admitNodePool})
+	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: "validate-ec2nodeclass", admit: v.admitEC2NodeClass})
 }
 
 // CacheOptions returns the manager cache options for the webhook: the

@@ -41,45 +41,95 @@ type Validator struct {
 	Disabled map[string]bool
 }
 
-// Handle implements admission.Handler.
+// Handle implements admission.Handler for controller-runtime's
+// admission.Webhook. Register serves the same checks through objectHandler,
+// which decodes each review once.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	// The logger is built only when something is logged (or, for
-	// NodePools, handed to the lookup): most requests log nothing.
-	var logKey string
-	var current, previous kxlint.Findings
 	switch req.Kind.Kind {
 	case "EC2NodeClass":
-		logKey = "ec2NodeClass"
-		nc, err := decode[apisv1.EC2NodeClass](req.Object.Raw)
+		r, err := objectRequestFrom[ec2NodeClassUserData](req)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		current = kxlint.CheckEC2NodeClass(nc)
-		if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 && current.Denied() {
-			if old, err := decode[apisv1.EC2NodeClass](req.OldObject.Raw); err == nil {
-				previous = kxlint.CheckEC2NodeClass(old)
-			}
-		}
+		return v.admitEC2NodeClass(ctx, r)
 	case "NodePool":
-		logKey = "nodePool"
-		np, err := decode[karpv1.NodePool](req.Object.Raw)
+		r, err := objectRequestFrom[karpv1.NodePool](req)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		current = kxlint.CheckNodePool(ctx, np, v.lookup(logf.FromContext(ctx).WithValues(logKey, req.Name)))
-		if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 && current.Denied() {
-			if old, err := decode[karpv1.NodePool](req.OldObject.Raw); err == nil {
-				previous = kxlint.CheckNodePool(ctx, old, nil)
-			}
-		}
+		return v.admitNodePool(ctx, r)
 	default:
 		return admission.Allowed("") // not ours: the configuration sends only these kinds
 	}
+}
+
+// ec2NodeClassUserData is the part of an EC2NodeClass (karpenter.k8s.aws/v1)
+// that the EC2NodeClass rules read. Decoding only this skips what the
+// API server sends besides (managedFields, the last-applied-configuration
+// copy of the object, resource quantities): about 10 KB and 90 allocations
+// per review down to 3 KB and 20, measured on BenchmarkAdmission bodies.
+type ec2NodeClassUserData struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		AMIFamily        *string                  `json:"amiFamily,omitempty"`
+		AMISelectorTerms []apisv1.AMISelectorTerm `json:"amiSelectorTerms,omitempty"`
+		UserData         *string                  `json:"userData,omitempty"`
+	} `json:"spec"`
+}
+
+// ec2NodeClass returns an EC2NodeClass with the decoded fields set.
+func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
+	nc := &apisv1.EC2NodeClass{}
+	nc.Name = u.Metadata.Name
+	nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms, nc.Spec.UserData = u.Spec.AMIFamily, u.Spec.AMISelectorTerms, u.Spec.UserData
+	return nc
+}
+
+// admitEC2NodeClass validates an EC2NodeClass CREATE or UPDATE (anything
+// else is allowed): the userData rules of package lint.
+func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
+	if !validated(req.Operation) || req.Object == nil {
+		return admission.Allowed("")
+	}
+	current := kxlint.CheckEC2NodeClass(req.Object.ec2NodeClass())
+	var previous kxlint.Findings
+	if req.Operation == admissionv1.Update && current.Denied() {
+		if old, err := req.decodeOld(); err == nil && old != nil {
+			previous = kxlint.CheckEC2NodeClass(old.ec2NodeClass())
+		}
+	}
+	return v.answer(ctx, "ec2NodeClass", req.Name, req.dryRun(), current, previous)
+}
+
+// admitNodePool validates a NodePool CREATE or UPDATE (anything else is
+// allowed): the NodePool rules of package lint, with the EC2NodeClass
+// lookup through Reader.
+func (v *Validator) admitNodePool(ctx context.Context, req *objectRequest[karpv1.NodePool]) admission.Response {
+	if !validated(req.Operation) || req.Object == nil {
+		return admission.Allowed("")
+	}
+	current := kxlint.CheckNodePool(ctx, req.Object, v.lookup(logf.FromContext(ctx).WithValues("nodePool", req.Name)))
+	var previous kxlint.Findings
+	if req.Operation == admissionv1.Update && current.Denied() {
+		if old, err := req.decodeOld(); err == nil && old != nil {
+			previous = kxlint.CheckNodePool(ctx, old, nil)
+		}
+	}
+	return v.answer(ctx, "nodePool", req.Name, req.dryRun(), current, previous)
+}
+
+func validated(op admissionv1.Operation) bool {
+	return op == admissionv1.Create || op == admissionv1.Update
+}
+
+// answer turns findings into the admission response: a denial when any
+// finding (after Disabled and the ratchet against previous) denies,
+// warnings otherwise. The logger is built only when something is logged:
+// most requests log nothing.
+func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool, current, previous kxlint.Findings) admission.Response {
 	findings := kxlint.Ratchet(current.Without(v.Disabled), previous)
-	dryRun := req.DryRun != nil && *req.DryRun
 	if !dryRun {
 		for _, f := range findings {
 			findingsTotal.WithLabelValues(f.RuleID, string(f.Severity)).Inc()
@@ -94,14 +144,29 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			warnings = append(warnings, f.Warning())
 		}
 	}
-	log := logf.FromContext(ctx).WithValues(logKey, req.Name)
+	log := logf.FromContext(ctx).WithValues(logKey, name)
 	if findings.Denied() {
-		msg := findings.DenialMessage()
 		log.Info("denied", "rules", ruleIDs(findings.Denials()), "dryRun", dryRun)
-		return admission.Denied(msg).WithWarnings(warnings...)
+		return admission.Denied(findings.DenialMessage()).WithWarnings(warnings...)
 	}
 	log.V(1).Info("admitted with warnings", "rules", ruleIDs(findings), "dryRun", dryRun)
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// objectRequestFrom decodes the object of a controller-runtime request.
+func objectRequestFrom[T any](req admission.Request) (*objectRequest[T], error) {
+	r := &objectRequest[T]{
+		UID: req.UID, Kind: req.Kind, Name: req.Name, Operation: req.Operation,
+		DryRun: req.DryRun, OldObject: req.OldObject.Raw,
+	}
+	if len(req.Object.Raw) > 0 {
+		obj, err := decode[T](req.Object.Raw)
+		if err != nil {
+			return nil, err
+		}
+		r.Object = obj
+	}
+	return r, nil
 }
 
 // lookup returns the NodeClassLookup for KX101: a metadata-only Get of the

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,7 @@ type flags struct {
 	disableRules   string
 	metricsAddr    string
 	probeAddr      string
+	pprofAddr      string
 	enableHTTP2    bool
 }
 
@@ -59,10 +61,12 @@ func main() {
 	fs.StringVar(&f.disableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
+	setGCPercent()
 
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
@@ -103,6 +107,7 @@ func run(f flags, log logr.Logger) error {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
 		Cache:                  webhook.CacheOptions(opts),
 		LeaderElection:         false, // every replica serves; nothing to elect
 	})
@@ -157,6 +162,21 @@ func run(f flags, log logr.Logger) error {
 	}
 	log.Info("starting karpx-webhook", "namespace", f.namespace, "certMode", f.certMode, "disabledRules", f.disableRules)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// defaultGCPercent is the GOGC the webhook runs with when the GOGC
+// environment variable is unset. An admission review allocates about
+// 25 KB on a live heap of a few MiB, so Go's default of 100 starts a
+// collection every few hundred reviews; at 2,000 reviews per second the
+// marking and its assists showed up in the p99 latency. 400 collects a
+// quarter as often for a peak heap of tens of MiB, well inside the 256 MiB
+// limit of manifests/webhook, which also sets GOMEMLIMIT as the ceiling.
+const defaultGCPercent = 400
+
+func setGCPercent() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 func envOr(name, def string) string {

@@ -14,7 +14,9 @@
 // mutating handler appends the missing ones. A rule (TaintRule) applies
 // when its agent's DaemonSet is found in the cluster by label selector, or
 // when a ConfigMap of extra rules (TaintRulesConfigKey) enables it, so a
-// cluster can add its own agents without a rebuild. Built-in rules and their
+// cluster can add its own agents without a rebuild. The Istio CNI rule is
+// opt-in: its taint is removed by istiod's untaint controller, which is off
+// by default, so the DaemonSet alone does not enable it. Built-in rules and their
 // sources are listed by BuiltinTaintRules.
 //
 // The handler is idempotent and keeps the user's taints and order; it never

@@ -8,9 +8,14 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kxlint "github.com/karpx/karpx/lint"
@@ -148,8 +153,47 @@ func TestParseTaintRules(t *testing.T) {
 
 func TestBuiltinRulesDocumented(t *testing.T) {
 	for _, r := range BuiltinTaintRules() {
-		if r.Source == "" || r.DaemonSetSelector == "" || len(r.Taints) == 0 {
+		if r.Source == "" || len(r.Taints) == 0 {
 			t.Errorf("rule %s incomplete", r.Name)
 		}
+		// Opt-in rules (no selector) must say how to turn them on.
+		if r.DaemonSetSelector == "" && r.Name != "istio-cni" {
+			t.Errorf("rule %s is neither detected nor a documented opt-in", r.Name)
+		}
+	}
+}
+
+// The Istio CNI taint is removed by istiod's untaint controller, which is
+// off by default: the istio-cni-node DaemonSet alone must not turn the rule
+// on (nodes would stay tainted), the ConfigMap does.
+func TestIstioRuleIsOptIn(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "istio-cni-node", Namespace: "istio-system", Labels: map[string]string{"k8s-app": "istio-cni-node"}}}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "rules", Namespace: "karpx-system"},
+		Data:       map[string]string{TaintRulesConfigKey: "rules:\n- {name: istio-cni, enabled: true}\n"},
+	}
+	keys := func(p *ClusterTaintProvider) string {
+		active, err := p.ActiveTaints(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range active {
+			out = append(out, a.Rule+"="+a.Taint.Key+":"+string(a.Taint.Effect))
+		}
+		return strings.Join(out, ",")
+	}
+	detected := &ClusterTaintProvider{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ds).Build()}
+	if got := keys(detected); got != "" {
+		t.Fatalf("istio-cni DaemonSet alone turned on %q", got)
+	}
+	enabled := &ClusterTaintProvider{
+		Reader:    fake.NewClientBuilder().WithScheme(scheme).WithObjects(ds, cm).Build(),
+		ConfigMap: types.NamespacedName{Namespace: "karpx-system", Name: "rules"},
+	}
+	if got := keys(enabled); got != "istio-cni=cni.istio.io/not-ready:NoSchedule" {
+		t.Fatalf("enabled in the ConfigMap: got %q", got)
 	}
 }

@@ -37,9 +37,10 @@ type TaintRule struct {
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
-// Built-in rules. Each agent removes its taint once it is ready on the
-// node, so pods that need it are not scheduled (or, for NoExecute, keep
-// running) before it is.
+// Built-in rules. Each agent (or its controller) removes its taint once it
+// is ready on the node, so pods that need it are not scheduled (or, for
+// NoExecute, keep running) before it is. A rule is detected from its
+// agent's DaemonSet only when that agent removes the taint by default.
 var builtinTaintRules = []TaintRule{
 	{
 		// Cilium docs, "Considerations on node pool taints and unmanaged
@@ -73,13 +74,18 @@ var builtinTaintRules = []TaintRule{
 		DaemonSetSelector: "app=efs-csi-node",
 	},
 	{
-		// Istio docs, "Install the Istio CNI node agent", race condition
-		// mitigation: the istio-cni-node agent removes
-		// cni.istio.io/not-ready:NoSchedule once the CNI plugin is installed.
-		Name:              "istio-cni",
-		Source:            "https://istio.io/latest/docs/setup/additional-setup/cni/#race-condition--mitigation",
-		Taints:            []corev1.Taint{{Key: "cni.istio.io/not-ready", Effect: corev1.TaintEffectNoSchedule}},
-		DaemonSetSelector: "k8s-app=istio-cni-node",
+		// Istio (ambient) docs, "Using the untaint controller": nodes start
+		// with cni.istio.io/not-ready:NoSchedule, the Karpenter example
+		// uses startupTaints, and istiod's untaint controller removes the
+		// taint once istio-cni is ready on the node. That controller is off
+		// by default (pilot.taint.enabled and
+		// PILOT_ENABLE_NODE_UNTAINT_CONTROLLERS), and without it the taint
+		// would never leave the node, so the rule is not detected from the
+		// istio-cni-node DaemonSet: enable it in the ConfigMap
+		// ({name: istio-cni, enabled: true}) once the controller runs.
+		Name:   "istio-cni",
+		Source: "https://ambientmesh.io/docs/operations/untaint-controller",
+		Taints: []corev1.Taint{{Key: "cni.istio.io/not-ready", Effect: corev1.TaintEffectNoSchedule}},
 	},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/batcher"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -24,7 +25,7 @@ func launch(t *testing.T, api ec2api.API, n int, lt func(int) string, tags func(
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			out, err := api.CreateFleet(context.Background(), fleet(lt(i), tags(i)), loopback)
+			out, err := api.CreateFleet(context.Background(), fleet(lt(i), tags(i)), ec2apitest.Loopback)
 			if err != nil {
 				t.Errorf("caller %d: %v", i, err)
 				return
@@ -64,16 +65,16 @@ func oneEach(t *testing.T, got [][]string) []string {
 }
 
 func TestCreateFleetMergesSameLaunchTemplate(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
 	reg := prometheus.NewRegistry()
-	api := batcher.New(e.client, batcher.Options{Registerer: reg})
+	api := batcher.New(e.Client, batcher.Options{Registerer: reg})
 	ids := oneEach(t, launch(t, api, 10, func(int) string { return "lt-a" }, noTags))
-	if n := e.sim.Counts()["CreateFleet"]; n != 1 {
+	if n := e.Sim.Counts()["CreateFleet"]; n != 1 {
 		t.Errorf("simulator got %d CreateFleet calls, want 1", n)
 	}
-	if len(ids) != 10 || len(e.sim.Instances()) != 10 {
-		t.Errorf("%d instances handed out, %d launched; want 10", len(ids), len(e.sim.Instances()))
+	if len(ids) != 10 || len(e.Sim.Instances()) != 10 {
+		t.Errorf("%d instances handed out, %d launched; want 10", len(ids), len(e.Sim.Instances()))
 	}
 	families, err := reg.Gather()
 	if err != nil || len(families) == 0 {
@@ -82,49 +83,49 @@ func TestCreateFleetMergesSameLaunchTemplate(t *testing.T) {
 }
 
 func TestCreateFleetKeepsLaunchTemplatesApart(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
-	e.launchTemplate(t, "lt-b")
-	api := batcher.New(e.client, batcher.Options{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	launchTemplate(t, e, "lt-b")
+	api := batcher.New(e.Client, batcher.Options{})
 	lt := func(i int) string { return []string{"lt-a", "lt-b"}[i%2] }
 	oneEach(t, launch(t, api, 10, lt, noTags))
-	if n := e.sim.Counts()["CreateFleet"]; n != 2 {
+	if n := e.Sim.Counts()["CreateFleet"]; n != 2 {
 		t.Errorf("simulator got %d CreateFleet calls, want 2 (one per template)", n)
 	}
 	byTemplate := map[string]int{}
-	for _, inst := range e.sim.Instances() {
+	for _, inst := range e.Sim.Instances() {
 		byTemplate[inst.LaunchTemplateID]++
 	}
 	if len(byTemplate) != 2 {
 		t.Errorf("instances per template %v", byTemplate)
 	}
 	// Different per-NodeClaim tags keep requests apart too, unless deferred.
-	e2 := newEnv(t, ec2sim.Config{})
-	e2.launchTemplate(t, "lt-a")
+	e2 := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e2, "lt-a")
 	tags := func(i int) map[string]string {
 		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
 	}
-	oneEach(t, launch(t, batcher.New(e2.client, batcher.Options{}), 4, func(int) string { return "lt-a" }, tags))
-	if n := e2.sim.Counts()["CreateFleet"]; n != 4 {
+	oneEach(t, launch(t, batcher.New(e2.Client, batcher.Options{}), 4, func(int) string { return "lt-a" }, tags))
+	if n := e2.Sim.Counts()["CreateFleet"]; n != 4 {
 		t.Errorf("without deferred tags: %d CreateFleet calls, want 4", n)
 	}
 }
 
 func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
-	api := batcher.New(e.client, batcher.Options{DeferredTagKeys: batcher.NodeClaimTagKeys})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{DeferredTagKeys: batcher.NodeClaimTagKeys})
 	tags := func(i int) map[string]string {
 		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
 	}
 	got := launch(t, api, 6, func(int) string { return "lt-a" }, tags)
 	oneEach(t, got)
-	counts := e.sim.Counts()
+	counts := e.Sim.Counts()
 	if counts["CreateFleet"] != 1 || counts["CreateTags"] != 6 {
 		t.Errorf("calls %v, want 1 CreateFleet and 6 CreateTags", counts)
 	}
 	byID := map[string]ec2sim.Instance{}
-	for _, inst := range e.sim.Instances() {
+	for _, inst := range e.Sim.Instances() {
 		byID[inst.ID] = inst
 	}
 	for i, g := range got {
@@ -139,20 +140,20 @@ func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
 }
 
 func TestCreateFleetSharesErrors(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
 	// No capacity in either pool: every caller gets no instance and the
 	// fleet's InsufficientInstanceCapacity errors.
-	if err := e.sim.Faults().AddCapacity(ec2sim.CapacityFault{InstanceType: "m5.*"}); err != nil {
+	if err := e.Sim.Faults().AddCapacity(ec2sim.CapacityFault{InstanceType: "m5.*"}); err != nil {
 		t.Fatal(err)
 	}
-	api := batcher.New(e.client, batcher.Options{})
+	api := batcher.New(e.Client, batcher.Options{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	withInstance, withICE := 0, 0
 	for range 5 {
 		wg.Go(func() {
-			out, err := api.CreateFleet(context.Background(), fleet("lt-a", nil), loopback)
+			out, err := api.CreateFleet(context.Background(), fleet("lt-a", nil), ec2apitest.Loopback)
 			if err != nil {
 				t.Error(err)
 				return
@@ -168,23 +169,23 @@ func TestCreateFleetSharesErrors(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if e.sim.Counts()["CreateFleet"] != 1 || withInstance != 0 || withICE != 5 {
+	if e.Sim.Counts()["CreateFleet"] != 1 || withInstance != 0 || withICE != 5 {
 		t.Errorf("%d CreateFleet calls, %d callers with an instance, %d with the fleet's two ICE errors; want 1, 0, 5",
-			e.sim.Counts()["CreateFleet"], withInstance, withICE)
+			e.Sim.Counts()["CreateFleet"], withInstance, withICE)
 	}
 }
 
 func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
-	api := batcher.New(e.client, batcher.Options{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{})
 	ids := oneEach(t, launch(t, api, 8, func(int) string { return "lt-a" }, noTags))
 	critical := budget.WithPriority(context.Background(), budget.Critical)
 
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			out, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{id}}, loopback)
+			out, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{id}}, ec2apitest.Loopback)
 			if err != nil {
 				t.Error(err)
 				return
@@ -196,19 +197,19 @@ func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
 	}
 	// An unknown id fails only its caller.
 	wg.Go(func() {
-		_, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, loopback)
+		_, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, ec2apitest.Loopback)
 		if code := ec2api.Code(err); code != ec2api.CodeInstanceNotFound {
 			t.Errorf("unknown id: %v, want %s", err, ec2api.CodeInstanceNotFound)
 		}
 	})
 	wg.Wait()
-	if n := e.sim.Counts()["DescribeInstances"]; n > 2 {
+	if n := e.Sim.Counts()["DescribeInstances"]; n > 2 {
 		t.Errorf("simulator got %d DescribeInstances calls, want 2 (the merged call and its retry without the unknown id)", n)
 	}
 
 	for _, id := range ids {
 		wg.Go(func() {
-			out, err := api.TerminateInstances(critical, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}, loopback)
+			out, err := api.TerminateInstances(critical, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}, ec2apitest.Loopback)
 			if err != nil {
 				t.Error(err)
 				return
@@ -218,11 +219,19 @@ func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
 			}
 		})
 	}
+	// EC2 terminates nothing when one id is unknown: that caller alone
+	// gets the error, the others' instances are terminated by a retry.
+	wg.Go(func() {
+		_, err := api.TerminateInstances(critical, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0fedcba9876543210"}}, ec2apitest.Loopback)
+		if code := ec2api.Code(err); code != ec2api.CodeInstanceNotFound {
+			t.Errorf("unknown id: %v, want %s", err, ec2api.CodeInstanceNotFound)
+		}
+	})
 	wg.Wait()
-	if n := e.sim.Counts()["TerminateInstances"]; n != 1 {
-		t.Errorf("simulator got %d TerminateInstances calls, want 1", n)
+	if n := e.Sim.Counts()["TerminateInstances"]; n > 2 {
+		t.Errorf("simulator got %d TerminateInstances calls, want 2 (the merged call and its retry without the unknown id)", n)
 	}
-	for _, inst := range e.sim.Instances() {
+	for _, inst := range e.Sim.Instances() {
 		if inst.State != "shutting-down" && inst.State != "terminated" {
 			t.Errorf("%s is %s", inst.ID, inst.State)
 		}
@@ -232,12 +241,12 @@ func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
 // TestCallerLeavesBatch checks that a caller whose context ends gets its
 // error while the others are served.
 func TestCallerLeavesBatch(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	e.launchTemplate(t, "lt-a")
-	api := batcher.New(e.client, batcher.Options{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{})
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := api.DescribeInstances(gone, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, loopback); err != context.Canceled {
+	if _, err := api.DescribeInstances(gone, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, ec2apitest.Loopback); err != context.Canceled {
 		t.Errorf("cancelled caller: %v", err)
 	}
 	oneEach(t, launch(t, api, 2, func(int) string { return "lt-a" }, noTags))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/batcher"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -40,17 +42,17 @@ func BenchmarkScaleUp(b *testing.B) {
 
 func scaleUp(b *testing.B, nodes int, deferred bool) {
 	b.StopTimer()
-	e := newEnv(b, ec2sim.Config{})
-	e.launchTemplate(b, "lt-a")
-	e.sim.Faults().Clear()
-	limited := budget.New(e.client, budget.Options{})
+	e := ec2apitest.Start(b, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(b, e, "lt-a")
+	e.Sim.Faults().Clear()
+	limited := budget.New(e.Client, budget.Options{})
 	opts := batcher.Options{}
 	if deferred {
 		opts.DeferredTagKeys = batcher.NodeClaimTagKeys
 	}
 	api := batcher.New(limited, opts)
 	ctx := budget.WithPriority(context.Background(), budget.Critical)
-	before := e.sim.Stats()
+	before := e.Sim.Stats()
 	b.StartTimer()
 
 	var (
@@ -65,14 +67,14 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 			if deferred {
 				tags = map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i)}
 			}
-			out, err := api.CreateFleet(ctx, fleet("lt-a", tags), loopback)
+			out, err := api.CreateFleet(ctx, fleet("lt-a", tags), ec2apitest.Loopback)
 			if err != nil || len(out.Instances) != 1 {
 				mu.Lock()
 				failures++
 				mu.Unlock()
 				return
 			}
-			d, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds}, loopback)
+			d, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds}, ec2apitest.Loopback)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil || len(d.Reservations) != 1 {
@@ -88,7 +90,7 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 	if failures > 0 || launched != nodes {
 		b.Fatalf("%d of %d nodes launched, %d failures", launched, nodes, failures)
 	}
-	after := e.sim.Stats()
+	after := e.Sim.Stats()
 	calls := func(action string) float64 { return float64(after[action].Requests - before[action].Requests) }
 	var throttled int64
 	for a, st := range after {

@@ -9,40 +9,20 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
-	"github.com/karpx/karpx/ec2sim"
 )
 
-// env is a simulator on loopback and the real SDK client talking to it.
-type env struct {
-	sim    *ec2sim.Simulator
-	client *ec2api.Client
-}
-
-func newEnv(t testing.TB, cfg ec2sim.Config) *env {
-	t.Helper()
-	e := ec2apitest.Start(t, cfg, ec2api.Config{})
-	return &env{sim: e.Sim, client: e.Client}
-}
-
-// loopbackHTTP is ec2apitest.LoopbackHTTP.
-var loopbackHTTP = ec2apitest.LoopbackHTTP
-
-// loopback is a per-call option setting loopbackHTTP.
-func loopback(o *ec2.Options) { o.HTTPClient = loopbackHTTP }
-
 // launchTemplate creates a launch template of an AL2023 AMI.
-func (e *env) launchTemplate(t testing.TB, name string) {
+func launchTemplate(t testing.TB, e *ec2apitest.Env, name string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := e.client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id")},
-		func(o *ssm.Options) { o.HTTPClient = loopbackHTTP })
+	p, err := e.Client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id")},
+		func(o *ssm.Options) { o.HTTPClient = ec2apitest.LoopbackHTTP })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: p.Parameter.Value}}, loopback); err != nil {
+	if _, err := e.Client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: p.Parameter.Value}}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
 }

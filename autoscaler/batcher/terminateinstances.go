@@ -39,55 +39,24 @@ func (a *API) singleTerminate(ctx context.Context, r *terminateRequest) (*ec2.Te
 }
 
 func (a *API) execTerminate(ctx context.Context, reqs []*terminateRequest) []Result[ec2.TerminateInstancesOutput] {
-	results := make([]Result[ec2.TerminateInstancesOutput], len(reqs))
-	if len(reqs) == 1 {
-		out, err := a.singleTerminate(ctx, reqs[0])
-		results[0] = Result[ec2.TerminateInstancesOutput]{Output: out, Err: err}
-		return results
-	}
-	ids := unionIDs(reqs, func(r *terminateRequest) []string { return r.in.InstanceIds })
-	failed := map[string]error{}
-	for {
-		out, err := a.next.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}, reqs[0].optFns...)
-		if err == nil {
-			for i, r := range reqs {
-				if err := firstFailure(r.in.InstanceIds, failed); err != nil {
-					results[i].Err = err
-					continue
-				}
-				share := &ec2.TerminateInstancesOutput{ResultMetadata: out.ResultMetadata}
-				for _, sc := range out.TerminatingInstances {
-					if slices.Contains(r.in.InstanceIds, aws.ToString(sc.InstanceId)) {
-						share.TerminatingInstances = append(share.TerminatingInstances, sc)
-					}
-				}
-				results[i].Output = share
-			}
-			return results
-		}
-		bad := badInstanceIDs(err, ids)
-		if len(bad) == 0 {
-			if !isInstanceIDError(err) {
-				for i := range results {
-					results[i].Err = err
-				}
-				return results
-			}
-			for i, r := range reqs {
-				out, err := a.singleTerminate(ctx, r)
-				results[i] = Result[ec2.TerminateInstancesOutput]{Output: out, Err: err}
-			}
-			return results
-		}
-		for _, id := range bad {
-			failed[id] = err
-		}
-		ids = slices.DeleteFunc(ids, func(id string) bool { return failed[id] != nil })
-		if len(ids) == 0 {
-			for i, r := range reqs {
-				results[i].Err = firstFailure(r.in.InstanceIds, failed)
-			}
-			return results
+	return execByIDs(ctx, reqs, byIDs[terminateRequest, ec2.TerminateInstancesOutput]{
+		ids:  func(r *terminateRequest) []string { return r.in.InstanceIds },
+		each: a.singleTerminate,
+		union: func(ctx context.Context, ids []string, optFns []func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+			return a.next.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}, optFns...)
+		},
+		optFns: func(r *terminateRequest) []func(*ec2.Options) { return r.optFns },
+		share:  stateChangesOf,
+	})
+}
+
+// stateChangesOf returns the part of out about ids.
+func stateChangesOf(out *ec2.TerminateInstancesOutput, ids []string) *ec2.TerminateInstancesOutput {
+	share := &ec2.TerminateInstancesOutput{ResultMetadata: out.ResultMetadata}
+	for _, sc := range out.TerminatingInstances {
+		if slices.Contains(ids, aws.ToString(sc.InstanceId)) {
+			share.TerminatingInstances = append(share.TerminatingInstances, sc)
 		}
 	}
+	return share
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -29,31 +30,31 @@ import (
 // DescribeSubnets, ...).
 var describeCalls = []func(ctx context.Context, api ec2api.API) error{
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{}, loopback)
+		_, err := api.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: ec2api.TagFilters(map[string]string{ec2sim.DiscoveryTagKey: "karpx"})}, loopback)
+		_, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: ec2api.TagFilters(map[string]string{ec2sim.DiscoveryTagKey: "karpx"})}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: ec2api.TagFilters(map[string]string{ec2sim.DiscoveryTagKey: "karpx"})}, loopback)
+		_, err := api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: ec2api.TagFilters(map[string]string{ec2sim.DiscoveryTagKey: "karpx"})}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}}, loopback)
+		_, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{}, loopback)
+		_, err := api.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{ec2api.Filter("instance-state-name", "running")}}, loopback)
+		_, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{ec2api.Filter("instance-state-name", "running")}}, ec2apitest.Loopback)
 		return err
 	},
 	func(ctx context.Context, api ec2api.API) error {
-		_, err := api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"m5.large"}}, loopback)
+		_, err := api.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"m5.large"}}, ec2apitest.Loopback)
 		return err
 	},
 }
@@ -97,14 +98,14 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	}
 	const calls = 1000
 
-	e := newEnv(t, ec2sim.Config{})
-	api := budget.New(e.client, budget.Options{Registerer: prometheus.NewRegistry()})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := budget.New(e.Client, budget.Options{Registerer: prometheus.NewRegistry()})
 	errs := burst(api, calls)
 	st := api.Snapshot()
 	if len(errs) != 0 {
 		t.Errorf("%d calls failed through the budget, first: %v", len(errs), errs[0])
 	}
-	if n := throttledAtSim(e.sim); n != 0 {
+	if n := throttledAtSim(e.Sim); n != 0 {
 		t.Errorf("simulator answered RequestLimitExceeded %d times through the budget", n)
 	}
 	if st.Totals.Requests != calls || st.Totals.Throttled != 0 || st.Totals.QuotaErrors != 0 || st.Totals.Retries != 0 {
@@ -113,14 +114,14 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	t.Logf("budget on: %d calls, client-side wait p99 %.2fs (non-mutating)", calls, categoryOf(t, st, budget.NonMutating).WaitP99Seconds)
 
 	// Control run: same burst, protections off.
-	e = newEnv(t, ec2sim.Config{})
-	off := budget.New(e.client, budget.Options{Disabled: true})
+	e = ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	off := budget.New(e.Client, budget.Options{Disabled: true})
 	errs = burst(off, calls)
 	st = off.Snapshot()
 	if st.Enabled {
 		t.Error("Snapshot of a disabled budget says enabled")
 	}
-	throttled := throttledAtSim(e.sim)
+	throttled := throttledAtSim(e.Sim)
 	if throttled == 0 || st.Totals.Throttled != throttled {
 		t.Errorf("budget off: simulator throttled %d answers, budget counted %d; want both > 0 and equal", throttled, st.Totals.Throttled)
 	}
@@ -154,18 +155,18 @@ func actionOf(t *testing.T, st budget.Status, action string, c budget.Category) 
 // Speculative call is refused without reaching EC2, a Critical one waits
 // for the refill and succeeds.
 func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.client, budget.Options{Fraction: 1, Registerer: reg,
+	api := budget.New(e.Client, budget.Options{Fraction: 1, Registerer: reg,
 		Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: {Size: 4, RefillPerSecond: 1}}})
 	critical := budget.WithPriority(context.Background(), budget.Critical)
 	for range 4 {
-		if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, loopback); err != nil {
+		if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before := e.sim.Counts()["DescribeSubnets"]
-	_, err := api.DescribeSubnets(budget.WithPriority(context.Background(), budget.Speculative), &ec2.DescribeSubnetsInput{}, loopback)
+	before := e.Sim.Counts()["DescribeSubnets"]
+	_, err := api.DescribeSubnets(budget.WithPriority(context.Background(), budget.Speculative), &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback)
 	var exhausted *budget.ExhaustedError
 	if !errors.As(err, &exhausted) || !budget.IsExhausted(err) {
 		t.Fatalf("speculative call on an empty bucket: %v, want *budget.ExhaustedError", err)
@@ -173,10 +174,10 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	if exhausted.Action != "DescribeSubnets" || exhausted.Category != budget.NonMutating || exhausted.Priority != budget.Speculative {
 		t.Errorf("ExhaustedError %+v", exhausted)
 	}
-	if e.sim.Counts()["DescribeSubnets"] != before {
+	if e.Sim.Counts()["DescribeSubnets"] != before {
 		t.Error("the refused speculative call reached EC2")
 	}
-	if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, loopback); err != nil {
+	if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatalf("critical call: %v", err)
 	}
 	st := actionOf(t, api.Snapshot(), "DescribeSubnets", budget.NonMutating)
@@ -190,7 +191,7 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(critical, 10*time.Millisecond)
 	defer cancel()
 	for {
-		if _, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, loopback); err != nil {
+		if _, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("want the context's error, got %v", err)
 			}
@@ -202,10 +203,10 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 // TestCriticalServedBeforeQueuedNormal queues Normal calls on an empty
 // bucket and checks that a later Critical call is served first.
 func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	api := budget.New(e.client, budget.Options{Fraction: 1,
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := budget.New(e.Client, budget.Options{Fraction: 1,
 		Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: {Size: 1, RefillPerSecond: 5}}})
-	if _, err := api.DescribeImages(context.Background(), &ec2.DescribeImagesInput{}, loopback); err != nil {
+	if _, err := api.DescribeImages(context.Background(), &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -214,7 +215,7 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	record := func(name string, ctx context.Context) {
-		if _, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{}, loopback); err != nil {
+		if _, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 			t.Error(err)
 		}
 		mu.Lock()
@@ -237,10 +238,10 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 // TestMetricsCountRetriesAndThrottling injects two RequestLimitExceeded
 // answers: the SDK retries twice and the third attempt succeeds.
 func TestMetricsCountRetriesAndThrottling(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.client, budget.Options{Registerer: reg})
-	if err := e.sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
+	api := budget.New(e.Client, budget.Options{Registerer: reg})
+	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3)); err != nil {
@@ -266,10 +267,10 @@ func TestMetricsCountRetriesAndThrottling(t *testing.T) {
 
 // TestRetryQuotaErrorsAreCounted drains a tiny SDK retry quota.
 func TestRetryQuotaErrorsAreCounted(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.client, budget.Options{Registerer: reg})
-	if err := e.sim.Faults().FailNext("DescribeImages", "RequestLimitExceeded", 5); err != nil {
+	api := budget.New(e.Client, budget.Options{Registerer: reg})
+	if err := e.Sim.Faults().FailNext("DescribeImages", "RequestLimitExceeded", 5); err != nil {
 		t.Fatal(err)
 	}
 	// A quota of 5 pays for one retry (5 tokens each).
@@ -294,12 +295,12 @@ func TestRetryQuotaErrorsAreCounted(t *testing.T) {
 // TestUnfilteredCallsUseTheirOwnBucket checks the bucket choice of bare
 // DescribeInstances calls.
 func TestUnfilteredCallsUseTheirOwnBucket(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	api := budget.New(e.client, budget.Options{})
-	if _, err := api.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{}, loopback); err != nil {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := budget.New(e.Client, budget.Options{})
+	if _, err := api.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{}, MaxResults: aws.Int32(5)}, loopback); err != nil {
+	if _, err := api.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{}, MaxResults: aws.Int32(5)}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
 	st := api.Snapshot()
@@ -315,9 +316,9 @@ func TestUnfilteredCallsUseTheirOwnBucket(t *testing.T) {
 
 // TestHandlerServesSnapshot reads the JSON of Handler.
 func TestHandlerServesSnapshot(t *testing.T) {
-	e := newEnv(t, ec2sim.Config{})
-	api := budget.New(e.client, budget.Options{Fraction: 0.4})
-	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, loopback); err != nil {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := budget.New(e.Client, budget.Options{Fraction: 0.4})
+	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.Handler())

@@ -8,34 +8,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
-	"github.com/karpx/karpx/ec2sim"
 )
-
-// env is a simulator on loopback and the real SDK client talking to it.
-type env struct {
-	sim    *ec2sim.Simulator
-	client *ec2api.Client
-}
-
-func newEnv(t testing.TB, cfg ec2sim.Config) *env {
-	t.Helper()
-	e := ec2apitest.Start(t, cfg, ec2api.Config{})
-	return &env{sim: e.Sim, client: e.Client}
-}
-
-// loopbackHTTP is ec2apitest.LoopbackHTTP.
-var loopbackHTTP = ec2apitest.LoopbackHTTP
-
-// loopback is a per-call option setting loopbackHTTP.
-func loopback(o *ec2.Options) { o.HTTPClient = loopbackHTTP }
 
 // fastRetries is a per-call option with the SDK's standard retryer (retry
 // quota included) and a 1ms backoff, so tests that retry do not sleep.
 func fastRetries(maxAttempts int, opts ...func(*retry.StandardOptions)) func(*ec2.Options) {
 	return func(o *ec2.Options) {
-		o.HTTPClient = loopbackHTTP
+		o.HTTPClient = ec2apitest.LoopbackHTTP
 		o.Retryer = retry.NewStandard(append([]func(*retry.StandardOptions){func(so *retry.StandardOptions) {
 			so.MaxAttempts = maxAttempts
 			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })

@@ -6,6 +6,7 @@ package ec2apitest
 
 import (
 	"context"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"net/http"
 	"testing"
 
@@ -60,3 +61,6 @@ func Start(t testing.TB, cfg ec2sim.Config, client ec2api.Config) *Env {
 // race seen only against a loopback server that answers in microseconds
 // (see ec2sim.WrapTransport); production clients do not need it.
 var LoopbackHTTP = &http.Client{Transport: ec2sim.WrapTransport(nil)}
+
+// Loopback is a per-call EC2 option that sets LoopbackHTTP.
+func Loopback(o *ec2.Options) { o.HTTPClient = LoopbackHTTP }

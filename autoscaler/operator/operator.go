@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"net/http"
 
 	"github.com/go-logr/logr"
@@ -79,7 +80,20 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "karpx-leader-election",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		Controller: config.Controller{
+			SkipNameValidation: &opts.SkipControllerNameValidation,
+			// controller-runtime v0.23.3's priority queue can deadlock on
+			// shutdown (kubernetes-sigs/controller-runtime#3538, fixed by
+			// #3540 after v0.23.3): a worker that leaves through ShutDown
+			// stays counted as a waiter, the queue blocks handing it an
+			// item while holding its lock, and every worker then blocks
+			// in Done. Seen here after a retry storm as a manager that
+			// overran its 30-s grace period (and so would hold the leader
+			// lease until killed). The classic rate-limited workqueue has
+			// no such state; turn the priority queue back on with a
+			// controller-runtime release that has the fix.
+			UsePriorityQueue: ptr.To(false),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -44,8 +44,11 @@
 // NewServer serves TLS 1.2 or later. The mutating handler is a
 // controller-runtime admission.Webhook; the validating handlers decode each
 // AdmissionReview once, straight into the fields the rules read
-// (objectHandler), which took a third of the webhook's CPU off every review. Certificates are self-managed by
-// default (AddCertRotator, github.com/open-policy-agent/cert-controller:
-// generated, stored in a Secret, rotated before expiry, caBundle injected),
-// or issued by cert-manager (CertModeCertManager).
+// (objectHandler): in the load test that took the webhook's CPU per
+// EC2NodeClass review from about 460 to 350 µs, 290 µs with GOGC=400.
+//
+// Certificates are self-managed by default (AddCertRotator,
+// github.com/open-policy-agent/cert-controller: generated, stored in a
+// Secret, rotated before expiry, caBundle injected), or issued by
+// cert-manager (CertModeCertManager).
 package webhook

@@ -109,3 +109,38 @@ func TestObjectHandlerMatchesAdmissionWebhookPath(t *testing.T) {
 		t.Fatalf("objectHandler warnings %q, admission.Webhook path %q", out.Response.Warnings, direct.Warnings)
 	}
 }
+
+// FuzzObjectHandler feeds arbitrary bodies to the validating handler: it
+// must never panic and must always answer with an AdmissionReview whose
+// response either decided the request (carrying its UID back) or names a
+// client error. Under plain `go test` only the seeds run; fuzz with
+// `go test ./webhook -run '^$' -fuzz FuzzObjectHandler -fuzztime 60s`.
+func FuzzObjectHandler(f *testing.F) {
+	good := string(ec2NodeClassJSON("#!/bin/bash\necho hello\n"))
+	bad := string(ec2NodeClassJSON("#!/bin/bash\nsystemctl restart kubelet\n"))
+	for _, seed := range []string{
+		reviewJSON("admission.k8s.io/v1", "u", "CREATE", good),
+		reviewJSON("admission.k8s.io/v1beta1", "u", "UPDATE", bad),
+		reviewJSON("admission.k8s.io/v1", "u", "DELETE", "null"),
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"UPDATE","object":` + bad + `,"oldObject":{"spec":[]}}}`,
+		`{"request":{"object":{"spec":{"amiSelectorTerms":[{"alias":"bottlerocket@latest"}],"userData":"[settings"}}}}`,
+		`{"request":null}`, `[]`, `"x"`, `{`,
+	} {
+		f.Add(seed)
+	}
+	h := &objectHandler[ec2NodeClassUserData]{name: "fuzz", admit: (&Validator{}).admitEC2NodeClass}
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, ValidateEC2NodeClassPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("answer is not an AdmissionReview (%v): %s", err, rec.Body.String())
+		}
+		if r := out.Response.Result; r != nil && !out.Response.Allowed && r.Code != http.StatusBadRequest &&
+			r.Code != http.StatusRequestEntityTooLarge && r.Code != http.StatusForbidden {
+			t.Fatalf("unexpected result code %d: %s", r.Code, r.Message)
+		}
+	})
+}

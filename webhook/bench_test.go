@@ -159,12 +159,7 @@ func startBenchServer(tb testing.TB) *benchServer {
 	tb.Helper()
 	dir := tb.TempDir()
 	pool := writeSelfSignedCert(tb, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(tb)
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = apisv1.AddToScheme(scheme)

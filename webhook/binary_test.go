@@ -172,7 +172,8 @@ func startWebhookProcess(t *testing.T) *webhookProcess {
 	return &webhookProcess{benchServer: newBenchClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), pool), pid: cmd.Process.Pid, pprofAddr: pprofAddr}
 }
 
-func freePort(t *testing.T) int {
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

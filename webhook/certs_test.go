@@ -110,12 +110,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	}
 
 	// Serve the rotated certificate and check the TLS floor.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	srv := webhook.NewServer(webhook.ServerOptions{Host: "127.0.0.1", Port: port, CertDir: certDir})
 	go func() { _ = srv.Start(ctx) }()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

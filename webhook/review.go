@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,11 +77,7 @@ type objectHandler[T any] struct {
 
 // ServeHTTP implements http.Handler.
 func (h *objectHandler[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody {
-		h.write(w, nil, admission.Errored(http.StatusBadRequest, errors.New("request body is empty")))
-		return
-	}
-	defer r.Body.Close()
+	defer r.Body.Close() // never nil for a server request
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		h.write(w, nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("Content-Type %q: want application/json", ct)))
 		return
@@ -136,15 +131,15 @@ func (h *objectHandler[T]) log() logr.Logger {
 	return logf.Log.WithName("webhook").WithName(h.name)
 }
 
-// readBody reads at most MaxReviewBytes+1 bytes of the request body, into
-// a buffer of the announced Content-Length when there is one (the API
-// server sends it), so that reading allocates once.
+// readBody reads the request body, at most MaxReviewBytes+1 bytes. When
+// the request announces a Content-Length (the API server does), the body
+// is read into one buffer of that size: net/http delivers exactly that
+// many bytes or an error.
 func readBody(r *http.Request) ([]byte, error) {
-	limited := io.LimitReader(r.Body, MaxReviewBytes+1)
 	if n := r.ContentLength; n > 0 && n <= MaxReviewBytes {
-		buf := bytes.NewBuffer(make([]byte, 0, n+1)) // +1: ReadFrom stops at EOF without growing
-		_, err := buf.ReadFrom(limited)
-		return buf.Bytes(), err
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r.Body, buf)
+		return buf, err
 	}
-	return io.ReadAll(limited)
+	return io.ReadAll(io.LimitReader(r.Body, MaxReviewBytes+1))
 }

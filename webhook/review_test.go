@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +8,9 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apisv1 "github.com/karpx/karpx/apis/v1"
+	kxlint "github.com/karpx/karpx/lint"
 )
 
 // serveReview posts body to an objectHandler for EC2NodeClasses and
@@ -97,16 +98,20 @@ func TestObjectHandlerRatchetsOnUpdate(t *testing.T) {
 }
 
 // The decoded subset must see what a full EC2NodeClass decode sees: the
-// same findings through Handle (controller-runtime's path) and
-// objectHandler.
-func TestObjectHandlerMatchesAdmissionWebhookPath(t *testing.T) {
+// handler's warnings are those of the rules run on the whole object.
+func TestObjectHandlerMatchesFullDecode(t *testing.T) {
 	obj := ec2NodeClassJSON("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: x\n")
 	out, _ := serveReview(t, "application/json", reviewJSON("admission.k8s.io/v1", "u", "CREATE", string(obj)))
-	req := request(admissionv1.Create, obj, nil, false)
-	req.Kind = metav1.GroupVersionKind{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"}
-	direct := (&Validator{}).Handle(context.Background(), req)
-	if strings.Join(direct.Warnings, "|") != strings.Join(out.Response.Warnings, "|") || len(direct.Warnings) == 0 {
-		t.Fatalf("objectHandler warnings %q, admission.Webhook path %q", out.Response.Warnings, direct.Warnings)
+	full, err := decode[apisv1.EC2NodeClass](obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var direct []string
+	for _, f := range kxlint.CheckEC2NodeClass(full).Warnings() {
+		direct = append(direct, f.Warning())
+	}
+	if strings.Join(direct, "|") != strings.Join(out.Response.Warnings, "|") || len(direct) == 0 {
+		t.Fatalf("objectHandler warnings %q, full EC2NodeClass %q", out.Response.Warnings, direct)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,6 +30,7 @@ const DefaultLookupTimeout = 500 * time.Millisecond
 // field, line and fix in the message; warnings become admission warnings of
 // at most 120 characters. On update, a denial the old object already had
 // becomes a warning (lint.Ratchet), so existing objects stay editable.
+// Register serves it through objectHandler, one per kind.
 type Validator struct {
 	// Reader looks up EC2NodeClasses for nodeClassRef (KX101); nil skips
 	// the check.
@@ -41,33 +41,12 @@ type Validator struct {
 	Disabled map[string]bool
 }
 
-// Handle implements admission.Handler for controller-runtime's
-// admission.Webhook. Register serves the same checks through objectHandler,
-// which decodes each review once.
-func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	switch req.Kind.Kind {
-	case "EC2NodeClass":
-		r, err := objectRequestFrom[ec2NodeClassUserData](req)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		return v.admitEC2NodeClass(ctx, r)
-	case "NodePool":
-		r, err := objectRequestFrom[karpv1.NodePool](req)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		return v.admitNodePool(ctx, r)
-	default:
-		return admission.Allowed("") // not ours: the configuration sends only these kinds
-	}
-}
-
 // ec2NodeClassUserData is the part of an EC2NodeClass (karpenter.k8s.aws/v1)
 // that the EC2NodeClass rules read. Decoding only this skips what the
 // API server sends besides (managedFields, the last-applied-configuration
 // copy of the object, resource quantities): about 10 KB and 90 allocations
-// per review down to 3 KB and 20, measured on BenchmarkAdmission bodies.
+// per review down to 3 KB and 20, measured on the load test's bodies
+// (TestAdmissionLoad).
 type ec2NodeClassUserData struct {
 	Metadata struct {
 		Name string `json:"name"`
@@ -90,38 +69,40 @@ func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
 // admitEC2NodeClass validates an EC2NodeClass CREATE or UPDATE (anything
 // else is allowed): the userData rules of package lint.
 func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
-	if !validated(req.Operation) || req.Object == nil {
-		return admission.Allowed("")
-	}
-	current := kxlint.CheckEC2NodeClass(req.Object.ec2NodeClass())
-	var previous kxlint.Findings
-	if req.Operation == admissionv1.Update && current.Denied() {
-		if old, err := req.decodeOld(); err == nil && old != nil {
-			previous = kxlint.CheckEC2NodeClass(old.ec2NodeClass())
-		}
-	}
-	return v.answer(ctx, "ec2NodeClass", req.Name, req.dryRun(), current, previous)
+	return admit(ctx, v, req, "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
+		return kxlint.CheckEC2NodeClass(u.ec2NodeClass())
+	})
 }
 
 // admitNodePool validates a NodePool CREATE or UPDATE (anything else is
 // allowed): the NodePool rules of package lint, with the EC2NodeClass
-// lookup through Reader.
+// lookup through Reader for the new object.
 func (v *Validator) admitNodePool(ctx context.Context, req *objectRequest[karpv1.NodePool]) admission.Response {
-	if !validated(req.Operation) || req.Object == nil {
+	return admit(ctx, v, req, "nodePool", func(np *karpv1.NodePool, current bool) kxlint.Findings {
+		var lookup kxlint.NodeClassLookup
+		if current {
+			lookup = v.lookup(logf.FromContext(ctx).WithValues("nodePool", req.Name))
+		}
+		return kxlint.CheckNodePool(ctx, np, lookup)
+	})
+}
+
+// admit runs check on a CREATE or UPDATE (anything else is allowed) and
+// answers. On an UPDATE that check denies, it also checks the old object
+// (current false), so that Ratchet can turn denials the stored object
+// already had into warnings.
+func admit[T any](ctx context.Context, v *Validator, req *objectRequest[T], logKey string, check func(obj *T, current bool) kxlint.Findings) admission.Response {
+	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.Object == nil {
 		return admission.Allowed("")
 	}
-	current := kxlint.CheckNodePool(ctx, req.Object, v.lookup(logf.FromContext(ctx).WithValues("nodePool", req.Name)))
+	current := check(req.Object, true)
 	var previous kxlint.Findings
 	if req.Operation == admissionv1.Update && current.Denied() {
 		if old, err := req.decodeOld(); err == nil && old != nil {
-			previous = kxlint.CheckNodePool(ctx, old, nil)
+			previous = check(old, false)
 		}
 	}
-	return v.answer(ctx, "nodePool", req.Name, req.dryRun(), current, previous)
-}
-
-func validated(op admissionv1.Operation) bool {
-	return op == admissionv1.Create || op == admissionv1.Update
+	return v.answer(ctx, logKey, req.Name, req.dryRun(), current, previous)
 }
 
 // answer turns findings into the admission response: a denial when any
@@ -138,11 +119,9 @@ func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool
 	if len(findings) == 0 {
 		return admission.Allowed("")
 	}
-	warnings := make([]string, 0, len(findings))
-	for _, f := range findings {
-		if f.Severity == kxlint.SeverityWarning {
-			warnings = append(warnings, f.Warning())
-		}
+	var warnings []string
+	for _, f := range findings.Warnings() {
+		warnings = append(warnings, f.Warning())
 	}
 	log := logf.FromContext(ctx).WithValues(logKey, name)
 	if findings.Denied() {
@@ -151,22 +130,6 @@ func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool
 	}
 	log.V(1).Info("admitted with warnings", "rules", ruleIDs(findings), "dryRun", dryRun)
 	return admission.Allowed("").WithWarnings(warnings...)
-}
-
-// objectRequestFrom decodes the object of a controller-runtime request.
-func objectRequestFrom[T any](req admission.Request) (*objectRequest[T], error) {
-	r := &objectRequest[T]{
-		UID: req.UID, Kind: req.Kind, Name: req.Name, Operation: req.Operation,
-		DryRun: req.DryRun, OldObject: req.OldObject.Raw,
-	}
-	if len(req.Object.Raw) > 0 {
-		obj, err := decode[T](req.Object.Raw)
-		if err != nil {
-			return nil, err
-		}
-		r.Object = obj
-	}
-	return r, nil
 }
 
 // lookup returns the NodeClassLookup for KX101: a metadata-only Get of the

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kxlint "github.com/karpx/karpx/lint"
 )
@@ -32,39 +31,46 @@ func quote(s string) string {
 	return b.String()
 }
 
+// ec2NodeClassRequest is an EC2NodeClass admission request of op for the
+// object and old object given as JSON (old nil for none).
+func ec2NodeClassRequest(t *testing.T, op admissionv1.Operation, obj, old []byte) *objectRequest[ec2NodeClassUserData] {
+	t.Helper()
+	o, err := decode[ec2NodeClassUserData](obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &objectRequest[ec2NodeClassUserData]{UID: "1", Name: "nc", Operation: op, Object: o, OldObject: old}
+}
+
 func TestValidatorDeniesAndRatchets(t *testing.T) {
 	v := &Validator{}
 	bad := ec2NodeClassJSON("#!/bin/bash\nreboot\n")
-	req := request(admissionv1.Create, bad, nil, false)
-	req.Kind = metav1.GroupVersionKind{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"}
-	resp := v.Handle(context.Background(), req)
+	req := ec2NodeClassRequest(t, admissionv1.Create, bad, nil)
+	resp := v.admitEC2NodeClass(context.Background(), req)
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "KX003 spec.userData line 2") {
 		t.Fatalf("want KX003 denial, got %+v", resp.Result)
 	}
 	// An update that leaves the bad userData as it was is admitted with a
 	// warning; one that adds a new problem is denied.
-	upd := request(admissionv1.Update, bad, bad, false)
-	upd.Kind = req.Kind
-	if resp := v.Handle(context.Background(), upd); !resp.Allowed || len(resp.Warnings) == 0 {
+	upd := ec2NodeClassRequest(t, admissionv1.Update, bad, bad)
+	if resp := v.admitEC2NodeClass(context.Background(), upd); !resp.Allowed || len(resp.Warnings) == 0 {
 		t.Fatalf("unchanged problem blocked the update: %+v", resp)
 	}
-	worse := request(admissionv1.Update, ec2NodeClassJSON("#!/bin/bash\nreboot\nsystemctl stop containerd\n"), bad, false)
-	worse.Kind = req.Kind
-	if resp := v.Handle(context.Background(), worse); resp.Allowed {
+	worse := ec2NodeClassRequest(t, admissionv1.Update, ec2NodeClassJSON("#!/bin/bash\nreboot\nsystemctl stop containerd\n"), bad)
+	if resp := v.admitEC2NodeClass(context.Background(), worse); resp.Allowed {
 		t.Fatal("new problem admitted")
 	}
 	// Disabled rules are skipped.
 	v.Disabled = map[string]bool{kxlint.RuleUserDataNodeRestart: true}
-	if resp := v.Handle(context.Background(), req); !resp.Allowed {
+	if resp := v.admitEC2NodeClass(context.Background(), req); !resp.Allowed {
 		t.Fatalf("disabled rule still denies: %+v", resp.Result)
 	}
 }
 
 func TestValidatorWarningsFit(t *testing.T) {
 	v := &Validator{}
-	req := request(admissionv1.Create, ec2NodeClassJSON("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: a-very-long-cluster-name-that-goes-on-and-on\n    apiServerEndpoint: https://example.com\n    certificateAuthority: Zm9v\n"), nil, false)
-	req.Kind = metav1.GroupVersionKind{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"}
-	resp := v.Handle(context.Background(), req)
+	req := ec2NodeClassRequest(t, admissionv1.Create, ec2NodeClassJSON("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: a-very-long-cluster-name-that-goes-on-and-on\n    apiServerEndpoint: https://example.com\n    certificateAuthority: Zm9v\n"), nil)
+	resp := v.admitEC2NodeClass(context.Background(), req)
 	if !resp.Allowed || len(resp.Warnings) != 3 {
 		t.Fatalf("want 3 warnings, got %+v", resp)
 	}

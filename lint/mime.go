@@ -288,9 +288,7 @@ func headerLine(lines []string, from, to int, lname string) int {
 // MIME-Version or a multipart Content-Type header: the test the autoscaler
 // uses to choose between merging MIME and wrapping a plain script.
 func looksLikeMIME(text string) bool {
-	for rest := text; rest != ""; {
-		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
+	for _, l := range eachLine(text) {
 		t := strings.TrimSpace(l)
 		if t == "" {
 			continue
@@ -305,19 +303,18 @@ func looksLikeMIME(text string) bool {
 // splitLines splits on LF and drops a trailing CR from each line. A final
 // newline does not produce an empty last line.
 func splitLines(text string) []string {
-	text = strings.TrimSuffix(text, "\n")
-	if text == "" {
-		return nil
-	}
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
+	var lines []string
+	for _, l := range eachLine(text) {
+		if lines == nil {
+			lines = make([]string, 0, strings.Count(text, "\n")+1)
+		}
+		lines = append(lines, l)
 	}
 	return lines
 }
 
-// eachLine yields the lines of text with their 0-based index, exactly as
-// splitLines returns them, without allocating the slice.
+// eachLine yields the lines of text with their 0-based index, as
+// splitLines collects them, without allocating a slice.
 func eachLine(text string) iter.Seq2[int, string] {
 	return func(yield func(int, string) bool) {
 		rest := strings.TrimSuffix(text, "\n")

@@ -110,13 +110,23 @@ func (t *Tracker) Failure(key Key, gens Generations, cause, message string) Stat
 	s.Message = message
 	s.Generations = gens
 	if s.Consecutive >= t.opts.Threshold {
-		backoff := t.opts.BaseBackoff << min(s.Consecutive-t.opts.Threshold, 20)
-		if backoff <= 0 || backoff > t.opts.MaxBackoff {
-			backoff = t.opts.MaxBackoff
-		}
+		backoff := Backoff(t.opts.BaseBackoff, t.opts.MaxBackoff, s.Consecutive-t.opts.Threshold+1)
 		s.PausedUntil = t.opts.Now().Add(time.Duration(float64(backoff) * t.opts.Jitter()))
 	}
 	return *s
+}
+
+// Backoff returns base·2^(attempt-1) for attempt 1, 2, …, capped at
+// maxWait (also when base is not positive or the product overflows). It
+// is the delay of both the pair pause here and the per-NodeClaim launch
+// retry (package nodeclaim/lifecycle), which share the
+// --launch-backoff-base and --launch-backoff-max flags.
+func Backoff(base, maxWait time.Duration, attempt int) time.Duration {
+	shift := max(attempt-1, 0)
+	if base <= 0 || shift >= 63 || base > maxWait>>shift {
+		return maxWait
+	}
+	return base << shift
 }
 
 // Success forgets key's failures: a Node of the pair registered.
@@ -165,20 +175,6 @@ func (t *Tracker) Unhealthy(key Key, gens Generations) (bool, State) {
 		return false, State{}
 	}
 	return s.Consecutive >= t.opts.Threshold, *s
-}
-
-// Get returns key's state and whether there is one.
-func (t *Tracker) Get(key Key) (State, bool) {
-	if t == nil {
-		return State{}, false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, ok := t.states[key]
-	if !ok {
-		return State{}, false
-	}
-	return *s, true
 }
 
 // String describes a state for events and conditions.

@@ -62,7 +62,9 @@ func TestSpecChangeEndsPause(t *testing.T) {
 	if paused, _ := tr.Paused(key, Generations{1, 2}); paused {
 		t.Fatal("still paused after the EC2NodeClass changed")
 	}
-	if _, ok := tr.Get(key); ok {
+	// The failures were forgotten, not just hidden: asked again with the
+	// old generations, the pair is no longer unhealthy.
+	if unhealthy, _ := tr.Unhealthy(key, gens); unhealthy {
 		t.Fatal("state kept after a spec change")
 	}
 }
@@ -76,5 +78,13 @@ func TestSuccessForgets(t *testing.T) {
 	tr.Success(key)
 	if paused, _ := tr.Paused(key, gens); paused {
 		t.Fatal("paused after a success")
+	}
+}
+
+func TestBackoffDoublesToCap(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: 30 * time.Second, 2: time.Minute, 3: 2 * time.Minute, 10: 10 * time.Minute, 100: 10 * time.Minute} {
+		if got := Backoff(30*time.Second, 10*time.Minute, attempt); got != want {
+			t.Errorf("Backoff(attempt %d) = %s, want %s", attempt, got, want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -261,7 +260,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		f := c.failures[nc.UID]
 		f.count++
 		n := f.count
-		wait := backoff(c.opts.LaunchBackoffBase, c.opts.LaunchBackoffMax, n)
+		wait := launchhealth.Backoff(c.opts.LaunchBackoffBase, c.opts.LaunchBackoffMax, n)
 		f.next = c.now().Add(wait)
 		c.failures[nc.UID] = f
 		c.mu.Unlock()
@@ -476,14 +475,6 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 	default:
 		return nil, fmt.Errorf("%d Nodes share providerID %s; delete the stale ones", len(nodes.Items), nc.Status.ProviderID)
 	}
-}
-
-func backoff(base, maxWait time.Duration, attempt int) time.Duration {
-	d := time.Duration(float64(base) * math.Pow(2, float64(attempt-1)))
-	if d <= 0 || d > maxWait {
-		return maxWait
-	}
-	return d
 }
 
 func truncate(s string, n int) string {

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,14 +29,6 @@ func TestNotInitialized(t *testing.T) {
 		got := notInitialized(tc.nc, &tc.node)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: notInitialized = %q, want %q", name, got, tc.want)
-		}
-	}
-}
-
-func TestBackoffDoublesToCap(t *testing.T) {
-	for attempt, want := range map[int]time.Duration{1: 30 * time.Second, 2: time.Minute, 3: 2 * time.Minute, 10: 10 * time.Minute, 100: 10 * time.Minute} {
-		if got := backoff(30*time.Second, 10*time.Minute, attempt); got != want {
-			t.Errorf("backoff(attempt %d) = %s, want %s", attempt, got, want)
 		}
 	}
 }

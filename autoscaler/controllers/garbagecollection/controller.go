@@ -91,54 +91,46 @@ func (c *Collector) Pass(ctx context.Context) {
 		}
 	}
 
+	// Each pass keeps a clock only for what still qualifies, so an id
+	// that stops qualifying (claimed, gone, deleted) is forgotten.
 	live := map[string]bool{}
-	seen := map[string]bool{}
+	orphanSince := map[string]time.Time{}
 	for _, in := range instances {
 		id := in.Status.ProviderID
 		live[id] = true
 		if byProviderID[id] || (in.Name != "" && byName[in.Name]) {
 			continue
 		}
-		seen[id] = true
-		first, ok := c.orphanSince[id]
-		if !ok {
-			c.orphanSince[id] = now
-			continue
-		}
+		first := firstSeen(c.orphanSince, id, now)
 		if now.Sub(first) < c.opts.Grace {
+			orphanSince[id] = first
 			continue
 		}
 		if err := c.cloud.Delete(ctx, in); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
 			log.Info("terminating orphaned instance failed; retrying next pass", "providerID", id, "error", err.Error())
+			orphanSince[id] = first
 			continue
 		}
 		log.Info("terminated orphaned instance: no NodeClaim claims it", "providerID", id, "NodeClaim", in.Name,
 			"unclaimedFor", now.Sub(first).Round(time.Second).String())
-		delete(c.orphanSince, id)
 	}
-	for id := range c.orphanSince {
-		if !seen[id] {
-			delete(c.orphanSince, id)
-		}
-	}
+	c.orphanSince = orphanSince
 
+	goneSince := map[string]time.Time{}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		id := nc.Status.ProviderID
 		if id == "" || !nc.DeletionTimestamp.IsZero() || live[id] {
-			delete(c.goneSince, id)
 			continue
 		}
-		first, ok := c.goneSince[id]
-		if !ok {
-			c.goneSince[id] = now
-			continue
-		}
+		first := firstSeen(c.goneSince, id, now)
 		if now.Sub(first) < c.opts.Grace {
+			goneSince[id] = first
 			continue
 		}
 		// Confirm with a direct Get: only NotFound, not an error, counts.
 		if _, err := c.cloud.Get(ctx, id); !cloudprovider.IsNodeClaimNotFound(err) {
+			goneSince[id] = first
 			continue
 		}
 		log.Info("deleting NodeClaim whose instance is gone", "NodeClaim", nc.Name,
@@ -146,8 +138,18 @@ func (c *Collector) Pass(ctx context.Context) {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceTerminated", "instance %s no longer exists; deleting the NodeClaim", id)
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			log.Error(err, "deleting NodeClaim", "NodeClaim", nc.Name)
-			continue
+			goneSince[id] = first
 		}
-		delete(c.goneSince, id)
 	}
+	c.goneSince = goneSince
+}
+
+// firstSeen returns when an earlier pass first saw id qualify (its entry
+// in since), or now for a first sighting. Grace is positive (New), so a
+// first sighting never acts.
+func firstSeen(since map[string]time.Time, id string, now time.Time) time.Time {
+	if t, ok := since[id]; ok {
+		return t
+	}
+	return now
 }

@@ -115,3 +115,20 @@ func scheme() *runtime.Scheme {
 	metav1.AddToGroupVersion(s, gv)
 	return s
 }
+
+// A NodeClaim noted as instance-gone that leaves the cluster before its
+// grace ends (a user deleted it) is forgotten, not remembered for ever.
+func TestClockForgottenWhenNodeClaimLeaves(t *testing.T) {
+	c, _, kube, _ := setup(t, instance("short-lived", "aws:///a/i-7"))
+	c.Pass(context.Background())
+	if _, ok := c.goneSince["aws:///a/i-7"]; !ok {
+		t.Fatal("first pass did not start the clock")
+	}
+	if err := kube.Delete(context.Background(), instance("short-lived", "aws:///a/i-7")); err != nil {
+		t.Fatal(err)
+	}
+	c.Pass(context.Background())
+	if len(c.goneSince) != 0 || len(c.orphanSince) != 0 {
+		t.Fatalf("clocks kept for ids no longer seen: gone %v orphan %v", c.goneSince, c.orphanSince)
+	}
+}

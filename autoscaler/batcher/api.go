@@ -45,12 +45,6 @@ const (
 	TerminateInstancesMaxItems    = 500
 )
 
-// NodeClaimTagKeys are the tags karpx's instance provider sets per
-// NodeClaim (karpenter.sh/nodeclaim and Name). Pass them as
-// Options.DeferredTagKeys so launches of different NodeClaims can share a
-// CreateFleet call.
-var NodeClaimTagKeys = []string{"karpenter.sh/nodeclaim", "Name"}
-
 // Options configure an API.
 type Options struct {
 	// DeferredTagKeys are instance tag keys whose values may differ between

@@ -14,6 +14,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -114,7 +115,7 @@ func TestCreateFleetKeepsLaunchTemplatesApart(t *testing.T) {
 func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	launchTemplate(t, e, "lt-a")
-	api := batcher.New(e.Client, batcher.Options{DeferredTagKeys: batcher.NodeClaimTagKeys})
+	api := batcher.New(e.Client, batcher.Options{DeferredTagKeys: instance.NodeClaimTagKeys})
 	tags := func(i int) map[string]string {
 		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -48,7 +49,7 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 	limited := budget.New(e.Client, budget.Options{})
 	opts := batcher.Options{}
 	if deferred {
-		opts.DeferredTagKeys = batcher.NodeClaimTagKeys
+		opts.DeferredTagKeys = instance.NodeClaimTagKeys
 	}
 	api := batcher.New(limited, opts)
 	ctx := budget.WithPriority(context.Background(), budget.Critical)

@@ -118,7 +118,7 @@ var instanceIDPattern = regexp.MustCompile(`i-[0-9a-zA-Z]+`)
 // malformed instance id, which fails the whole call.
 func isInstanceIDError(err error) bool {
 	code := ec2api.Code(err)
-	return code == ec2api.CodeInstanceNotFound || code == "InvalidInstanceID.Malformed"
+	return code == ec2api.CodeInstanceNotFound || code == ec2api.CodeInstanceIDMalformed
 }
 
 // badInstanceIDs returns the ids of sent that an instance-id error names.

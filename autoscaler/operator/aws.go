@@ -14,6 +14,7 @@ import (
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/instance"
 )
 
 // NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this
@@ -39,7 +40,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	}
 	budgetOpts := opts.Budget
 	budgetOpts.Registerer = crmetrics.Registry
-	budgetOpts.Logger = log.WithName("budget")
+	budgetOpts.Logger = log // budget.New names it "budget"
 	limited := budget.New(raw, budgetOpts)
 	var api ec2api.API = limited
 	if opts.EC2Batching {
@@ -47,9 +48,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		// after the merged CreateFleet, so that launches of identical
 		// configuration share one CreateFleet.
 		api = batcher.New(limited, batcher.Options{
-			DeferredTagKeys: batcher.NodeClaimTagKeys,
+			DeferredTagKeys: instance.NodeClaimTagKeys,
 			Registerer:      crmetrics.Registry,
-			Logger:          log.WithName("batcher"),
+			Logger:          log, // batcher.New names it "batcher"
 		})
 	}
 	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler()}

@@ -166,7 +166,6 @@ func New(next ec2api.API, opts Options) *API {
 // call is one API call in flight: its bucket, priority and attempts.
 type call struct {
 	a        *API
-	ctx      context.Context
 	b        *bucket
 	st       *counters
 	prio     Priority
@@ -177,7 +176,7 @@ type call struct {
 // Speculative call the budget cannot serve, or ctx's error.
 func (a *API) begin(ctx context.Context, action string, unfiltered bool) (*call, error) {
 	k := bucketKey{action, unfiltered}
-	c := &call{a: a, ctx: ctx, b: a.buckets[k], st: a.stats[k], prio: PriorityFrom(ctx)}
+	c := &call{a: a, b: a.buckets[k], st: a.stats[k], prio: PriorityFrom(ctx)}
 	if err := c.take(ctx); err != nil {
 		return nil, err
 	}

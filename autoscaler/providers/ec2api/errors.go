@@ -17,6 +17,9 @@ const (
 	CodeInsufficientInstanceCapacity = "InsufficientInstanceCapacity"
 	// CodeInstanceNotFound is returned for an unknown or long-gone instance ID.
 	CodeInstanceNotFound = "InvalidInstanceID.NotFound"
+	// CodeInstanceIDMalformed is returned for a string that is not an
+	// instance ID.
+	CodeInstanceIDMalformed = "InvalidInstanceID.Malformed"
 	// CodeLaunchTemplateNameAlreadyExists is returned by CreateLaunchTemplate
 	// when a template of that name exists; karpx names templates by content,
 	// so this means "already created", which is success.

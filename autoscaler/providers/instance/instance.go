@@ -34,6 +34,13 @@ const (
 	clusterTagKeyPrefix = "kubernetes.io/cluster/"
 )
 
+// NodeClaimTagKeys are the tags the provider sets per NodeClaim
+// (TagNodeClaim, TagName); every other launch tag is the same for all
+// NodeClaims of a NodePool and EC2NodeClass. Pass them as
+// batcher.Options.DeferredTagKeys so launches of different NodeClaims can
+// share a CreateFleet call.
+var NodeClaimTagKeys = []string{TagNodeClaim, TagName}
+
 // ClusterTagKey returns "kubernetes.io/cluster/<clusterName>", whose value
 // "owned" marks resources the cluster created.
 func ClusterTagKey(clusterName string) string { return clusterTagKeyPrefix + clusterName }

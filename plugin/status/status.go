@@ -119,11 +119,6 @@ func newCmd(o *Options) *cobra.Command {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
 			}
-			if o.Budget != nil {
-				if err := o.Budget.Complete(cmd, nil); err != nil {
-					return err
-				}
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -182,10 +177,11 @@ func (o *Options) nodePoolNames(ctx context.Context) []string {
 	return names
 }
 
-// Complete builds the client and the printer from the parsed flags. It
+// Complete builds the client and the printer from the parsed flags and
+// completes Budget (its namespace, from kubectl's -n/--namespace on cmd). It
 // returns the Factory's error when the kubeconfig cannot be loaded, and an
 // error listing the allowed formats when -o names none of them.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -194,6 +190,11 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 		return err
 	}
 	o.client = c
+	if o.Budget != nil {
+		if err := o.Budget.Complete(cmd, nil); err != nil {
+			return err
+		}
+	}
 
 	format := *o.PrintFlags.OutputFormat
 	templateSet := o.PrintFlags.TemplatePrinterFlags != nil &&
@@ -219,11 +220,19 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 }
 
 // Validate checks the flags that Complete does not: --nodepool must be a
-// valid NodePool name (a DNS-1123 subdomain) when set.
+// valid NodePool name (a DNS-1123 subdomain) when set, and --budget-endpoint
+// an http(s) URL, as throttle's --endpoint, when set. Without
+// --budget-endpoint, the Service coordinates of Budget are not checked: a
+// bad one only costs the budget line (see printBudget), not the tables.
 func (o *Options) Validate() error {
 	if o.NodePool != "" {
 		if errs := validation.IsDNS1123Subdomain(o.NodePool); len(errs) > 0 {
 			return fmt.Errorf("invalid --nodepool %q: %s", o.NodePool, strings.Join(errs, "; "))
+		}
+	}
+	if o.Budget != nil && o.Budget.Endpoint != "" {
+		if err := o.Budget.Validate(); err != nil {
+			return fmt.Errorf("--budget-endpoint: %w", err)
 		}
 	}
 	return nil

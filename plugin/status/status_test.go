@@ -130,8 +130,9 @@ func newFactory(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 	return &cluster.StaticFactory{ClientValue: b.Build(), SchemeValue: s}
 }
 
-// budget, when set by a test, is the controller URL the budget line is read from.
-var budget *string
+// withBudget, when set by a test, keeps the budget line (Options.Budget),
+// which the other tests drop so that they read no controller.
+var withBudget bool
 
 // run executes `status args...` against f and returns stdout and stderr.
 func run(t *testing.T, f cluster.Factory, args ...string) (string, string, error) {
@@ -139,7 +140,7 @@ func run(t *testing.T, f cluster.Factory, args ...string) (string, string, error
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewOptions(f, streams)
 	o.Now = func() time.Time { return now }
-	if budget == nil {
+	if !withBudget {
 		o.Budget = nil // the tables' tests read no controller
 	}
 	cmd := newCmd(o)
@@ -451,9 +452,8 @@ func TestStatusShowsTheEC2APIBudgetLine(t *testing.T) {
 		fmt.Fprint(w, `{"enabled":true,"fraction":0.5,"totals":{"requests":120,"throttled":0,"retries":2,"quotaErrors":0}}`)
 	}))
 	defer srv.Close()
-	url := srv.URL
-	budget = &url
-	defer func() { budget = nil }()
+	withBudget = true
+	defer func() { withBudget = false }()
 	out, _, err := run(t, newFactory(t, nil), "--budget-endpoint", srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -461,5 +461,17 @@ func TestStatusShowsTheEC2APIBudgetLine(t *testing.T) {
 	want := "EC2 API: client-side budget at 50% of AWS's rates; 120 requests, 0 throttled, 2 retries, 0 retry-quota errors"
 	if !strings.Contains(out, want) {
 		t.Fatalf("status output lacks the budget line %q:\n%s", want, out)
+	}
+}
+
+func TestStatusBadBudgetEndpoint(t *testing.T) {
+	withBudget = true
+	defer func() { withBudget = false }()
+	out, _, err := run(t, newFactory(t, nil, cluster1()...), "--budget-endpoint", "127.0.0.1:8080")
+	if err == nil || !strings.Contains(err.Error(), "--budget-endpoint") || !strings.Contains(err.Error(), `invalid --endpoint "127.0.0.1:8080"`) {
+		t.Errorf("err = %v, want invalid --budget-endpoint (--endpoint) \"127.0.0.1:8080\"", err)
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want empty: the tables are not printed after a usage error", out)
 	}
 }

@@ -222,11 +222,10 @@ func (e *ServiceNotFoundError) Error() string { return e.msg }
 
 // Run reads the status and prints it.
 func (o *Options) Run(ctx context.Context) error {
-	stp, err := o.Fetch(ctx)
+	st, err := o.Fetch(ctx)
 	if err != nil {
 		return err
 	}
-	st := *stp
 	switch o.Output {
 	case formatJSON:
 		out, err := json.MarshalIndent(st, "", "    ")
@@ -243,7 +242,7 @@ func (o *Options) Run(ctx context.Context) error {
 		_, err = o.Out.Write(out)
 		return err
 	}
-	return o.printTables(&st)
+	return o.printTables(st)
 }
 
 // source names where the status is read from, for errors.

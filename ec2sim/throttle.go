@@ -71,6 +71,24 @@ func DefaultThrottleConfig() ThrottleConfig {
 	}}
 }
 
+// DefaultRefillRate returns the refill rate, in requests per second, of
+// action's token bucket under DefaultThrottleConfig: the simulator's table of
+// AWS bucket sizes (see the ThrottleCategory constants), by the category
+// actionTable charges the action to. For actions with an unfiltered bucket
+// (DescribeInstances, DescribeSecurityGroups) it is the rate of filtered
+// calls, those with filters, ids or MaxResults: the only shapes karpx sends
+// and test/e2e counts. Bare calls are charged to
+// CategoryUnfilteredNonMutating instead, which this does not report.
+// ok is false when the simulator does not answer action (then perSecond is
+// 0). Config.Throttle overrides are not taken into account.
+func DefaultRefillRate(action string) (perSecond float64, ok bool) {
+	spec := lookupAction(action)
+	if spec == nil {
+		return 0, false
+	}
+	return DefaultThrottleConfig().Categories[spec.category].RefillPerSecond, true
+}
+
 func (tc ThrottleConfig) withDefaults() ThrottleConfig {
 	def := DefaultThrottleConfig()
 	out := ThrottleConfig{Disabled: tc.Disabled, Categories: def.Categories, Actions: map[string]Bucket{}}

@@ -113,3 +113,28 @@ func TestTokenBucketRefills(t *testing.T) {
 		t.Fatalf("defaults %v", d)
 	}
 }
+
+// TestDefaultRefillRate checks DefaultRefillRate against the categories'
+// buckets in DefaultThrottleConfig.
+func TestDefaultRefillRate(t *testing.T) {
+	cats := DefaultThrottleConfig().Categories
+	for action, want := range map[string]float64{
+		"CreateFleet":       cats[CategoryMutating].RefillPerSecond,
+		"CreateTags":        cats[CategoryCreateTags].RefillPerSecond,
+		"DescribeInstances": cats[CategoryNonMutating].RefillPerSecond, // filtered calls
+		"RunInstances":      cats[CategoryRunInstances].RefillPerSecond,
+		"GetParameter":      cats[CategorySSMGetParameter].RefillPerSecond,
+	} {
+		if got, ok := DefaultRefillRate(action); !ok || got != want {
+			t.Errorf("DefaultRefillRate(%q) = %v, %v; want %v, true", action, got, ok, want)
+		}
+	}
+	if got, ok := DefaultRefillRate("NoSuchAction"); ok || got != 0 {
+		t.Errorf("DefaultRefillRate(NoSuchAction) = %v, %v; want 0, false", got, ok)
+	}
+	for _, action := range Actions() {
+		if got, ok := DefaultRefillRate(action); !ok || got <= 0 {
+			t.Errorf("DefaultRefillRate(%q) = %v, %v; want a positive rate", action, got, ok)
+		}
+	}
+}

@@ -35,26 +35,17 @@ type env struct {
 	endpoint string
 	root     string
 	name     string
-	// tweak, when set before startAutoscaler, adjusts the operator options.
-	tweak func(*operator.Options)
 }
 
 // newEnv starts the control plane, installs the CRDs, starts the simulator
-// and the autoscaler with the default options changed by tweak (may be
-// nil). Everything stops when the test ends.
-func newEnv(t *testing.T, clusterName string, tweak ...func(*operator.Options)) *env {
-	return newEnvWithLog(t, clusterName, firstOr(tweak), nil)
+// and the autoscaler with the default options. Everything stops when the
+// test ends.
+func newEnv(t *testing.T, clusterName string) *env {
+	return newEnvWithLog(t, clusterName, nil, nil)
 }
 
-func firstOr(tweak []func(*operator.Options)) func(*operator.Options) {
-	if len(tweak) > 0 {
-		return tweak[0]
-	}
-	return nil
-}
-
-// newEnvWithLog is newEnv with the autoscaler's logger wrapped by wrapLog
-// (may be nil).
+// newEnvWithLog is newEnv with the autoscaler's default options changed by
+// tweak and its logger wrapped by wrapLog (either may be nil).
 func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
 	c := cluster.StartForTest(t)
@@ -83,16 +74,17 @@ func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Option
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
-	e.tweak = tweak
 	karpxLog := log.WithName("karpx")
 	if wrapLog != nil {
 		karpxLog = wrapLog(karpxLog)
 	}
-	e.startAutoscaler(karpxLog)
+	e.startAutoscaler(karpxLog, tweak)
 	return e
 }
 
-func (e *env) startAutoscaler(log logr.Logger) {
+// startAutoscaler starts the autoscaler against the simulator with the
+// test defaults changed by tweak (may be nil) and logging to log.
+func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
 	e.t.Helper()
 	t := e.t
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
@@ -108,8 +100,8 @@ func (e *env) startAutoscaler(log logr.Logger) {
 	opts.HealthProbeBindAddress = "0"
 	opts.LeaderElection = false
 	opts.SkipControllerNameValidation = true
-	if e.tweak != nil {
-		e.tweak(&opts)
+	if tweak != nil {
+		tweak(&opts)
 	}
 	ctx := logr.NewContext(e.ctx, log)
 	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)

@@ -16,6 +16,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/ec2sim"
 )
 
 // p1Scale compresses time in the P1 scenario: every duration of the
@@ -81,20 +82,20 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
 `
 
-// p1Refill is each action's EC2 bucket refill rate in requests per second
-// (AWS "Request throttling for the Amazon EC2 API"; the simulator's
-// DefaultThrottleConfig). Describe calls with filters are non-mutating.
+// p1Unknown is the refill rate assumed for counted actions the simulator
+// does not know (its "Unknown" counter): the EC2 non-mutating 20/s.
+const p1Unknown = 20
+
+// p1Refill is each action's EC2 bucket refill rate in requests per second,
+// from the simulator's own table (ec2sim.DefaultRefillRate: the bucket of
+// the action's category in DefaultThrottleConfig, for the filtered Describe
+// calls karpx makes), or p1Unknown for actions the simulator does not
+// answer.
 func p1Refill(action string) float64 {
-	switch {
-	case action == "TerminateInstances", action == "CreateFleet", strings.HasPrefix(action, "Create"), strings.HasPrefix(action, "Delete"):
-		return 5
-	case action == "RunInstances":
-		return 2
-	case action == "GetParameter":
-		return 40
-	default:
-		return 20
+	if r, ok := ec2sim.DefaultRefillRate(action); ok {
+		return r
 	}
+	return p1Unknown
 }
 
 // quotaCounter counts log entries that report the SDK's retry quota error.
@@ -181,19 +182,22 @@ func runP1(t *testing.T, protected bool) p1Result {
 	// averaged over every sliding 60-s window of real time, the EC2
 	// buckets' own time base.
 	var samples []map[string]int64
-	sample := func() {
+	// sample records every action's request count and returns the
+	// throttled total of the same snapshot.
+	sample := func() (throttled int64) {
 		m := map[string]int64{}
 		for action, st := range e.sim.Stats() {
 			m[action] = st.Requests
+			throttled += st.Throttled
 		}
 		samples = append(samples, m)
+		return throttled
 	}
 	sample()
 	start := time.Now()
 	for time.Since(start) < p1Simulated/p1Scale {
 		time.Sleep(time.Second)
-		sample()
-		if !protected && throttledTotal(e) > 0 {
+		if throttled := sample(); !protected && throttled > 0 {
 			break // the control has shown what it must; stop the storm
 		}
 	}

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
@@ -36,15 +36,10 @@ type Options struct {
 	// ResyncPeriod re-runs a pass even without triggers, so a lost watch
 	// event cannot leave pods pending. Default 30s.
 	ResyncPeriod time.Duration
-	// InitializedGrace keeps counting a NodeClaim's free capacity for this
-	// long after it became Initialized, while kube-scheduler binds the pods
-	// that were planned for it. Without it, pods still pending in the
-	// instant between initialisation and binding would be provisioned for
-	// a second time (problem P4). Default 60s.
-	InitializedGrace time.Duration
-	// IgnoreInFlight plans every pending pod as if no NodeClaim were on
-	// its way, so pods are provisioned for again on every pass: the
-	// relaunch loop of problem P1. Only the P1 control scenario sets it.
+	// IgnoreInFlight plans every pending pod as if no node existed and no
+	// NodeClaim were on its way, so pods are provisioned for again on
+	// every pass: the relaunch loop of problem P1. Only the P1 control
+	// scenario sets it.
 	IgnoreInFlight bool
 }
 
@@ -57,9 +52,6 @@ func (o *Options) defaults() {
 	}
 	if o.ResyncPeriod <= 0 {
 		o.ResyncPeriod = 30 * time.Second
-	}
-	if o.InitializedGrace <= 0 {
-		o.InitializedGrace = time.Minute
 	}
 }
 
@@ -224,16 +216,12 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, errors.New("no NodePool can launch nodes: create a NodePool whose EC2NodeClass resolves")
 	}
 
-	for i := range nodeClaims.Items {
-		if p.opts.IgnoreInFlight {
-			break
-		}
-		nc := &nodeClaims.Items[i]
-		if n, ok, err := p.inFlight(ctx, nc, typesByPool[nc.Labels[karpv1.NodePoolLabelKey]]); err != nil {
+	if !p.opts.IgnoreInFlight {
+		state, err := clusterstate.Read(ctx, p.kube)
+		if err != nil {
 			return res, err
-		} else if ok {
-			in.InFlight = append(in.InFlight, n)
 		}
+		in.InFlight = state.ExistingNodes(typesByPool, nil)
 	}
 
 	out := scheduling.Solve(in)
@@ -268,93 +256,6 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
-}
-
-// inFlight describes a NodeClaim that can still take pods the cluster does
-// not see yet: launching, registering, initialising, or initialised less
-// than InitializedGrace ago. Its free capacity is its allocatable (or, before
-// launch, the smallest allocatable among its candidate instance types) minus
-// the requests of pods already bound to its node.
-func (p *Provisioner) inFlight(ctx context.Context, nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) (scheduling.ExistingNode, bool, error) {
-	if !nc.DeletionTimestamp.IsZero() {
-		return scheduling.ExistingNode{}, false, nil
-	}
-	if cond := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); cond != nil && cond.IsTrue() &&
-		p.now().Sub(cond.LastTransitionTime.Time) > p.opts.InitializedGrace {
-		return scheduling.ExistingNode{}, false, nil
-	}
-	allocatable := nc.Status.Allocatable
-	if len(allocatable) == 0 {
-		allocatable = smallestAllocatable(nc, poolTypes)
-	}
-	if len(allocatable) == 0 {
-		return scheduling.ExistingNode{}, false, nil
-	}
-	available := allocatable.DeepCopy()
-	if nc.Status.NodeName != "" {
-		var bound corev1.PodList
-		if err := p.kube.List(ctx, &bound, client.MatchingFields{PodNodeNameField: nc.Status.NodeName}); err != nil {
-			return scheduling.ExistingNode{}, false, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
-		}
-		for i := range bound.Items {
-			pod := &bound.Items[i]
-			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			subtract(available, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
-			subtract(available, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-		}
-	}
-	labels := map[string]string{}
-	for _, r := range nc.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
-	}
-	for k, v := range nc.Labels {
-		labels[k] = v
-	}
-	name := nc.Status.NodeName
-	if name == "" {
-		name = "nodeclaim/" + nc.Name
-	}
-	return scheduling.ExistingNode{Name: name, Labels: labels, Taints: nc.Spec.Taints, Available: available}, true, nil
-}
-
-// smallestAllocatable is, per resource, the minimum allocatable across the
-// NodeClaim's candidate instance types: whichever one EC2 launches offers at
-// least that much.
-func smallestAllocatable(nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) corev1.ResourceList {
-	var names []string
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
-			names = r.Values
-		}
-	}
-	byName := map[string]*cloudprovider.InstanceType{}
-	for _, it := range poolTypes {
-		byName[it.Name] = it
-	}
-	var out corev1.ResourceList
-	for _, n := range names {
-		it, ok := byName[n]
-		if !ok {
-			continue
-		}
-		if out == nil {
-			out = it.Allocatable.DeepCopy()
-			continue
-		}
-		for k, q := range out {
-			other, ok := it.Allocatable[k]
-			if !ok {
-				delete(out, k)
-			} else if other.Cmp(q) < 0 {
-				out[k] = other.DeepCopy()
-			}
-		}
-	}
-	return out
 }
 
 // remaining is the NodePool's spec.limits minus the capacity of its

@@ -7,8 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-
-	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 func unschedulable(p *corev1.Pod) *corev1.Pod {
@@ -32,19 +30,6 @@ func TestIsProvisionable(t *testing.T) {
 		if got := IsProvisionable(tc.pod); got != tc.want {
 			t.Errorf("%s: IsProvisionable = %v, want %v", name, got, tc.want)
 		}
-	}
-}
-
-func TestSmallestAllocatableIsPerResourceMinimumOfCandidates(t *testing.T) {
-	it := func(name, cpu, mem string) *cloudprovider.InstanceType {
-		return &cloudprovider.InstanceType{Name: name, Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}
-	}
-	nc := &karpv1.NodeClaim{Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}
-	got := smallestAllocatable(nc, []*cloudprovider.InstanceType{it("a", "4", "2Gi"), it("b", "2", "8Gi"), it("c", "1", "1Gi")})
-	if got.Cpu().String() != "2" || got.Memory().String() != "2Gi" {
-		t.Fatalf("smallestAllocatable = cpu %s memory %s, want 2 and 2Gi (c is not a candidate)", got.Cpu(), got.Memory())
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 )
@@ -182,6 +183,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
 		return c.register(ctx, nc)
 	}
+	// A registered NodeClaim whose Node is gone was deleted around the
+	// termination finalizer (or by a force delete): its instance must not
+	// keep running unseen while pods are provisioned for elsewhere.
+	if node, err := c.nodeFor(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	} else if node == nil {
+		log.Info("Node is gone; deleting NodeClaim and terminating its instance", "Node", nc.Status.NodeName)
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "NodeDeleted", "Node %s was deleted; terminating the instance", nc.Status.NodeName)
+		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 		return c.initialize(ctx, nc)
 	}
@@ -311,6 +322,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		node.Labels[k] = v
 	}
 	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	// From now on the Node leaves only through package termination's
+	// drain, whoever deletes it.
+	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
 	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredTaintKey)
 	for _, t := range nc.Spec.Taints {
 		if !hasTaint(node.Spec.Taints, t) {
@@ -414,9 +428,12 @@ func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) string {
 	return ""
 }
 
-// finalize terminates the instance, deletes the Node and releases the
-// NodeClaim. A cloud error keeps the finalizer and retries: the NodeClaim is
-// never released while its instance may still run.
+// finalize releases a deleted NodeClaim once nothing of it is left: its
+// Node is deleted through package termination's drain (the finalizer is
+// added first if the Node lacks it, so no pod leaves without eviction), then
+// the instance is terminated and the NodeClaim released once EC2 reports it
+// shutting-down or terminated. A cloud error keeps the finalizer and
+// retries: the NodeClaim is never released while its instance may run.
 func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
@@ -429,24 +446,35 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	c.mu.Unlock()
 	if nc.Status.ProviderID != "" {
-		err := c.cloud.Delete(ctx, nc)
-		if err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
-		}
-		gone := err != nil
 		node, err := c.nodeFor(ctx, nc)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if node != nil {
-			if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-				return reconcile.Result{}, fmt.Errorf("deleting Node %s: %w", node.Name, err)
+			if node.DeletionTimestamp.IsZero() {
+				if !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+					stored := node.DeepCopy()
+					controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
+					if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+						return reconcile.Result{}, client.IgnoreNotFound(err)
+					}
+				}
+				if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, fmt.Errorf("deleting Node %s: %w", node.Name, err)
+				}
+				log.Info("NodeClaim deleted; draining its Node", "Node", node.Name)
 			}
+			// The Node watch wakes us when the drain releases it.
+			return reconcile.Result{RequeueAfter: termination.DrainRequeue}, nil
+		}
+		gone, err := termination.TerminateInstance(ctx, c.cloud, nc, nc.Status.ProviderID)
+		if err != nil {
+			return reconcile.Result{}, err
 		}
 		if !gone {
-			// Shutting down: keep the finalizer until EC2 reports the
-			// instance terminated, so no instance outlives its NodeClaim.
-			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+			// Keep the finalizer until EC2 reports the instance
+			// shutting-down, so no instance outlives its NodeClaim.
+			return reconcile.Result{RequeueAfter: termination.DrainRequeue}, nil
 		}
 		log.Info("terminated", "providerID", nc.Status.ProviderID)
 	}

@@ -1,0 +1,208 @@
+package clusterstate
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+)
+
+// PodNodeNameField is the cache index of pods by spec.nodeName (registered
+// by provisioning.IndexFields).
+const PodNodeNameField = "spec.nodeName"
+
+// Snapshot is the cluster as one pass sees it.
+type Snapshot struct {
+	// Nodes are all Nodes, by name.
+	Nodes map[string]*corev1.Node
+	// NodeClaims are all NodeClaims, by name.
+	NodeClaims map[string]*karpv1.NodeClaim
+	// NodeClaimOf maps a Node name to its NodeClaim (same providerID).
+	NodeClaimOf map[string]*karpv1.NodeClaim
+	// Pods maps a Node name to the pods bound to it that are not finished.
+	Pods map[string][]*corev1.Pod
+}
+
+// Read lists Nodes, NodeClaims and bound pods from kube. It returns the
+// first list error.
+func Read(ctx context.Context, kube client.Reader) (*Snapshot, error) {
+	var nodes corev1.NodeList
+	if err := kube.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	var claims karpv1.NodeClaimList
+	if err := kube.List(ctx, &claims); err != nil {
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	s := &Snapshot{Nodes: map[string]*corev1.Node{}, NodeClaims: map[string]*karpv1.NodeClaim{},
+		NodeClaimOf: map[string]*karpv1.NodeClaim{}, Pods: map[string][]*corev1.Pod{}}
+	byProviderID := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		s.Nodes[n.Name] = n
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n
+		}
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		s.NodeClaims[nc.Name] = nc
+		if n := byProviderID[nc.Status.ProviderID]; n != nil && nc.Status.ProviderID != "" {
+			s.NodeClaimOf[n.Name] = nc
+		}
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		s.Pods[p.Spec.NodeName] = append(s.Pods[p.Spec.NodeName], p)
+	}
+	return s, nil
+}
+
+// NodeOf returns the Node of nc, or nil when it has none (yet).
+func (s *Snapshot) NodeOf(nc *karpv1.NodeClaim) *corev1.Node {
+	if nc.Status.NodeName != "" {
+		if n := s.Nodes[nc.Status.NodeName]; n != nil && n.Spec.ProviderID == nc.Status.ProviderID {
+			return n
+		}
+	}
+	for name, other := range s.NodeClaimOf {
+		if other.Name == nc.Name {
+			return s.Nodes[name]
+		}
+	}
+	return nil
+}
+
+// ExistingNodes returns what a scheduling pass may place pods on: every
+// Node that is not being deleted, not tainted karpenter.sh/disrupted and
+// not excluded, and every NodeClaim not yet registered (launching or
+// waiting for its Node) that is not being deleted or excluded. typesByPool
+// gives the instance types of each NodePool, used for a NodeClaim launched
+// but not yet reporting its allocatable (the smallest allocatable among its
+// candidate types). exclude (may be nil) names the NodeClaims whose nodes a
+// disruption command would remove.
+func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.InstanceType, exclude func(*karpv1.NodeClaim) bool) []scheduling.ExistingNode {
+	var out []scheduling.ExistingNode
+	for name, n := range s.Nodes {
+		nc := s.NodeClaimOf[name]
+		if !n.DeletionTimestamp.IsZero() || hasTaint(n.Spec.Taints, karpv1.DisruptedTaintKey) {
+			continue
+		}
+		if nc != nil && (!nc.DeletionTimestamp.IsZero() || (exclude != nil && exclude(nc))) {
+			continue
+		}
+		available := corev1.ResourceList(n.Status.Allocatable).DeepCopy()
+		for _, p := range s.Pods[name] {
+			subtract(available, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+			subtract(available, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+		}
+		taints := n.Spec.Taints
+		if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			// Startup and ephemeral taints go away by themselves; the
+			// pods planned for the node wait for that (problem P4).
+			taints = nc.Spec.Taints
+		}
+		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: withoutTaint(taints, karpv1.UnregisteredTaintKey), Available: available})
+	}
+	for _, nc := range s.NodeClaims {
+		if !nc.DeletionTimestamp.IsZero() || s.NodeOf(nc) != nil || (exclude != nil && exclude(nc)) {
+			continue
+		}
+		allocatable := nc.Status.Allocatable
+		if len(allocatable) == 0 {
+			allocatable = smallestAllocatable(nc, typesByPool[nc.Labels[karpv1.NodePoolLabelKey]])
+		}
+		if len(allocatable) == 0 {
+			continue
+		}
+		labels := map[string]string{}
+		for _, r := range nc.Spec.Requirements {
+			if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				labels[r.Key] = r.Values[0]
+			}
+		}
+		for k, v := range nc.Labels {
+			labels[k] = v
+		}
+		out = append(out, scheduling.ExistingNode{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints, Available: allocatable.DeepCopy()})
+	}
+	return out
+}
+
+// smallestAllocatable is, per resource, the minimum allocatable across the
+// NodeClaim's candidate instance types: whichever one EC2 launches offers at
+// least that much.
+func smallestAllocatable(nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) corev1.ResourceList {
+	var names []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			names = r.Values
+		}
+	}
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range poolTypes {
+		byName[it.Name] = it
+	}
+	var out corev1.ResourceList
+	for _, n := range names {
+		it, ok := byName[n]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = it.Allocatable.DeepCopy()
+			continue
+		}
+		for k, q := range out {
+			other, ok := it.Allocatable[k]
+			if !ok {
+				delete(out, k)
+			} else if other.Cmp(q) < 0 {
+				out[k] = other.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+func subtract(from, what corev1.ResourceList) {
+	for k, q := range what {
+		if cur, ok := from[k]; ok {
+			cur.Sub(q)
+			from[k] = cur
+		}
+	}
+}
+
+func hasTaint(taints []corev1.Taint, key string) bool {
+	for _, t := range taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}

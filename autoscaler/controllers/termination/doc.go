@@ -1,0 +1,24 @@
+// Package termination drains and terminates nodes: every way a node leaves
+// the cluster (a NodeClaim deleted by the user or by disruption, a Node
+// deleted with kubectl, a NodePool deleted and its NodeClaims collected)
+// ends in the same path.
+//
+// A NodeClaim's Node carries the karpenter.sh/termination finalizer from
+// registration on. When the Node is deleted, the NodeController here:
+//
+//  1. deletes the Node's NodeClaim too, so both are accounted as leaving;
+//  2. taints the Node karpenter.sh/disrupted:NoSchedule;
+//  3. drains it through the Eviction API, which enforces
+//     PodDisruptionBudgets: DaemonSet, mirror and finished pods are left,
+//     pods that tolerate the disrupted taint go last, and once the
+//     NodeClaim's terminationGracePeriod has passed (or would pass during a
+//     pod's own grace period) the remaining pods are deleted instead;
+//  4. terminates the instance (TerminateInstances through the batcher) and
+//     waits until EC2 reports it shutting-down or terminated;
+//  5. removes the finalizer.
+//
+// The NodeClaim's own finalizer (package lifecycle) deletes the Node
+// through this path and waits for it before releasing the NodeClaim. Every
+// step reads its state from the API server and EC2, so a controller that
+// crashes at any point resumes where it stopped.
+package termination

@@ -93,6 +93,14 @@ type CloudProvider interface {
 	// *NodeClassNotReadyError when the class's subnets, security groups or
 	// AMIs cannot be resolved.
 	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
+	// IsDrifted returns why the NodeClaim's instance no longer matches what
+	// its EC2NodeClass would launch now (for example "AMIDrifted" when its
+	// image is no longer selected by spec.amiSelectorTerms, or
+	// "NodeClassDrifted" when a launch-relevant field changed), or "" when
+	// it matches. It returns an error, never a reason, when that cannot be
+	// told (the class not resolvable, a cloud error): nothing is disrupted
+	// on a guess.
+	IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (string, error)
 }
 
 // NodeClaimNotFoundError reports that the instance behind a NodeClaim no

@@ -24,6 +24,7 @@ import (
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
@@ -63,6 +64,9 @@ type Operator struct {
 	Manager manager.Manager
 	// Provisioner is the pending-pods → NodeClaims loop.
 	Provisioner *provisioning.Provisioner
+	// Disruption is the scale-down loop (emptiness, consolidation, drift,
+	// expiry).
+	Disruption *disruption.Controller
 	// CloudProvider is the cloud seam the controllers use.
 	CloudProvider cloudprovider.CloudProvider
 }
@@ -82,6 +86,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "karpx-leader-election",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// A replica that shuts down hands the Lease over at once instead
+		// of making the next leader wait out its 15-s lease duration.
+		LeaderElectionReleaseOnCancel: true,
 		Controller: config.Controller{
 			SkipNameValidation: &opts.SkipControllerNameValidation,
 			// controller-runtime v0.23.3's priority queue can deadlock on
@@ -130,6 +137,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := termination.NewNodeController(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
+	disrupt := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
+		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered})
+	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
+		return nil, fmt.Errorf("registering disruption: %w", err)
+	}
 	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
@@ -147,7 +159,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}); err != nil {
 		return nil, err
 	}
-	return &Operator{Manager: mgr, Provisioner: prov, CloudProvider: cloud}, nil
+	return &Operator{Manager: mgr, Provisioner: prov, Disruption: disrupt, CloudProvider: cloud}, nil
 }
 
 // Start runs every controller until ctx is done.

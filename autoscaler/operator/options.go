@@ -61,6 +61,13 @@ type Options struct {
 	// provisioned for again. Default true; false only for the P1 control
 	// scenario (an autoscaler that keeps relaunching).
 	CountInFlight bool
+	// DisruptionPeriod is the longest time between two disruption passes
+	// (emptiness, consolidation, drift, expiry). Default 10s.
+	DisruptionPeriod time.Duration
+	// DisruptionEdgeTriggered makes disruption act only on pod deletions
+	// and in-memory timers, with no periodic pass: the design behind
+	// problem P5. Default false; true only for the P5 control scenario.
+	DisruptionEdgeTriggered bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -103,6 +110,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
+	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
+	fs.BoolVar(&o.DisruptionEdgeTriggered, "disruption-edge-triggered", env("DISRUPTION_EDGE_TRIGGERED", "false") == "true", "act on pod deletions only, with no periodic pass (only to reproduce problem P5)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
@@ -129,6 +138,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("--batch-idle-duration %s / --batch-max-duration %s: want 0 < idle <= max", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	if o.DisruptionPeriod <= 0 || o.DisruptionPeriod > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--disruption-period %s: want more than 0 and at most 10m", o.DisruptionPeriod))
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)

@@ -63,6 +63,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	log.Info("launched instance", "instanceID", inst.ID, "instanceType", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
 	out := nodeClaim.DeepCopy()
 	c.fillFromInstance(out, inst)
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class))
 	return out, nil
 }
 

@@ -181,7 +181,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 
-	daemonSetPods, err := p.daemonSetPods(ctx)
+	daemonSetPods, err := DaemonSetPods(ctx, p.kube)
 	if err != nil {
 		return res, err
 	}
@@ -209,7 +209,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		in.NodePools = append(in.NodePools, scheduling.NodePoolInput{
 			NodePool:      np,
 			InstanceTypes: its,
-			Remaining:     remaining(np, nodeClaims.Items),
+			Remaining:     Remaining(np, nodeClaims.Items),
 		})
 	}
 	if len(in.NodePools) == 0 {
@@ -258,10 +258,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	return res, errors.Join(errs...)
 }
 
-// remaining is the NodePool's spec.limits minus the capacity of its
-// NodeClaims (their requested resources before launch); nil when the pool
-// has no limits.
-func remaining(np *karpv1.NodePool, nodeClaims []karpv1.NodeClaim) corev1.ResourceList {
+// Remaining is the NodePool's spec.limits minus the capacity of its
+// NodeClaims (their requested resources before launch), per resource (cpu
+// in cores, memory in bytes, "nodes" as a count); nil when the pool has no
+// limits.
+func Remaining(np *karpv1.NodePool, nodeClaims []karpv1.NodeClaim) corev1.ResourceList {
 	if len(np.Spec.Limits) == 0 {
 		return nil
 	}
@@ -323,11 +324,12 @@ func (p *Provisioner) paused(ctx context.Context, np *karpv1.NodePool) (bool, la
 		launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation})
 }
 
-// daemonSetPods returns one pod per DaemonSet, built from its template, so
+// DaemonSetPods returns one pod per DaemonSet, built from its template, so
 // that every new node reserves room for the DaemonSets that will run on it.
-func (p *Provisioner) daemonSetPods(ctx context.Context) ([]*corev1.Pod, error) {
+// It returns the list error.
+func DaemonSetPods(ctx context.Context, kube client.Reader) ([]*corev1.Pod, error) {
 	var list appsv1.DaemonSetList
-	if err := p.kube.List(ctx, &list); err != nil {
+	if err := kube.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing DaemonSets: %w", err)
 	}
 	pods := make([]*corev1.Pod, 0, len(list.Items))

@@ -39,11 +39,11 @@ func TestRemainingSubtractsNodeClaimsOfThePool(t *testing.T) {
 		return karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{karpv1.NodePoolLabelKey: pool}},
 			Status: karpv1.NodeClaimStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}
 	}
-	left := remaining(np, []karpv1.NodeClaim{claim("p", "4"), claim("other", "4")})
+	left := Remaining(np, []karpv1.NodeClaim{claim("p", "4"), claim("other", "4")})
 	if left.Cpu().String() != "6" {
 		t.Fatalf("remaining cpu = %s, want 6", left.Cpu())
 	}
-	if remaining(&karpv1.NodePool{}, nil) != nil {
+	if Remaining(&karpv1.NodePool{}, nil) != nil {
 		t.Fatal("a NodePool without limits must be unlimited (nil)")
 	}
 }

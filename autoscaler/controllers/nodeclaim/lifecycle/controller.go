@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -221,6 +222,9 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	}
 	for k, v := range launched.Labels {
 		nc.Labels[k] = v
+	}
+	for k, v := range launched.Annotations {
+		metav1.SetMetaDataAnnotation(&nc.ObjectMeta, k, v)
 	}
 	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		// The instance exists and is tagged with this NodeClaim's name; the

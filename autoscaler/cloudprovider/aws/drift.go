@@ -1,0 +1,61 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mitchellh/hashstructure/v2"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1 "github.com/karpx/karpx/apis/v1"
+)
+
+// NodeClassHashAnnotationKey records on a NodeClaim the hash of its
+// EC2NodeClass's launch-relevant fields at launch (the key Karpenter's AWS
+// provider uses), so a later change is seen as drift.
+const NodeClassHashAnnotationKey = "karpenter.k8s.aws/ec2nodeclass-hash"
+
+// Drift reasons IsDrifted returns, as Karpenter's AWS provider names them.
+const (
+	DriftReasonAMI       = "AMIDrifted"
+	DriftReasonNodeClass = "NodeClassDrifted"
+)
+
+// nodeClassHash hashes the EC2NodeClass fields that shape a launch other
+// than the selector terms (which are checked against what they resolve to):
+// userData, kubelet, block devices, metadata options, tags, role, instance
+// profile, AMI family and the like.
+func nodeClassHash(class *v1.EC2NodeClass) string {
+	spec := class.Spec.DeepCopy()
+	spec.SubnetSelectorTerms = nil
+	spec.SecurityGroupSelectorTerms = nil
+	spec.AMISelectorTerms = nil
+	h, err := hashstructure.Hash(spec, hashstructure.FormatV2, &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true})
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(h)
+}
+
+// IsDrifted implements cloudprovider.CloudProvider.
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (string, error) {
+	if nodeClaim.Spec.NodeClassRef == nil || nodeClaim.Spec.NodeClassRef.Name == "" {
+		return "", nil
+	}
+	r, err := c.resolve(ctx, nodeClaim.Spec.NodeClassRef.Name)
+	if err != nil {
+		return "", fmt.Errorf("NodeClaim %q: %w", nodeClaim.Name, err)
+	}
+	if h := nodeClaim.Annotations[NodeClassHashAnnotationKey]; h != "" && h != nodeClassHash(r.class) {
+		return DriftReasonNodeClass, nil
+	}
+	if id := nodeClaim.Status.ImageID; id != "" {
+		for _, a := range r.amis {
+			if a.ID == id {
+				return "", nil
+			}
+		}
+		return DriftReasonAMI, nil
+	}
+	return "", nil
+}

@@ -1,0 +1,316 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/clusterstate"
+	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+)
+
+// Options configure the Controller.
+type Options struct {
+	// Period is the longest time between two passes. Default 10 s;
+	// EdgeTriggered ignores it.
+	Period time.Duration
+	// ReplacementTimeout is how long a replacement NodeClaim may take to
+	// become Initialized before the command is abandoned (the replacement
+	// deleted, the old node untainted). Default 20 min: Karpenter's
+	// registration TTL (15 min) plus time to initialise.
+	ReplacementTimeout time.Duration
+	// MaxMultiNodeCandidates caps how many nodes one multi-node
+	// consolidation considers at once. Default 100, as Karpenter.
+	MaxMultiNodeCandidates int
+	// EdgeTriggered makes the controller act only on pod deletions and on
+	// in-memory timers, with no periodic pass and nothing done at start:
+	// the design that let upstream WhenEmpty NodePools stop scaling down
+	// after a restart (problem P5). Only the P5 control scenario sets it.
+	EdgeTriggered bool
+}
+
+func (o *Options) defaults() {
+	switch {
+	case o.EdgeTriggered:
+		o.Period = 0
+	case o.Period <= 0:
+		o.Period = 10 * time.Second
+	}
+	if o.ReplacementTimeout <= 0 {
+		o.ReplacementTimeout = 20 * time.Minute
+	}
+	if o.MaxMultiNodeCandidates <= 0 {
+		o.MaxMultiNodeCandidates = 100
+	}
+}
+
+// Controller runs disruption passes. It implements manager.Runnable and
+// runs only on the leader.
+type Controller struct {
+	kube     client.Client
+	reader   client.Reader // uncached, for the last check before acting
+	cloud    cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	clock    clock.WithTickerAndDelayedExecution
+	opts     Options
+	trigger  chan struct{}
+
+	mu    sync.Mutex
+	timer clock.Timer
+}
+
+// New returns a Controller. kube is the manager's cached client; reader an
+// uncached one (mgr.GetAPIReader()) used to re-read a node's pods right
+// before it is disrupted.
+func New(kube client.Client, reader client.Reader, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.WithTickerAndDelayedExecution, opts Options) *Controller {
+	opts.defaults()
+	return &Controller{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, opts: opts, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a pass soon; it never blocks.
+func (c *Controller) Trigger() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection makes the Controller run only on the leader.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start runs passes until ctx is done: at once (unless edge-triggered),
+// then on every Period, trigger and timer. Errors of a pass are logged and
+// the pass is retried at the next tick.
+func (c *Controller) Start(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx).WithName("disruption")
+	ctx = logr.NewContext(ctx, log)
+	var tick <-chan time.Time
+	if c.opts.Period > 0 {
+		t := c.clock.NewTicker(c.opts.Period)
+		defer t.Stop()
+		tick = t.C()
+	}
+	if !c.opts.EdgeTriggered {
+		c.Trigger()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.mu.Unlock()
+			return nil
+		case <-tick:
+		case <-c.trigger:
+		}
+		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "disruption pass failed; retrying at the next tick")
+		}
+	}
+}
+
+// wakeAt arranges a pass at t (the next NodeClaim becoming consolidatable).
+func (c *Controller) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	d := t.Sub(c.clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.timer = c.clock.AfterFunc(d+100*time.Millisecond, c.Trigger)
+}
+
+// state is the cluster as one pass sees it.
+type state struct {
+	now        time.Time
+	cluster    *clusterstate.Snapshot
+	pools      map[string]*karpv1.NodePool
+	poolInputs []scheduling.NodePoolInput
+	types      map[string][]*cloudprovider.InstanceType
+	daemonSets []*corev1.Pod
+	pdbs       []policyv1.PodDisruptionBudget
+	candidates []*candidate
+	// disrupting counts, per NodePool, NodeClaims being deleted or
+	// waiting for their replacements.
+	disrupting map[string]int
+	// total counts, per NodePool, all its NodeClaims (budgets' percentages
+	// are of this).
+	total map[string]int
+}
+
+// PassResult summarises one pass, for tests and logs.
+type PassResult struct {
+	// Decisions are the commands started, as "method/decision: names".
+	Decisions []string
+	// Candidates is the number of Initialized NodeClaims looked at.
+	Candidates int
+}
+
+// Pass runs one disruption pass from the current cluster state: it moves
+// replacement-first commands along, keeps the Consolidatable and Drifted
+// conditions, then tries expiry, drift, emptiness, multi-node and
+// single-node consolidation in that order and starts the first command
+// one of them finds (emptiness may cover many nodes). It returns an error
+// when the state cannot be read or a command cannot be started.
+func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
+	var res PassResult
+	s, err := c.read(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Candidates = len(s.candidates)
+	if err := c.progress(ctx, s); err != nil {
+		return res, err
+	}
+	if err := c.markConditions(ctx, s); err != nil {
+		return res, err
+	}
+	for _, method := range []func(context.Context, *state) (*command, error){c.expiry, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+		cmd, err := method(ctx, s)
+		if err != nil {
+			return res, err
+		}
+		if cmd == nil {
+			continue
+		}
+		started, err := c.execute(ctx, s, cmd)
+		if err != nil {
+			return res, err
+		}
+		if started {
+			res.Decisions = append(res.Decisions, cmd.String())
+			c.Trigger() // there may be more to do in the next pass
+			break
+		}
+	}
+	// Wake up when the next NodeClaim becomes consolidatable.
+	var next time.Time
+	for _, cand := range s.candidates {
+		if at := cand.consolidatableAt; !at.IsZero() && at.After(s.now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	c.wakeAt(next)
+	return res, nil
+}
+
+// read builds the pass's state from the cache.
+func (c *Controller) read(ctx context.Context) (*state, error) {
+	s := &state{now: c.clock.Now(), pools: map[string]*karpv1.NodePool{}, types: map[string][]*cloudprovider.InstanceType{},
+		disrupting: map[string]int{}, total: map[string]int{}}
+	var err error
+	if s.cluster, err = clusterstate.Read(ctx, c.kube); err != nil {
+		return nil, err
+	}
+	var pools karpv1.NodePoolList
+	if err := c.kube.List(ctx, &pools); err != nil {
+		return nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.kube.List(ctx, &pdbs); err != nil {
+		return nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
+	s.pdbs = pdbs.Items
+	if s.daemonSets, err = provisioning.DaemonSetPods(ctx, c.kube); err != nil {
+		return nil, err
+	}
+	claims := make([]karpv1.NodeClaim, 0, len(s.cluster.NodeClaims))
+	for _, nc := range s.cluster.NodeClaims {
+		claims = append(claims, *nc)
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		s.pools[np.Name] = np
+		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		its, err := c.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			// Without its instance types a pool can neither price its
+			// nodes nor launch replacements; its nodes are left alone.
+			log.V(1).Info("NodePool skipped: instance types not available", "NodePool", np.Name, "error", err.Error())
+			continue
+		}
+		s.types[np.Name] = its
+		s.poolInputs = append(s.poolInputs, scheduling.NodePoolInput{NodePool: np, InstanceTypes: its, Remaining: provisioning.Remaining(np, claims)})
+	}
+	replacing := map[string]bool{} // NodeClaims some live NodeClaim replaces
+	for _, nc := range s.cluster.NodeClaims {
+		pool := nc.Labels[karpv1.NodePoolLabelKey]
+		s.total[pool]++
+		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
+			s.disrupting[pool]++
+		}
+		if nc.DeletionTimestamp.IsZero() {
+			for _, n := range splitNames(nc.Annotations[ReplacementsAnnotationKey]) {
+				replacing[n] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(s.cluster.NodeClaims))
+	for n := range s.cluster.NodeClaims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		nc := s.cluster.NodeClaims[name]
+		pool, types := s.pools[nc.Labels[karpv1.NodePoolLabelKey]], s.types[nc.Labels[karpv1.NodePoolLabelKey]]
+		node := s.cluster.NodeOf(nc)
+		if pool == nil || types == nil || node == nil || !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero() ||
+			nc.Annotations[ReplacementsAnnotationKey] != "" || replacing[nc.Name] ||
+			!nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			continue
+		}
+		pods := s.cluster.Pods[node.Name]
+		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
+			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
+		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs)
+		for _, p := range cand.pods {
+			if why := unmodelled(p); why != "" {
+				cand.unmodelled = fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)
+				break
+			}
+		}
+		s.candidates = append(s.candidates, cand)
+	}
+	return s, nil
+}
+
+// allowed returns how many more nodes of pool the budgets let a command
+// with reason disrupt now.
+func (c *Controller) allowed(s *state, pool *karpv1.NodePool, reason string) int {
+	n := pool.MustGetAllowedDisruptions(c.clock, s.total[pool.Name], karpv1.DisruptionReason(reason)) - s.disrupting[pool.Name]
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+func splitNames(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

@@ -1,0 +1,30 @@
+// Package disruption removes nodes karpx no longer needs, as Karpenter v1
+// documents it: emptiness, consolidation (delete a node whose pods fit
+// elsewhere, or replace one or several nodes with one cheaper node), drift
+// (the NodePool template or EC2NodeClass changed, or the AMI is no longer
+// selected) and expiry (spec.expireAfter).
+//
+// The Controller is level-triggered. Every pass (on a period of at most
+// 10 s, on pod, Node, NodeClaim and NodePool events, and when the next
+// NodeClaim becomes consolidatable) it rebuilds its view from the informer
+// cache and decides from that alone. The only state that outlives a pass is
+// written to the API server: a NodeClaim's status.lastPodEventTime (kept by
+// the PodEvents controller), its Consolidatable and Drifted conditions, and,
+// while a replacement launches, the karpx.io/disruption-replacements
+// annotation on the node being replaced together with the
+// karpenter.sh/disrupted taint on its Node. A restarted or newly elected
+// controller therefore resumes at once, and no missed event can wedge it
+// (problem P5).
+//
+// Every method respects, per NodePool, the disruption budgets
+// (spec.disruption.budgets: nodes as a count or percentage, schedule and
+// duration, reasons), karpenter.sh/do-not-disrupt on pods, Nodes and
+// NodeClaims, PodDisruptionBudgets that allow no disruption, and the
+// NodePool limits (a replacement is planned by the same scheduling code as
+// provisioning). Pods whose constraints that code does not model block
+// their node's consolidation. Replacements are launched and Initialized
+// before the old node is deleted; deletion goes through package
+// termination's drain. Each decision is an event on the NodeClaim and the
+// Node naming the method and reason, and a karpx_disruption_decisions_total
+// sample.
+package disruption

@@ -1,0 +1,267 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/controllers/termination"
+)
+
+// execute starts cmd: it taints the candidates' Nodes
+// karpenter.sh/disrupted:NoSchedule, checks with an uncached read that no
+// pod landed on them since the decision (untainting and giving up if one
+// did), then either deletes the candidates or launches the replacements
+// and records them on the candidates. started is false when the check
+// gave up.
+func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	var tainted []*candidate
+	for _, cand := range cmd.candidates {
+		if err := c.setDisruptedTaint(ctx, cand.node, true); err != nil {
+			c.untaint(ctx, tainted)
+			return false, err
+		}
+		tainted = append(tainted, cand)
+	}
+	for _, cand := range cmd.candidates {
+		var pods corev1.PodList
+		if err := c.reader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": cand.node.Name}); err != nil {
+			c.untaint(ctx, tainted)
+			return false, fmt.Errorf("re-reading pods of Node %s: %w", cand.node.Name, err)
+		}
+		now := 0
+		for i := range pods.Items {
+			if termination.Reschedulable(&pods.Items[i]) {
+				now++
+			}
+		}
+		if now != len(cand.pods) {
+			log.Info("pods changed on a disruption candidate since the decision; not disrupting", "NodeClaim", cand.name(),
+				"NodePool", cand.pool.Name, "method", cmd.method, "podsThen", len(cand.pods), "podsNow", now)
+			c.untaint(ctx, tainted)
+			return false, nil
+		}
+	}
+	decisionsTotal.WithLabelValues(cmd.method, cmd.reason, cmd.decision()).Inc()
+	if len(cmd.replacements) == 0 {
+		var errs []error
+		for _, cand := range cmd.candidates {
+			c.announce(ctx, cmd, cand, "")
+			if err := c.kube.Delete(ctx, cand.nc); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", cand.name(), err))
+			}
+		}
+		return true, errors.Join(errs...)
+	}
+	var names []string
+	for _, plan := range cmd.replacements {
+		nc := plan.NodeClaim()
+		metav1.SetMetaDataAnnotation(&nc.ObjectMeta, ReplacementForAnnotationKey, candidateNames(cmd.candidates))
+		if err := c.kube.Create(ctx, nc); err != nil {
+			c.untaint(ctx, tainted)
+			return false, fmt.Errorf("creating replacement NodeClaim for %s: %w", cmd, err)
+		}
+		names = append(names, nc.Name)
+		log.Info("created replacement NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
+			"replaces", candidateNames(cmd.candidates), "method", cmd.method, "cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
+	}
+	for _, cand := range cmd.candidates {
+		stored := cand.nc.DeepCopy()
+		metav1.SetMetaDataAnnotation(&cand.nc.ObjectMeta, ReplacementsAnnotationKey, strings.Join(names, ","))
+		metav1.SetMetaDataAnnotation(&cand.nc.ObjectMeta, ReasonAnnotationKey, cmd.reason)
+		if err := c.kube.Patch(ctx, cand.nc, client.MergeFrom(stored)); err != nil {
+			return true, fmt.Errorf("recording replacements on NodeClaim %s: %w", cand.name(), err)
+		}
+		c.announce(ctx, cmd, cand, strings.Join(names, ","))
+	}
+	return true, nil
+}
+
+// announce logs the decision and records it as events on the NodeClaim and
+// its Node, and as the NodeClaim's DisruptionReason condition.
+func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate, replacements string) {
+	what := "deleting"
+	if replacements != "" {
+		what = "replacing with " + replacements + " first"
+	}
+	msg := fmt.Sprintf("Disrupting by %s (reason %s, %s): %s", cmd.method, cmd.reason, what, cmd.message)
+	logr.FromContextOrDiscard(ctx).Info("disrupting", "NodeClaim", cand.name(), "NodePool", cand.pool.Name, "Node", cand.node.Name,
+		"method", cmd.method, "reason", cmd.reason, "decision", cmd.decision(), "replacements", replacements, "detail", cmd.message)
+	c.recorder.Event(cand.nc, corev1.EventTypeNormal, "DisruptionLaunching"+map[bool]string{true: "Replacement", false: ""}[replacements != ""], msg)
+	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Disrupting", msg)
+	stored := cand.nc.DeepCopy()
+	cand.nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, cmd.reason, msg)
+	if err := c.kube.Status().Patch(ctx, cand.nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "recording the disruption reason", "NodeClaim", cand.name())
+	}
+}
+
+// progress moves replacement-first commands along: once every replacement
+// is Initialized the replaced NodeClaim is deleted; when a replacement is
+// gone (ICE, registration timeout, deleted by hand) or not Initialized
+// within ReplacementTimeout, the command is abandoned: the remaining
+// replacements are deleted and the old Node untainted, so nothing healthy
+// is lost.
+func (c *Controller) progress(ctx context.Context, s *state) error {
+	log := logr.FromContextOrDiscard(ctx)
+	var errs []error
+	for _, nc := range s.cluster.NodeClaims {
+		reps := splitNames(nc.Annotations[ReplacementsAnnotationKey])
+		if len(reps) == 0 || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ready, failed := 0, ""
+		for _, name := range reps {
+			r := s.cluster.NodeClaims[name]
+			switch {
+			case r == nil || !r.DeletionTimestamp.IsZero():
+				failed = fmt.Sprintf("replacement %s is gone", name)
+			case r.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue():
+				ready++
+			case s.now.Sub(r.CreationTimestamp.Time) > c.opts.ReplacementTimeout:
+				failed = fmt.Sprintf("replacement %s not Initialized within %s", name, c.opts.ReplacementTimeout)
+			}
+		}
+		switch {
+		case failed != "":
+			log.Info("abandoning disruption", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey], "cause", failed)
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, "DisruptionAbandoned", "%s; the node stays", failed)
+			for _, name := range reps {
+				if r := s.cluster.NodeClaims[name]; r != nil && r.DeletionTimestamp.IsZero() {
+					if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+						errs = append(errs, err)
+					}
+				}
+			}
+			if node := s.cluster.NodeOf(nc); node != nil {
+				if err := c.setDisruptedTaint(ctx, node, false); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			stored := nc.DeepCopy()
+			delete(nc.Annotations, ReplacementsAnnotationKey)
+			delete(nc.Annotations, ReasonAnnotationKey)
+			if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		case ready == len(reps):
+			log.Info("replacements initialized; deleting the replaced NodeClaim", "NodeClaim", nc.Name,
+				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "replacements", strings.Join(reps, ","))
+			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule.
+func (c *Controller) setDisruptedTaint(ctx context.Context, node *corev1.Node, on bool) error {
+	has := false
+	var kept []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			has = true
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if has == on {
+		return nil
+	}
+	stored := node.DeepCopy()
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+	} else {
+		node.Spec.Taints = kept
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting %s on Node %s to %v: %w", karpv1.DisruptedTaintKey, node.Name, on, err)
+	}
+	return nil
+}
+
+func (c *Controller) untaint(ctx context.Context, cands []*candidate) {
+	for _, cand := range cands {
+		if err := c.setDisruptedTaint(ctx, cand.node, false); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "removing the disrupted taint", "Node", cand.node.Name, "NodeClaim", cand.name())
+		}
+	}
+}
+
+// markConditions keeps each candidate's Consolidatable and Drifted
+// conditions current (written only when they change).
+func (c *Controller) markConditions(ctx context.Context, s *state) error {
+	var errs []error
+	for _, cand := range s.candidates {
+		stored := cand.nc.DeepCopy()
+		conds := cand.nc.StatusConditions()
+		changed := false
+		if cand.consolidatable(s.now) {
+			changed = conds.SetTrue(karpv1.ConditionTypeConsolidatable) || changed
+		} else if conds.Get(karpv1.ConditionTypeConsolidatable) != nil {
+			changed = conds.Clear(karpv1.ConditionTypeConsolidatable) == nil || changed
+		}
+		reason, err := c.driftReason(ctx, cand)
+		if err != nil {
+			// Never disrupt on a guess: an unknown drift state keeps
+			// whatever was recorded.
+			logr.FromContextOrDiscard(ctx).V(1).Info("drift unknown", "NodeClaim", cand.name(), "error", err.Error())
+		} else if reason != "" {
+			changed = conds.SetTrueWithReason(karpv1.ConditionTypeDrifted, reason, reason) || changed
+		} else if conds.Get(karpv1.ConditionTypeDrifted) != nil {
+			changed = conds.Clear(karpv1.ConditionTypeDrifted) == nil || changed
+		}
+		if !changed {
+			continue
+		}
+		if err := c.kube.Status().Patch(ctx, cand.nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("updating conditions of NodeClaim %s: %w", cand.name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// driftReason returns why cand's NodeClaim no longer matches what its
+// NodePool and EC2NodeClass would launch now, or "".
+func (c *Controller) driftReason(ctx context.Context, cand *candidate) (string, error) {
+	if v := cand.nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; v == karpv1.NodePoolHashVersion {
+		if h := cand.nc.Annotations[karpv1.NodePoolHashAnnotationKey]; h != "" && h != cand.pool.Hash() {
+			return "NodePoolDrifted", nil
+		}
+	}
+	return c.cloud.IsDrifted(ctx, cand.nc)
+}
+
+// blockedEvent tells, at most once per blockedEventTTL per NodeClaim and
+// message, why a node that a method would disrupt waits.
+func (c *Controller) blockedEvent(cand *candidate, msg string) {
+	key := cand.name() + "\x00" + msg
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(cand.nc, corev1.EventTypeNormal, "DisruptionBlocked", msg)
+	c.recorder.Event(cand.node, corev1.EventTypeNormal, "DisruptionBlocked", msg)
+}
+
+// blockedEventTTL is how long an identical DisruptionBlocked event is not
+// repeated; the event recorder's own aggregation counts repeats beyond it.
+const blockedEventTTL = 5 * time.Minute
+
+func candidateNames(cands []*candidate) string {
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.name()
+	}
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,293 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+)
+
+// Methods, as they appear in events and metrics.
+const (
+	MethodExpiration    = "expiration"
+	MethodDrift         = "drift"
+	MethodEmptiness     = "emptiness"
+	MethodMultiNode     = "multi-node-consolidation"
+	MethodSingleNode    = "single-node-consolidation"
+	DecisionDelete      = "delete"
+	DecisionReplace     = "replace"
+	maxBinarySearchStep = 100
+)
+
+// command is one disruption decision: the candidates to remove and the
+// NodeClaims to launch first (none for a plain delete).
+type command struct {
+	method, reason string
+	candidates     []*candidate
+	replacements   []scheduling.NodeClaimPlan
+	// message explains the decision in events (savings, drift cause, …).
+	message string
+}
+
+func (c *command) decision() string {
+	if len(c.replacements) > 0 {
+		return DecisionReplace
+	}
+	return DecisionDelete
+}
+
+func (c *command) String() string {
+	names := make([]string, len(c.candidates))
+	for i, cand := range c.candidates {
+		names[i] = cand.name()
+	}
+	return fmt.Sprintf("%s/%s: %s", c.method, c.decision(), strings.Join(names, ","))
+}
+
+// emptiness deletes consolidatable nodes with no reschedulable pods in
+// NodePools whose consolidationPolicy is WhenEmpty or
+// WhenEmptyOrUnderutilized, as many per NodePool as its Empty budget allows.
+func (c *Controller) emptiness(_ context.Context, s *state) (*command, error) {
+	cmd := &command{method: MethodEmptiness, reason: ReasonEmpty, message: "node has no pods to reschedule"}
+	taken := map[string]int{}
+	for _, cand := range s.candidates {
+		if len(cand.pods) > 0 || cand.blocked != "" || !cand.consolidatable(s.now) {
+			continue
+		}
+		if taken[cand.pool.Name] >= c.allowed(s, cand.pool, ReasonEmpty) {
+			c.blockedEvent(cand, "disruption budget for reason Empty allows no more nodes now")
+			continue
+		}
+		taken[cand.pool.Name]++
+		cmd.candidates = append(cmd.candidates, cand)
+	}
+	if len(cmd.candidates) == 0 {
+		return nil, nil
+	}
+	return cmd, nil
+}
+
+// consolidationCandidates returns the candidates of WhenEmptyOrUnderutilized
+// NodePools that consolidation may move, cheapest to disrupt first (fewest
+// pods, then most expensive).
+func (c *Controller) consolidationCandidates(s *state) []*candidate {
+	var out []*candidate
+	for _, cand := range s.candidates {
+		if cand.pool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized ||
+			cand.blocked != "" || !cand.consolidatable(s.now) || len(cand.pods) == 0 || cand.price == 0 {
+			continue
+		}
+		if cand.unmodelled != "" {
+			c.blockedEvent(cand, "not consolidated: "+cand.unmodelled+" (karpx never moves pods on a guess)")
+			continue
+		}
+		out = append(out, cand)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].pods) != len(out[j].pods) {
+			return len(out[i].pods) < len(out[j].pods)
+		}
+		return out[i].price > out[j].price
+	})
+	return out
+}
+
+// singleNodeConsolidation finds the first candidate whose pods all fit on
+// other nodes (delete) or on other nodes plus one cheaper new node
+// (replace).
+func (c *Controller) singleNodeConsolidation(ctx context.Context, s *state) (*command, error) {
+	for _, cand := range c.consolidationCandidates(s) {
+		if c.allowed(s, cand.pool, ReasonUnderutilized) < 1 {
+			continue
+		}
+		if cmd := c.consolidate(ctx, s, MethodSingleNode, []*candidate{cand}); cmd != nil {
+			return cmd, nil
+		}
+	}
+	return nil, nil
+}
+
+// multiNodeConsolidation finds the largest prefix (at least two) of the
+// candidates, within budgets, that can be replaced by at most one cheaper
+// node, by binary search as Karpenter does.
+func (c *Controller) multiNodeConsolidation(ctx context.Context, s *state) (*command, error) {
+	var cands []*candidate
+	taken := map[string]int{}
+	for _, cand := range c.consolidationCandidates(s) {
+		if taken[cand.pool.Name] >= c.allowed(s, cand.pool, ReasonUnderutilized) {
+			continue
+		}
+		taken[cand.pool.Name]++
+		cands = append(cands, cand)
+		if len(cands) == c.opts.MaxMultiNodeCandidates {
+			break
+		}
+	}
+	if len(cands) < 2 {
+		return nil, nil
+	}
+	var best *command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd := c.consolidate(ctx, s, MethodMultiNode, cands[:mid]); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, nil
+}
+
+// consolidate simulates removing cands and returns the command when it
+// saves money: all their pods fit on the remaining nodes, or on them plus
+// one new node cheaper than cands together. nil otherwise.
+func (c *Controller) consolidate(_ context.Context, s *state, method string, cands []*candidate) *command {
+	res, ok := c.simulate(s, cands)
+	if !ok || len(res.NewNodeClaims) > 1 {
+		return nil
+	}
+	var price float64
+	for _, cand := range cands {
+		price += cand.price
+	}
+	cmd := &command{method: method, reason: ReasonUnderutilized, candidates: cands}
+	if len(res.NewNodeClaims) == 0 {
+		cmd.message = fmt.Sprintf("pods fit on other nodes; saves $%.4f/h", price)
+		return cmd
+	}
+	plan, ok := cheaper(res.NewNodeClaims[0], price)
+	if !ok {
+		return nil
+	}
+	cmd.replacements = []scheduling.NodeClaimPlan{plan}
+	cmd.message = fmt.Sprintf("replaced by one %s node; $%.4f/h instead of $%.4f/h", plan.InstanceTypes[0].Name, plan.PriceUSDPerHour, price)
+	return cmd
+}
+
+// simulate runs the scheduler on the pods of cands as if their nodes were
+// gone; ok is false when some pod would not fit anywhere.
+func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, bool) {
+	excluded := map[string]bool{}
+	var pods []*corev1.Pod
+	for _, cand := range cands {
+		excluded[cand.nc.Name] = true
+		for _, p := range cand.pods {
+			p = p.DeepCopy()
+			p.Spec.NodeName = ""
+			pods = append(pods, p)
+		}
+	}
+	in := scheduling.Input{
+		Pods:          pods,
+		NodePools:     s.poolInputs,
+		DaemonSetPods: s.daemonSets,
+		InFlight:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] }),
+	}
+	res := scheduling.Solve(in)
+	return res, len(res.Unschedulable) == 0
+}
+
+// cheaper narrows plan to the instance types whose cheapest offering the
+// plan allows costs less than maxPrice (USD/h). ok is false when none does.
+func cheaper(plan scheduling.NodeClaimPlan, maxPrice float64) (scheduling.NodeClaimPlan, bool) {
+	allowed := map[string]map[string]bool{}
+	for _, r := range plan.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && (r.Key == corev1.LabelTopologyZone || r.Key == karpv1.CapacityTypeLabelKey) {
+			allowed[r.Key] = map[string]bool{}
+			for _, v := range r.Values {
+				allowed[r.Key][v] = true
+			}
+		}
+	}
+	ok := func(o cloudprovider.Offering) bool {
+		z, ct := allowed[corev1.LabelTopologyZone], allowed[karpv1.CapacityTypeLabelKey]
+		return (z == nil || z[o.Zone]) && (ct == nil || ct[o.CapacityType])
+	}
+	var kept []*cloudprovider.InstanceType
+	var names []string
+	best := 0.0
+	for _, it := range plan.InstanceTypes {
+		if o, found := it.CheapestOffering(ok); found && o.PriceUSDPerHour < maxPrice {
+			if len(kept) == 0 {
+				best = o.PriceUSDPerHour
+			}
+			kept = append(kept, it)
+			names = append(names, it.Name)
+		}
+	}
+	if len(kept) == 0 {
+		return plan, false
+	}
+	out := plan
+	out.InstanceTypes = kept
+	out.PriceUSDPerHour = best
+	out.Requirements = make([]karpv1.NodeSelectorRequirementWithMinValues, len(plan.Requirements))
+	for i := range plan.Requirements {
+		plan.Requirements[i].DeepCopyInto(&out.Requirements[i])
+		if out.Requirements[i].Key == corev1.LabelInstanceTypeStable && out.Requirements[i].Operator == corev1.NodeSelectorOpIn {
+			out.Requirements[i].Values = names
+		}
+	}
+	return out, true
+}
+
+// drift replaces the first drifted candidate its Drifted budget allows.
+func (c *Controller) drift(ctx context.Context, s *state) (*command, error) {
+	return c.replaceFirst(ctx, s, MethodDrift, ReasonDrifted, func(cand *candidate) string {
+		if cond := cand.nc.StatusConditions().Get(karpv1.ConditionTypeDrifted); cond != nil && cond.IsTrue() {
+			return cond.Reason
+		}
+		return ""
+	})
+}
+
+// expiry replaces the first candidate older than its spec.expireAfter.
+func (c *Controller) expiry(ctx context.Context, s *state) (*command, error) {
+	return c.replaceFirst(ctx, s, MethodExpiration, ReasonExpired, func(cand *candidate) string {
+		if d := cand.nc.Spec.ExpireAfter.Duration; d != nil && !s.now.Before(cand.nc.CreationTimestamp.Add(*d)) {
+			return fmt.Sprintf("older than spec.expireAfter %s", d)
+		}
+		return ""
+	})
+}
+
+// replaceFirst builds a command for the first candidate why accepts: its
+// pods go to other nodes or to new NodeClaims launched first.
+func (c *Controller) replaceFirst(_ context.Context, s *state, method, reason string, why func(*candidate) string) (*command, error) {
+	for _, cand := range s.candidates {
+		cause := why(cand)
+		if cause == "" {
+			continue
+		}
+		if cand.blocked != "" {
+			c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: %s", reason, cause, cand.blocked))
+			continue
+		}
+		if c.allowed(s, cand.pool, reason) < 1 {
+			c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: the disruption budget for reason %s allows no more nodes now", reason, cause, reason))
+			continue
+		}
+		cmd := &command{method: method, reason: reason, candidates: []*candidate{cand}, message: cause}
+		if len(cand.pods) > 0 {
+			if cand.unmodelled != "" {
+				c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: %s", reason, cause, cand.unmodelled))
+				continue
+			}
+			res, ok := c.simulate(s, cmd.candidates)
+			if !ok {
+				c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: its pods would not fit on any node karpx can launch", reason, cause))
+				continue
+			}
+			cmd.replacements = res.NewNodeClaims
+		}
+		return cmd, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,61 @@
+package disruption
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// triggerer is a reconciler that only triggers the Controller.
+type triggerer struct{ c *Controller }
+
+func (t triggerer) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	t.c.Trigger()
+	return reconcile.Result{}, nil
+}
+
+// Register adds to mgr the Controller, the PodEvents controller and the
+// watches that trigger a pass: pod deletions and completions, NodeClaim,
+// Node and NodePool changes. Edge-triggered (the P5 control) keeps only
+// pod deletions.
+func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	if err := podEvents.Register(mgr); err != nil {
+		return err
+	}
+	podGone := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	b := builder.ControllerManagedBy(mgr).Named("disruption.trigger").
+		For(&corev1.Pod{}, builder.WithPredicates(podGone))
+	if !c.opts.EdgeTriggered {
+		b = b.Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				// Status-only churn (lastPodEventTime, conditions) is
+				// handled by the period; readiness and deletion matter.
+				return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
+					initialized(e.ObjectNew) != initialized(e.ObjectOld)
+			},
+		})).
+			Watches(&karpv1.NodePool{}, &handler.EnqueueRequestForObject{})
+	}
+	return b.Complete(triggerer{c})
+}
+
+func initialized(o client.Object) bool {
+	nc, ok := o.(*karpv1.NodeClaim)
+	return ok && nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()
+}

@@ -28,6 +28,8 @@ type Snapshot struct {
 	NodeClaimOf map[string]*karpv1.NodeClaim
 	// Pods maps a Node name to the pods bound to it that are not finished.
 	Pods map[string][]*corev1.Pod
+	// Unbound are the pods not bound to a Node yet and not finished.
+	Unbound []*corev1.Pod
 }
 
 // Read lists Nodes, NodeClaims and bound pods from kube. It returns the
@@ -64,7 +66,11 @@ func Read(ctx context.Context, kube client.Reader) (*Snapshot, error) {
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName == "" {
+			s.Unbound = append(s.Unbound, p)
 			continue
 		}
 		s.Pods[p.Spec.NodeName] = append(s.Pods[p.Spec.NodeName], p)

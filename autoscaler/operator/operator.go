@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
 	disrupt := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
-		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered})
+		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger()})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,8 @@ type env struct {
 	endpoint string
 	root     string
 	name     string
+	// log is the test's logger (the simulator's and autoscalers' parent).
+	log logr.Logger
 }
 
 // newEnv starts the control plane, installs the CRDs, starts the simulator
@@ -47,6 +50,18 @@ func newEnv(t *testing.T, clusterName string) *env {
 // newEnvWithLog is newEnv with the autoscaler's default options changed by
 // tweak and its logger wrapped by wrapLog (either may be nil).
 func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
+	t.Helper()
+	return startEnv(t, clusterName, true, tweak, wrapLog)
+}
+
+// newEnvWithoutAutoscaler is newEnv without the autoscaler: the test starts
+// (and stops, restarts) its own with startAutoscaler.
+func newEnvWithoutAutoscaler(t *testing.T, clusterName string) *env {
+	t.Helper()
+	return startEnv(t, clusterName, false, nil, nil)
+}
+
+func startEnv(t *testing.T, clusterName string, start bool, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
 	c := cluster.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,7 +88,10 @@ func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
+	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName, log: log}
+	if !start {
+		return e
+	}
 	karpxLog := log.WithName("karpx")
 	if wrapLog != nil {
 		karpxLog = wrapLog(karpxLog)
@@ -83,8 +101,10 @@ func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Option
 }
 
 // startAutoscaler starts the autoscaler against the simulator with the
-// test defaults changed by tweak (may be nil) and logging to log.
-func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
+// test defaults changed by tweak (may be nil) and logging to log. It
+// returns a function that stops this autoscaler and waits until it has
+// stopped (a clean stop is checked); the test's cleanup calls it too.
+func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (stop func()) {
 	e.t.Helper()
 	t := e.t
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
@@ -103,25 +123,32 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
 	if tweak != nil {
 		tweak(&opts)
 	}
-	ctx := logr.NewContext(e.ctx, log)
+	ctx, cancel := context.WithCancel(logr.NewContext(e.ctx, log))
 	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)
 	if err != nil {
+		cancel()
 		t.Fatalf("building the autoscaler: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		// Cleanups run last-in first-out: stop the autoscaler before the
-		// control plane goes away.
-		e.cancel()
-		// Every run checks the shutdown too: all controllers' workers
-		// must finish within the manager's grace period, even after the
-		// P1 control storm with hundreds of reconciles in flight (it
-		// once overran it: see UsePriorityQueue in package operator).
-		if err := <-done; err != nil {
-			t.Errorf("autoscaler did not stop cleanly: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			// Every run checks the shutdown too: all controllers' workers
+			// must finish within the manager's grace period, even after
+			// the P1 control storm with hundreds of reconciles in flight
+			// (it once overran it: see UsePriorityQueue in package
+			// operator).
+			if err := <-done; err != nil {
+				t.Errorf("autoscaler did not stop cleanly: %v", err)
+			}
+		})
+	}
+	// Cleanups run last-in first-out: the autoscaler stops before the
+	// control plane goes away.
+	t.Cleanup(stop)
+	return stop
 }
 
 // applyExample applies a shared Karpenter example unchanged but for

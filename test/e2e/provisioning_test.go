@@ -127,8 +127,10 @@ func TestEndToEndProvisioning(t *testing.T) {
 		t.Errorf("kubectl karpx --help does not document status:\n%s", help)
 	}
 
-	// Deleting the pods' owner leaves the cluster consistent: no NodeClaim
-	// without an instance, no instance without a NodeClaim.
+	// Deleting the pods' owner scales the cluster down (the example
+	// NodePool defaults to WhenEmptyOrUnderutilized after 0s) and leaves it
+	// consistent: no NodeClaim without an instance, no instance without a
+	// NodeClaim, no Node left behind.
 	if err := e.kube.Delete(e.ctx, dep, client.PropagationPolicy("Foreground")); err != nil {
 		t.Fatal(err)
 	}
@@ -137,10 +139,28 @@ func TestEndToEndProvisioning(t *testing.T) {
 		err := e.kube.List(ctx, &left, client.InNamespace("default"), client.MatchingLabels{"app": "inflate"})
 		return err == nil && len(left.Items) == 0, err
 	})
-	time.Sleep(3 * time.Second)
 	if err := consistent(e); err != nil {
 		t.Error(err)
 	}
+	gone := time.Now()
+	e.eventually(90*time.Second, "every NodeClaim, Node and instance gone after the pods left", func(ctx context.Context) (bool, error) {
+		var ncs karpv1.NodeClaimList
+		var nodes corev1.NodeList
+		if err := e.kube.List(ctx, &ncs); err != nil {
+			return false, err
+		}
+		if err := e.kube.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		live := 0
+		for _, in := range e.sim.Instances() {
+			if in.State == "pending" || in.State == "running" {
+				live++
+			}
+		}
+		return len(ncs.Items) == 0 && len(nodes.Items) == 0 && live == 0, nil
+	})
+	scenarioLogf(t, "scenario main: scaled to zero %.1fs after the pods left", time.Since(gone).Seconds())
 }
 
 func (e *env) kubectlWithPath(path string, args ...string) string {
@@ -171,7 +191,8 @@ func countRunning(ctx context.Context, kube client.Client, app string) int {
 }
 
 // consistent checks that every NodeClaim's instance is live in the
-// simulator and every live instance belongs to a NodeClaim.
+// simulator (unless the NodeClaim is being deleted) and every live instance
+// belongs to a NodeClaim.
 func consistent(e *env) error {
 	var nodeClaims karpv1.NodeClaimList
 	if err := e.kube.List(e.ctx, &nodeClaims); err != nil {
@@ -188,7 +209,7 @@ func consistent(e *env) error {
 	for _, nc := range nodeClaims.Items {
 		id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
 		claimed[id] = true
-		if _, ok := live[id]; !ok {
+		if _, ok := live[id]; !ok && nc.DeletionTimestamp.IsZero() {
 			problems = append(problems, fmt.Sprintf("NodeClaim %s has no live instance (providerID %q)", nc.Name, nc.Status.ProviderID))
 		}
 	}

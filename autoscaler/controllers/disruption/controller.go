@@ -19,6 +19,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
+	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	// MaxMultiNodeCandidates caps how many nodes one multi-node
 	// consolidation considers at once. Default 100, as Karpenter.
 	MaxMultiNodeCandidates int
+	// Logger receives the controller's logs when the context passed to
+	// Start carries none (the manager starts runnables on a bare context).
+	Logger logr.Logger
 	// EdgeTriggered makes the controller act only on pod deletions and on
 	// in-memory timers, with no periodic pass and nothing done at start:
 	// the design that let upstream WhenEmpty NodePools stop scaling down
@@ -95,7 +99,11 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // then on every Period, trigger and timer. Errors of a pass are logged and
 // the pass is retried at the next tick.
 func (c *Controller) Start(ctx context.Context) error {
-	log := logr.FromContextOrDiscard(ctx).WithName("disruption")
+	log, err := logr.FromContext(ctx)
+	if err != nil {
+		log = c.opts.Logger
+	}
+	log = log.WithName("disruption")
 	ctx = logr.NewContext(ctx, log)
 	var tick <-chan time.Time
 	if c.opts.Period > 0 {
@@ -269,6 +277,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 			}
 		}
 	}
+	nominated := c.nominated(s)
 	names := make([]string, 0, len(s.cluster.NodeClaims))
 	for n := range s.cluster.NodeClaims {
 		names = append(names, n)
@@ -279,7 +288,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		pool, types := s.pools[nc.Labels[karpv1.NodePoolLabelKey]], s.types[nc.Labels[karpv1.NodePoolLabelKey]]
 		node := s.cluster.NodeOf(nc)
 		if pool == nil || types == nil || node == nil || !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero() ||
-			nc.Annotations[ReplacementsAnnotationKey] != "" || replacing[nc.Name] ||
+			nc.Annotations[ReplacementsAnnotationKey] != "" || replacing[nc.Name] || nominated[node.Name] ||
 			!nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 			continue
 		}
@@ -296,6 +305,29 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		s.candidates = append(s.candidates, cand)
 	}
 	return s, nil
+}
+
+// nominated returns the Nodes that pods not bound yet are expected to land
+// on: the scheduler places every pending pod on the existing nodes (as
+// provisioning would) and a Node that takes one is no candidate, however
+// empty it looks. Without this a node that has just initialised for pods
+// kube-scheduler has not bound yet would be removed as empty.
+func (c *Controller) nominated(s *state) map[string]bool {
+	var pending []*corev1.Pod
+	for _, p := range s.cluster.Unbound {
+		if termination.Reschedulable(p) {
+			pending = append(pending, p)
+		}
+	}
+	out := map[string]bool{}
+	if len(pending) == 0 {
+		return out
+	}
+	res := scheduling.Solve(scheduling.Input{Pods: pending, InFlight: s.cluster.ExistingNodes(s.types, nil)})
+	for name := range res.ExistingPlacements {
+		out[name] = true
+	}
+	return out
 }
 
 // allowed returns how many more nodes of pool the budgets let a command

@@ -162,7 +162,14 @@ func (c *Controller) consolidate(_ context.Context, s *state, method string, can
 		cmd.message = fmt.Sprintf("pods fit on other nodes; saves $%.4f/h", price)
 		return cmd
 	}
-	plan, ok := cheaper(res.NewNodeClaims[0], price)
+	plan := res.NewNodeClaims[0]
+	if len(cands) > 1 {
+		// Replacing several nodes with a node of a type one of them runs
+		// is deleting the others with an extra launch: a delete-only
+		// command does that better, so such types are not replacements.
+		plan = withoutTypes(plan, cands)
+	}
+	plan, ok = cheaper(plan, price)
 	if !ok {
 		return nil
 	}
@@ -236,6 +243,22 @@ func cheaper(plan scheduling.NodeClaimPlan, maxPrice float64) (scheduling.NodeCl
 		}
 	}
 	return out, true
+}
+
+// withoutTypes drops from plan the instance types the candidates run.
+func withoutTypes(plan scheduling.NodeClaimPlan, cands []*candidate) scheduling.NodeClaimPlan {
+	running := map[string]bool{}
+	for _, cand := range cands {
+		running[cand.node.Labels[corev1.LabelInstanceTypeStable]] = true
+	}
+	out := plan
+	out.InstanceTypes = nil
+	for _, it := range plan.InstanceTypes {
+		if !running[it.Name] {
+			out.InstanceTypes = append(out.InstanceTypes, it)
+		}
+	}
+	return out
 }
 
 // drift replaces the first drifted candidate its Drifted budget allows.

@@ -34,8 +34,10 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 		return err
 	}
 	podGone := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase },
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase
+		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}

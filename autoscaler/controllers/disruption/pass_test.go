@@ -1,0 +1,217 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+)
+
+// fakeCloud serves one instance type, m5.large, and no drift.
+type fakeCloud struct{ cloudprovider.CloudProvider }
+
+var m5large = &cloudprovider.InstanceType{
+	Name:        "m5.large",
+	Labels:      map[string]string{corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"},
+	Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
+	Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
+	Offerings:   []cloudprovider.Offering{{Zone: "us-east-1a", CapacityType: "on-demand", PriceUSDPerHour: 0.096, Available: true}},
+}
+
+func (fakeCloud) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return []*cloudprovider.InstanceType{m5large}, nil
+}
+func (fakeCloud) IsDrifted(context.Context, *karpv1.NodeClaim) (string, error) { return "", nil }
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
+	s.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	metav1.AddToGroupVersion(s, gv)
+	return s
+}
+
+// cluster is a fake API server holding NodePools, NodeClaims, Nodes, pods.
+type cluster struct {
+	t     *testing.T
+	now   time.Time
+	clock *clocktesting.FakeClock
+	objs  []client.Object
+	kube  client.Client
+}
+
+func newCluster(t *testing.T) *cluster {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	return &cluster{t: t, now: now, clock: clocktesting.NewFakeClock(now)}
+}
+
+func (c *cluster) pool(name string, policy karpv1.ConsolidationPolicy, after time.Duration, budget string) {
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Disruption.ConsolidationPolicy = policy
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(after.String())
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: budget}}
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large"}}}
+	c.objs = append(c.objs, np)
+}
+
+// node adds an Initialized NodeClaim (initialised initAgo ago) of pool with
+// its m5.large Node, and returns the Node name.
+func (c *cluster) node(name, pool string, initAgo time.Duration, annotations map[string]string) string {
+	id := "aws:///us-east-1a/i-" + name
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool}, Annotations: annotations},
+		Status: karpv1.NodeClaimStatus{ProviderID: id, NodeName: "node-" + name}}
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	for i := range nc.Status.Conditions {
+		nc.Status.Conditions[i].LastTransitionTime = metav1.NewTime(c.now.Add(-initAgo))
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + name, Labels: map[string]string{
+		karpv1.NodePoolLabelKey: pool, corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-east-1a",
+		karpv1.CapacityTypeLabelKey: "on-demand", corev1.LabelHostname: "node-" + name}},
+		Spec:   corev1.NodeSpec{ProviderID: id},
+		Status: corev1.NodeStatus{Allocatable: m5large.Allocatable.DeepCopy()}}
+	c.objs = append(c.objs, nc, node)
+	return node.Name
+}
+
+func (c *cluster) pod(name, node, cpu string, annotations map[string]string) {
+	c.objs = append(c.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+}
+
+// pass builds the controller and runs one pass.
+func (c *cluster) pass() disruption.PassResult {
+	c.t.Helper()
+	if c.kube == nil {
+		c.kube = fake.NewClientBuilder().WithScheme(scheme()).WithObjects(c.objs...).
+			WithStatusSubresource(&karpv1.NodeClaim{}).
+			WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	}
+	ctrl := disruption.New(c.kube, c.kube, fakeCloud{}, record.NewFakeRecorder(1000), c.clock, disruption.Options{})
+	res, err := ctrl.Pass(context.Background())
+	if err != nil {
+		c.t.Fatalf("pass: %v", err)
+	}
+	return res
+}
+
+func (c *cluster) exists(name string) bool {
+	err := c.kube.Get(context.Background(), client.ObjectKey{Name: name}, &karpv1.NodeClaim{})
+	return err == nil
+}
+
+func TestEmptinessHonoursConsolidateAfter(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 30*time.Second, "100%")
+	c.node("old", "p", time.Minute, nil)
+	c.node("young", "p", 10*time.Second, nil)
+	res := c.pass()
+	if c.exists("old") || !c.exists("young") {
+		t.Fatalf("after one pass: old exists=%v young exists=%v (decisions %v); want old deleted, young kept until 30s after initialisation",
+			c.exists("old"), c.exists("young"), res.Decisions)
+	}
+	c.clock.Step(25 * time.Second)
+	c.pass()
+	if c.exists("young") {
+		t.Fatal("young still exists 35s after initialisation with consolidateAfter 30s")
+	}
+}
+
+func TestEmptinessKeepsNodesWithPodsBudgetsAndDoNotDisrupt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		budget     string
+		annotation map[string]string
+		pod        bool
+	}{
+		"a reschedulable pod":  {budget: "100%", pod: true},
+		"budget of zero nodes": {budget: "0"},
+		"do-not-disrupt":       {budget: "100%", annotation: map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, tc.budget)
+			n := c.node("n", "p", time.Hour, tc.annotation)
+			if tc.pod {
+				c.pod("web", n, "100m", nil)
+			}
+			res := c.pass()
+			if !c.exists("n") {
+				t.Fatalf("node deleted (%v), want kept", res.Decisions)
+			}
+		})
+	}
+}
+
+func TestEmptinessBudgetLimitsNodesPerPass(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "2")
+	for i := 0; i < 5; i++ {
+		c.node(fmt.Sprintf("n%d", i), "p", time.Hour, nil)
+	}
+	c.pass()
+	left := 0
+	for i := 0; i < 5; i++ {
+		if c.exists(fmt.Sprintf("n%d", i)) {
+			left++
+		}
+	}
+	if left != 3 {
+		t.Fatalf("%d of 5 empty nodes left after one pass with a budget of 2 nodes, want 3", left)
+	}
+}
+
+func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
+	a := c.node("a", "p", time.Hour, nil)
+	b := c.node("b", "p", time.Hour, nil)
+	c.pod("a1", a, "500m", nil)
+	c.pod("b1", b, "600m", nil)
+	res := c.pass()
+	if c.exists("a") == c.exists("b") {
+		t.Fatalf("decisions %v: want exactly one of two half-empty m5.large nodes deleted", res.Decisions)
+	}
+}
+
+func TestConsolidationRespectsUnmodelledConstraintsAndWhenEmpty(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+	a := c.node("a", "p", time.Hour, nil)
+	b := c.node("b", "p", time.Hour, nil)
+	c.pod("a1", a, "500m", nil)
+	c.pod("b1", b, "600m", nil)
+	res := c.pass()
+	if !c.exists("a") || !c.exists("b") {
+		t.Fatalf("decisions %v: a WhenEmpty NodePool must not consolidate nodes with pods", res.Decisions)
+	}
+}
+
+func TestNodeNominatedForPendingPodsIsNotEmpty(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+	c.node("n", "p", time.Hour, nil)
+	c.pod("pending", "", "500m", nil)
+	res := c.pass()
+	if !c.exists("n") {
+		t.Fatalf("decisions %v: a node a pending pod will land on was deleted as empty", res.Decisions)
+	}
+}

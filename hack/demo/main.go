@@ -2,7 +2,8 @@
 // control plane (test/cluster), the EC2 simulator and the karpx controller
 // as background processes, applies Karpenter's general-purpose example and a
 // Deployment of pending pods, waits until karpx has launched nodes for them
-// and every pod is Running, and prints `kubectl karpx status`.
+// and every pod is Running, prints `kubectl karpx status`, then scales the
+// Deployment to zero and shows the nodes going away (and scales it back).
 // `go run ./hack/demo down` stops everything. The Makefile's `demo` and
 // `demo-down` targets call it with bin/ first on PATH.
 package main
@@ -161,7 +162,39 @@ func up(root, bin, work string) error {
 			return err
 		}
 	}
-	fmt.Printf("\nThe demo keeps running. Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\nLogs: %s/*.log\nStop it with: make demo-down\n", c.Kubeconfig, bin, metrics, work)
+	step("scaling inflate to 0: karpx drains and terminates the empty nodes (consolidateAfter 0s)")
+	if _, err := kubectl(ctx, c, nil, "scale", "deployment", "inflate", "--replicas", "0"); err != nil {
+		return err
+	}
+	start = time.Now()
+	for {
+		out, err := kubectl(ctx, c, nil, "get", "nodeclaims", "-o", "name")
+		if err != nil {
+			return err
+		}
+		left := strings.Count(out, "nodeclaim")
+		fmt.Printf("  %3.0fs  %d NodeClaim(s) left\n", time.Since(start).Seconds(), left)
+		if left == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodes not removed in time; see %s", filepath.Join(work, "karpx-controller.log"))
+		case <-time.After(3 * time.Second):
+		}
+	}
+	for _, args := range [][]string{
+		{"karpx", "status", "--budget-endpoint", metrics},
+		{"get", "nodes"},
+	} {
+		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
+		out, _ := kubectl(ctx, c, nil, args...)
+		fmt.Print(out)
+	}
+	if _, err := kubectl(ctx, c, nil, "scale", "deployment", "inflate", "--replicas", fmt.Sprint(replicas)); err != nil {
+		return err
+	}
+	fmt.Printf("\nThe demo keeps running (inflate scaled back to %d). Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\n  kubectl scale deployment inflate --replicas 0   # and watch the nodes go\nLogs: %s/*.log\nStop it with: make demo-down\n", replicas, c.Kubeconfig, bin, metrics, work)
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,6 +210,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 		}
 		if started {
 			res.Decisions = append(res.Decisions, cmd.String())
+			// The next pass must see this command, or it would decide it
+			// again: wait until the informer cache shows it.
+			if err := c.waitForCache(ctx, cmd); err != nil {
+				return res, err
+			}
 			c.Trigger() // there may be more to do in the next pass
 			break
 		}
@@ -328,6 +335,26 @@ func (c *Controller) nominated(s *state) map[string]bool {
 		out[name] = true
 	}
 	return out
+}
+
+// waitForCache waits (at most 10 s) until the cache shows every candidate
+// of cmd deleted or carrying its replacements.
+func (c *Controller) waitForCache(ctx context.Context, cmd *command) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, cand := range cmd.candidates {
+			var nc karpv1.NodeClaim
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(cand.nc), &nc); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return false, err
+			}
+			if nc.DeletionTimestamp.IsZero() && nc.Annotations[ReplacementsAnnotationKey] == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // allowed returns how many more nodes of pool the budgets let a command

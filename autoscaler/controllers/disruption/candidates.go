@@ -12,7 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
 // Annotations karpx writes while a replacement-first command is under way.
@@ -44,7 +44,7 @@ type candidate struct {
 	nc   *karpv1.NodeClaim
 	node *corev1.Node
 	pool *karpv1.NodePool
-	// pods are the reschedulable pods (termination.Reschedulable).
+	// pods are the reschedulable pods (podset.Reschedulable).
 	pods []*corev1.Pod
 	// price is the hourly price in USD of its offering; 0 when unknown.
 	price float64
@@ -138,7 +138,7 @@ func blockingPDB(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
 func reschedulable(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if termination.Reschedulable(p) {
+		if podset.Reschedulable(p) {
 			out = append(out, p)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -322,7 +322,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 func (c *Controller) nominated(s *state) map[string]bool {
 	var pending []*corev1.Pod
 	for _, p := range s.cluster.Unbound {
-		if termination.Reschedulable(p) {
+		if podset.Reschedulable(p) {
 			pending = append(pending, p)
 		}
 	}

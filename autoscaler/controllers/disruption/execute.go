@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
 // execute starts cmd: it taints the candidates' Nodes
@@ -40,7 +40,7 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 		}
 		now := 0
 		for i := range pods.Items {
-			if termination.Reschedulable(&pods.Items[i]) {
+			if podset.Reschedulable(&pods.Items[i]) {
 				now++
 			}
 		}

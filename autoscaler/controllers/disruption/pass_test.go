@@ -215,3 +215,48 @@ func TestNodeNominatedForPendingPodsIsNotEmpty(t *testing.T) {
 		t.Fatalf("decisions %v: a node a pending pod will land on was deleted as empty", res.Decisions)
 	}
 }
+
+func TestDriftedAndExpiredNodesAreReplaced(t *testing.T) {
+	for name, mutate := range map[string]func(*karpv1.NodeClaim){
+		"NodePool template changed": func(nc *karpv1.NodeClaim) {
+			nc.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
+				karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}
+		},
+		"older than expireAfter": func(nc *karpv1.NodeClaim) {
+			nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h")
+			nc.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			c.pool("other", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			n := c.node("old", "p", 3*time.Hour, nil)
+			c.node("busy", "other", 3*time.Hour, nil)
+			c.pod("web", n, "1500m", nil)
+			c.pod("filler", "node-busy", "1500m", nil)
+			mutate(c.objs[len(c.objs)-6].(*karpv1.NodeClaim))
+			res := c.pass()
+			var got karpv1.NodeClaim
+			if err := c.kube.Get(context.Background(), client.ObjectKey{Name: "old"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			reps := got.Annotations[disruption.ReplacementsAnnotationKey]
+			if reps == "" || len(res.Decisions) != 1 {
+				t.Fatalf("decisions %v, replacements %q: want the node replaced first (its pod fits nowhere else)", res.Decisions, reps)
+			}
+			var rep karpv1.NodeClaim
+			if err := c.kube.Get(context.Background(), client.ObjectKey{Name: reps}, &rep); err != nil {
+				// The fake client does not generate names; the
+				// replacement is created with GenerateName only.
+				var list karpv1.NodeClaimList
+				if err := c.kube.List(context.Background(), &list); err != nil || len(list.Items) != 3 {
+					t.Fatalf("want 3 NodeClaims (old, busy, replacement), got %d: %v", len(list.Items), err)
+				}
+			}
+			if !c.exists("old") {
+				t.Fatal("the old node was deleted before its replacement was Initialized")
+			}
+		})
+	}
+}

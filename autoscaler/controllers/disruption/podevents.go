@@ -19,6 +19,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
 // PodEventDedupe is the shortest time between two writes of one
@@ -42,7 +43,7 @@ func NewPodEvents(kube client.Client, clk clock.PassiveClock) *PodEvents {
 // Register adds the controller to mgr, keyed by Node name.
 func (p *PodEvents) Register(mgr manager.Manager) error {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], pod *corev1.Pod) {
-		if pod.Spec.NodeName != "" && termination.Evictable(pod) {
+		if pod.Spec.NodeName != "" && podset.Evictable(pod) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: pod.Spec.NodeName}})
 		}
 	}
@@ -59,7 +60,7 @@ func (p *PodEvents) Register(mgr manager.Manager) error {
 			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				old, cur := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 				bound := old.Spec.NodeName == "" && cur.Spec.NodeName != ""
-				left := termination.Reschedulable(old) && !termination.Reschedulable(cur)
+				left := podset.Reschedulable(old) && !podset.Reschedulable(cur)
 				if bound || left {
 					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: cur.Spec.NodeName}})
 				}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
 // PodNodeNameField is the cache index of pods by spec.nodeName the Drainer
@@ -66,10 +68,10 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, deadline *time.T
 	firstLeft := false
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !Evictable(pod) {
+		if !podset.Evictable(pod) {
 			continue
 		}
-		tolerates := ToleratesDisrupted(pod)
+		tolerates := podset.ToleratesDisrupted(pod)
 		if !tolerates {
 			firstLeft = true
 		}

@@ -59,7 +59,7 @@ func TestDrainEvictsInOrderAndLeavesDaemonAndMirrorPods(t *testing.T) {
 		pod("daemon", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", UID: "u", Controller: ptr.To(true)}}
 		}),
-		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{MirrorPodAnnotationKey: "x"} }),
+		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 		pod("done", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		pod("elsewhere", func(p *corev1.Pod) { p.Spec.NodeName = "n2" }),
 	}
@@ -108,28 +108,5 @@ func TestDrainDeletesPodsAtTheTerminationDeadline(t *testing.T) {
 	}
 	if st.Deleted != 1 || st.Evicted != 1 {
 		t.Fatalf("got %+v, want the 600-s pod deleted and the 5-s pod evicted", st)
-	}
-}
-
-func TestReschedulable(t *testing.T) {
-	now := metav1.Now()
-	for name, tc := range map[string]struct {
-		pod  *corev1.Pod
-		want bool
-	}{
-		"running":     {pod("a"), true},
-		"terminating": {pod("b", func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
-		"failed":      {pod("c", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
-		"mirror":      {pod("d", func(p *corev1.Pod) { p.Annotations = map[string]string{MirrorPodAnnotationKey: "x"} }), false},
-		"daemonset": {pod("e", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Controller: ptr.To(true)}}
-		}), false},
-		"replicaset": {pod("f", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Controller: ptr.To(true)}}
-		}), true},
-	} {
-		if got := Reschedulable(tc.pod); got != tc.want {
-			t.Errorf("%s: Reschedulable = %v, want %v", name, got, tc.want)
-		}
 	}
 }

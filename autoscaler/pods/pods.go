@@ -1,4 +1,4 @@
-package termination
+package pods
 
 import (
 	corev1 "k8s.io/api/core/v1"

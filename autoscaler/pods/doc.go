@@ -1,0 +1,6 @@
+// Package pods says which pods a node must give up when it goes away:
+// Reschedulable (emptiness and consolidation count these), Evictable (the
+// drain removes these) and ToleratesDisrupted (evicted last). It depends on
+// nothing but the Kubernetes API types, so the kubectl plugin shares the
+// same definitions as the controller.
+package pods

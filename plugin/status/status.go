@@ -47,6 +47,12 @@ type, phase (Pending, Launched, Registered, Initialized or Terminating, from
 its status conditions; Unknown before Karpenter reports on it), node and
 age. -o wide adds the provider ID and image.
 
+A third table lists the empty nodes (no pod but DaemonSet, mirror or
+finished ones): how long each has been empty, its pool's consolidateAfter,
+and OVERDUE when it has been empty for more than consolidateAfter + 2m,
+with the reason disruption is blocked when one is known (do-not-disrupt,
+consolidateAfter: Never, the disruption budget).
+
 With -o json, yaml, name or a template, the NodePools and NodeClaims are
 printed as one v1 List, NodePools first. When a table would be empty,
 "No NodePools found." or "No NodeClaims found." is written to stderr.`
@@ -275,6 +281,18 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		printed = true
+	}
+	if len(claims) > 0 {
+		rows, err := o.readEmptyNodes(ctx, pools, claims)
+		switch {
+		case err != nil:
+			fmt.Fprintf(o.ErrOut, "Empty nodes unavailable: %v\n", err)
+		case len(rows) > 0:
+			fmt.Fprintln(o.Out)
+			if err := o.printTable(emptyNodeTable(rows, o.Now()), o.Out); err != nil {
+				return err
+			}
+		}
 	}
 	o.printBudget(ctx)
 	return nil

@@ -356,6 +356,18 @@ func TestScenarioP5EmptinessConsolidationControl(t *testing.T) {
 	if len(left) == 0 {
 		t.Fatal("without periodic re-evaluation and with a restart, the empty nodes should have been left behind (upstream bug not reproduced)")
 	}
+	// kubectl karpx status shows them as empty and due for removal.
+	status := p.kubectlWithPath(buildPlugin(t, p.root), "karpx", "status")
+	t.Logf("kubectl karpx status:\n%s", status)
+	for _, node := range left {
+		found := false
+		for _, line := range strings.Split(status, "\n") {
+			found = found || (strings.Contains(line, node) && strings.Contains(line, "due") && strings.Contains(line, "30s"))
+		}
+		if !found {
+			t.Errorf("kubectl karpx status does not list the empty node %s as due", node)
+		}
+	}
 }
 
 // setTaint adds or removes a test taint that keeps new pods off node.

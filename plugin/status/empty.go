@@ -1,0 +1,139 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	podset "github.com/karpx/karpx/autoscaler/pods"
+)
+
+// OverdueGrace is how long past consolidateAfter an empty node may stay
+// before the table flags it OVERDUE: two disruption passes, the drain and
+// the instance termination fit well within it.
+const OverdueGrace = 2 * time.Minute
+
+
+var emptyNodeColumns = []metav1.TableColumnDefinition{
+	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
+	{Name: "NodeClaim", Type: "string", Format: "name", Description: "Name of the NodeClaim whose Node has no reschedulable pod."},
+	{Name: "Node", Type: "string", Description: "status.nodeName."},
+	{Name: "Empty-For", Type: "string", Description: "Time since the last pod left the node (status.lastPodEventTime) or since initialisation."},
+	{Name: "Consolidate-After", Type: "string", Description: "The NodePool's spec.disruption.consolidateAfter."},
+	{Name: "Status", Type: "string", Description: "waiting (consolidateAfter not reached), due, or OVERDUE (more than consolidateAfter + 2m)."},
+	{Name: "Blocked-By", Type: "string", Description: "Why disruption may not remove the node now, when a reason is known."},
+}
+
+// emptyNode is one row of the empty-nodes table.
+type emptyNode struct {
+	claim   *karpv1.NodeClaim
+	pool    string
+	since   time.Time
+	after   *time.Duration // nil: consolidateAfter Never (or pool unknown)
+	blocked string
+}
+
+// emptyNodes returns the Initialized NodeClaims whose Node runs no
+// reschedulable pod, oldest first, with why each may be blocked. nodes and
+// pods are all the cluster's; total and deleting count NodeClaims per
+// NodePool for the budgets.
+func emptyNodes(pools []karpv1.NodePool, claims []karpv1.NodeClaim, nodes []corev1.Node, pods []corev1.Pod, clk clock.Clock) []emptyNode {
+	busy := map[string]bool{}
+	for i := range pods {
+		if pods[i].Spec.NodeName != "" && podset.Reschedulable(&pods[i]) {
+			busy[pods[i].Spec.NodeName] = true
+		}
+	}
+	nodeByName := map[string]*corev1.Node{}
+	for i := range nodes {
+		nodeByName[nodes[i].Name] = &nodes[i]
+	}
+	poolByName := map[string]*karpv1.NodePool{}
+	for i := range pools {
+		poolByName[pools[i].Name] = &pools[i]
+	}
+	total, deleting := map[string]int{}, map[string]int{}
+	for i := range claims {
+		p := claims[i].Labels[karpv1.NodePoolLabelKey]
+		total[p]++
+		if !claims[i].DeletionTimestamp.IsZero() {
+			deleting[p]++
+		}
+	}
+	var out []emptyNode
+	for i := range claims {
+		nc := &claims[i]
+		init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
+		node := nodeByName[nc.Status.NodeName]
+		if !nc.DeletionTimestamp.IsZero() || init == nil || !init.IsTrue() || node == nil || busy[node.Name] {
+			continue
+		}
+		row := emptyNode{claim: nc, pool: nc.Labels[karpv1.NodePoolLabelKey], since: init.LastTransitionTime.Time}
+		if t := nc.Status.LastPodEventTime.Time; t.After(row.since) {
+			row.since = t
+		}
+		np := poolByName[row.pool]
+		switch {
+		case np == nil:
+			row.blocked = "NodePool not found"
+		case nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true":
+			row.blocked = "do-not-disrupt on the NodeClaim"
+		case node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true":
+			row.blocked = "do-not-disrupt on the Node"
+		case np.Spec.Disruption.ConsolidateAfter.Duration == nil:
+			row.blocked = "consolidateAfter: Never"
+		case np.MustGetAllowedDisruptions(clk, total[row.pool], karpv1.DisruptionReasonEmpty)-deleting[row.pool] <= 0:
+			row.blocked = fmt.Sprintf("disruption budget (%d of %d nodes already leaving)", deleting[row.pool], total[row.pool])
+		}
+		if np != nil {
+			row.after = np.Spec.Disruption.ConsolidateAfter.Duration
+		}
+		out = append(out, row)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].since.Before(out[j].since) })
+	return out
+}
+
+// emptyNodeTable returns the empty-nodes table, with durations measured at now.
+func emptyNodeTable(rows []emptyNode, now time.Time) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: emptyNodeColumns}
+	for _, r := range rows {
+		empty := now.Sub(r.since)
+		after, status := "Never", "waiting"
+		if r.after != nil {
+			after = r.after.String()
+			switch {
+			case empty > *r.after+OverdueGrace:
+				status = "OVERDUE"
+			case empty >= *r.after:
+				status = "due"
+			}
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells:  []any{orNone(r.pool), r.claim.Name, r.claim.Status.NodeName, age(metav1.NewTime(r.since), now), after, status, orNone(r.blocked)},
+			Object: runtime.RawExtension{Object: r.claim},
+		})
+	}
+	return table
+}
+
+// readEmptyNodes lists Nodes and pods and returns the empty-nodes rows; an
+// error (for example Forbidden on pods) leaves the table out.
+func (o *Options) readEmptyNodes(ctx context.Context, pools []karpv1.NodePool, claims []karpv1.NodeClaim) ([]emptyNode, error) {
+	var nodes corev1.NodeList
+	if err := o.client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := o.client.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return emptyNodes(pools, claims, nodes.Items, pods.Items, clock.RealClock{}), nil
+}

@@ -278,10 +278,11 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
 			s.disrupting[pool]++
 		}
-		if nc.DeletionTimestamp.IsZero() {
-			for _, n := range splitNames(nc.Annotations[ReplacementsAnnotationKey]) {
-				replacing[n] = true
-			}
+		// A replacement stays out of reach until the node it replaces is
+		// completely gone: while that one drains, the replacement looks
+		// empty but its pods are on their way.
+		for _, n := range splitNames(nc.Annotations[ReplacementsAnnotationKey]) {
+			replacing[n] = true
 		}
 	}
 	nominated := c.nominated(s)

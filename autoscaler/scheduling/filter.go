@@ -135,18 +135,30 @@ func (p *pool) explainNoMatch(concrete []requirement) error {
 	return fmt.Errorf("no instance type in NodePool %q satisfies %s together", p.name, strings.Join(origins, ", "))
 }
 
-// addDaemonSetOverhead adds the requests of every DaemonSet pod that would
-// run on this NodePool's nodes: it tolerates the template taints and some
-// candidate offering satisfies one of its terms. The check is per NodePool,
-// not per instance type, as in Karpenter.
+// addDaemonSetOverhead adds, per instance type, the requests of every
+// DaemonSet pod that would run on a new node of that type: it tolerates the
+// template taints and one of its terms accepts some available offering of
+// the type. A DaemonSet whose own node affinity excludes a type (e.g.
+// arm64 only) does not count against that type.
 func (p *pool) addDaemonSetOverhead(daemonSets []*podInfo) {
 	if p.err != nil {
 		return
 	}
 	for _, ds := range daemonSets {
-		if f := p.computeFit(ds); f.err == nil {
-			p.overhead = addResourceLists(p.overhead, ds.requests)
-			p.overheadVec = p.overheadVec.plus(ds.vec)
+		f := p.computeFit(ds)
+		if f.err != nil {
+			continue
+		}
+		for i := range p.types {
+			runs := false
+			for _, tf := range f.terms {
+				runs = runs || tf.masks[i] != 0
+			}
+			if runs {
+				p.overhead[i] = p.overhead[i].plus(ds.vec)
+				p.overheadList[i] = addResourceLists(p.overheadList[i], ds.requests)
+				p.avail[i] = p.avail[i].minus(ds.vec)
+			}
 		}
 	}
 }

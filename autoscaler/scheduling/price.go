@@ -29,7 +29,7 @@ func (pl *plan) finish() NodeClaimPlan {
 	order = p.truncate(order, mask)
 
 	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
-	requests := []corev1.ResourceList{p.overhead}
+	requests := []corev1.ResourceList{p.minOverhead(order)}
 	for _, pi := range pl.pods {
 		out.Pods = append(out.Pods, pi.pod)
 		requests = append(requests, pi.requests)
@@ -129,5 +129,26 @@ func sortedKeys(set map[string]struct{}) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// minOverhead returns, per resource, the smallest DaemonSet overhead among
+// the types in order: the NodeClaim's requests then fit every one of them.
+func (p *pool) minOverhead(order []int) corev1.ResourceList {
+	if !p.hasOverhead() {
+		return nil
+	}
+	least := append(vector(nil), p.overhead[order[0]]...)
+	for _, i := range order[1:] {
+		for d, v := range p.overhead[i] {
+			least[d] = min(least[d], v)
+		}
+	}
+	out := corev1.ResourceList{}
+	for d, name := range p.dims.names {
+		if least[d] > 0 {
+			out[name] = *quantity(name, least[d])
+		}
+	}
 	return out
 }

@@ -232,7 +232,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		if n, ok, err := p.inFlight(ctx, nc, typesByPool[nc.Labels[karpv1.NodePoolLabelKey]]); err != nil {
 			return res, err
 		} else if ok {
-			in.InFlight = append(in.InFlight, n)
+			in.ExistingNodes = append(in.ExistingNodes, n)
 		}
 	}
 

@@ -27,10 +27,10 @@ type pool struct {
 	// types are the candidate instance types, in input order. offerings[i]
 	// is a bitmask over types[i].Offerings of the usable ones;
 	// capacity[i] and prices[i] are per type.
-	types       []*cloudprovider.InstanceType
-	offerings   []uint64
-	capacity    []vector
-	prices      [][]float64
+	types     []*cloudprovider.InstanceType
+	offerings []uint64
+	capacity  []vector
+	prices    [][]float64
 
 	// typeKeys are the label keys instance types or offerings carry:
 	// requirements on them filter offerings; requirements on any other key

@@ -32,6 +32,9 @@ type pool struct {
 	capacity  []vector
 	prices    [][]float64
 
+	// nameRank[i] is the position of types[i] by name (price ties).
+	nameRank []int
+
 	// typeKeys are the label keys instance types or offerings carry:
 	// requirements on them filter offerings; requirements on any other key
 	// (template labels, custom labels) are checked against requirements.
@@ -135,6 +138,15 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 		}
 	}
 	p.addInstanceTypes(in.InstanceTypes, concrete, t)
+	byName := make([]int, len(p.types))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.SliceStable(byName, func(a, b int) bool { return p.types[byName[a]].Name < p.types[byName[b]].Name })
+	p.nameRank = make([]int, len(p.types))
+	for rank, i := range byName {
+		p.nameRank[i] = rank
+	}
 	if len(p.types) == 0 {
 		p.err = p.explainNoTypes(in.InstanceTypes, concrete)
 	}

@@ -99,7 +99,7 @@ const (
 // (termMasks), whose allocatable holds requests and whose capacity fits in
 // budget (nil: unlimited), and whether they still satisfy minValues.
 func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname]uint64, requests, budget vector) (candidates, misfit) {
-	out := candidates{cheapest: -1}
+	out := candidates{cheapest: -1, types: make([]int, 0, len(from.types)), masks: make([]uint64, 0, len(from.types))}
 	best := math.Inf(1)
 	hasRoom := false
 	for k, i := range from.types {

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,20 +15,36 @@ import (
 // the requirements narrowed to what those types and offerings allow.
 func (pl *plan) finish() NodeClaimPlan {
 	p := pl.pool
-	price := make(map[int]float64, len(pl.types))
+	type option struct {
+		i     int
+		price float64
+	}
+	opts := make([]option, len(pl.types))
 	mask := make(map[int]uint64, len(pl.types))
 	for k, i := range pl.types {
-		price[i], mask[i] = p.cheapestPrice(i, pl.masks[k]), pl.masks[k]
+		opts[k] = option{i, p.cheapestPrice(i, pl.masks[k])}
+		mask[i] = pl.masks[k]
 	}
-	order := append([]int(nil), pl.types...)
-	sort.SliceStable(order, func(a, b int) bool {
-		ia, ib := order[a], order[b]
-		if price[ia] != price[ib] {
-			return price[ia] < price[ib]
+	slices.SortFunc(opts, func(a, b option) int { // names are unique: a total order
+		if c := cmp.Compare(a.price, b.price); c != 0 {
+			return c
 		}
-		return p.types[ia].Name < p.types[ib].Name
+		return cmp.Compare(p.nameRank[a.i], p.nameRank[b.i])
 	})
+	order := make([]int, len(opts))
+	price := make(map[int]float64, MaxInstanceTypes)
+	for k, o := range opts {
+		order[k] = o.i
+		if k < MaxInstanceTypes {
+			price[o.i] = o.price
+		}
+	}
 	order = p.truncate(order, mask)
+	for _, i := range order {
+		if _, ok := price[i]; !ok {
+			price[i] = p.cheapestPrice(i, mask[i])
+		}
+	}
 
 	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
 	requests := []corev1.ResourceList{p.minOverhead(order)}

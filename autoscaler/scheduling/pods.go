@@ -35,6 +35,9 @@ type podInfo struct {
 	// whose selector matches the pod. Both are set by the solver.
 	constraints []constraint
 	counted     []*group
+	// owns are the groups of the pod's own required anti-affinity terms
+	// (of pod, not view), recorded as owners where it lands.
+	owns []*group
 	// requests are the pod's effective requests plus pods=1 (podRequests).
 	requests corev1.ResourceList
 	vec      vector

@@ -134,6 +134,7 @@ func (s *solver) newPodInfo(pod, view *corev1.Pod, vol map[types.UID][]corev1.No
 	pi := newPodInfo(pod, view, vol[pod.UID])
 	pi.constraints = s.topo.podConstraints(view)
 	pi.counted = s.topo.matchGroups(pod)
+	pi.owns = s.topo.ownedAntiAffinity(pod)
 	return pi
 }
 
@@ -187,7 +188,7 @@ func (s *solver) newExisting(nodes []ExistingNode, d *dims) []*existing {
 				continue
 			}
 			e.ports = e.ports.add(podHostPorts(pod))
-			s.topo.record(&podInfo{pod: pod, constraints: s.topo.podConstraints(pod), counted: s.topo.matchGroups(pod)}, e.dom)
+			s.topo.record(&podInfo{pod: pod, counted: s.topo.matchGroups(pod), owns: s.topo.ownedAntiAffinity(pod)}, e.dom)
 		}
 	}
 	return out
@@ -228,8 +229,13 @@ func (s *solver) placeVariants(pi *podInfo, views []*corev1.Pod, vol map[types.U
 			next.vec = pi.vec
 			pi = next
 		}
-		if err = s.place(pi); err == nil {
+		if err = s.place(pi, true); err == nil {
 			return nil
+		}
+		if pi.hasCountedSpread() {
+			if err2 := s.place(pi, false); err2 == nil {
+				return nil
+			}
 		}
 	}
 	return err
@@ -238,8 +244,8 @@ func (s *solver) placeVariants(pi *podInfo, views []*corev1.Pod, vol map[types.U
 // place puts one pod (step 3): first-fit onto existing nodes, then onto
 // open plans in the order they were opened, then onto a new plan of the
 // first NodePool that can take it. It returns why no NodePool can.
-func (s *solver) place(pi *podInfo) error {
-	plc := s.prepare(pi)
+func (s *solver) place(pi *podInfo, strict bool) error {
+	plc := s.prepare(pi, strict)
 	for _, n := range s.existing {
 		if n.tryAdd(pi, plc) {
 			s.topo.record(pi, n.dom)

@@ -300,6 +300,10 @@ func selectorWithKeys(ls *metav1.LabelSelector, pod *corev1.Pod, match, mismatch
 // of the offering keys.
 type placement struct {
 	pi *podInfo
+	// constraints are the pod's own constraints and, in a strict
+	// placement, the spread constraints of other pods whose selector
+	// matches it (see solver.prepare).
+	constraints []constraint
 	// allowed[k] are the values of offering key k (zone, capacity type)
 	// the pod may land in; absentOK[k] says whether a node without the
 	// label is acceptable.
@@ -314,10 +318,23 @@ type placement struct {
 }
 
 // prepare computes the allowed offering values of pi given the counts so
-// far.
-func (s *solver) prepare(pi *podInfo) *placement {
+// far. When strict, the pod also honours the spread constraints of the
+// groups that count it without being its own (pods that match another
+// Deployment's spread selector): the kube-scheduler only checks a spread
+// when it binds the pod that carries it, in any order, so a matching pod
+// piled into one domain could leave the spreading pods unschedulable.
+// Solve places pods strictly first and relaxes this only when nothing
+// else fits.
+func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 	t := s.topo
-	pl := &placement{pi: pi}
+	pl := &placement{pi: pi, constraints: pi.constraints}
+	if strict {
+		for _, g := range pi.counted {
+			if g.kind == kindSpread && !pi.hasConstraint(g) {
+				pl.constraints = append(pl.constraints[:len(pl.constraints):len(pl.constraints)], constraint{g: g, self: true})
+			}
+		}
+	}
 	for k := range pl.allowed {
 		pl.allowed[k], pl.absentOK[k] = allValues, true
 	}
@@ -333,7 +350,7 @@ func (s *solver) prepare(pi *podInfo) *placement {
 			pl.score[g.key][d] += n
 		}
 	}
-	for _, c := range pi.constraints {
+	for _, c := range pl.constraints {
 		g := c.g
 		note(g)
 		if g.key == keyHostname {
@@ -399,7 +416,7 @@ func (s *solver) prepare(pi *podInfo) *placement {
 // hostAllowed reports whether the pod may join the node with hostname
 // domain host (-1: a new node no pod is on yet).
 func (pl *placement) hostAllowed(host int) bool {
-	for _, c := range pl.pi.constraints {
+	for _, c := range pl.constraints {
 		g := c.g
 		if g.key != keyHostname {
 			continue
@@ -480,11 +497,9 @@ func (t *topology) record(pi *podInfo, dom [numTopologyKeys]int) {
 			g.total++
 		}
 	}
-	for _, c := range pi.constraints {
-		if c.g.kind == kindAntiAffinity {
-			if d := dom[c.g.key]; d >= 0 {
-				c.g.owners[d]++
-			}
+	for _, g := range pi.owns {
+		if d := dom[g.key]; d >= 0 {
+			g.owners[d]++
 		}
 	}
 }
@@ -558,7 +573,7 @@ func (s *solver) spreadUniverse(pi *podInfo, g *group) uint64 {
 // describe names the pod's constraints on topology key k, for errors.
 func (pl *placement) describe(k int) string {
 	var out []string
-	for _, c := range pl.pi.constraints {
+	for _, c := range pl.constraints {
 		if c.g.key == k {
 			out = append(out, c.g.description)
 		}
@@ -572,4 +587,38 @@ func (pl *placement) describe(k int) string {
 		return "constraints on " + topologyKeys[k]
 	}
 	return strings.Join(out, " and ")
+}
+
+// hasConstraint reports whether g is one of the pod's own constraints.
+func (pi *podInfo) hasConstraint(g *group) bool {
+	for _, c := range pi.constraints {
+		if c.g == g {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedAntiAffinity returns the groups of pod's own required anti-affinity
+// terms: a placed pod blocks matching pods from its domains only through
+// these, never through a preference Solve made required for it.
+func (t *topology) ownedAntiAffinity(pod *corev1.Pod) []*group {
+	var out []*group
+	for _, c := range t.podConstraints(pod) {
+		if c.g.kind == kindAntiAffinity {
+			out = append(out, c.g)
+		}
+	}
+	return out
+}
+
+// hasCountedSpread reports whether a strict placement of pi adds spread
+// constraints of other pods.
+func (pi *podInfo) hasCountedSpread() bool {
+	for _, g := range pi.counted {
+		if g.kind == kindSpread && !pi.hasConstraint(g) {
+			return true
+		}
+	}
+	return false
 }

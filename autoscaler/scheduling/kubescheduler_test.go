@@ -2,11 +2,13 @@ package scheduling_test
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -26,7 +28,9 @@ type clusterNode struct {
 	planned bool
 }
 
-func (n *clusterNode) pods() []*corev1.Pod { return append(append([]*corev1.Pod(nil), n.old...), n.placed...) }
+func (n *clusterNode) pods() []*corev1.Pod {
+	return append(append([]*corev1.Pod(nil), n.old...), n.placed...)
+}
 
 // clusterAfter builds the cluster res leads to.
 func clusterAfter(in scheduling.Input, res scheduling.Result) []*clusterNode {
@@ -48,16 +52,54 @@ func clusterAfter(in scheduling.Input, res scheduling.Result) []*clusterNode {
 }
 
 // checkKubeScheduler verifies that the kube-scheduler would accept every
-// placed pod on its node in the cluster res leads to, using
-// component-helpers' node affinity and taint matchers and the
+// placed pod on its node, binding them in the order Solve placed them
+// (largest cpu, then memory, first) onto the cluster res leads to: node
+// affinity and taints with component-helpers' matchers, and the
 // kube-scheduler's rules for host ports, required inter-pod affinity and
-// anti-affinity (both directions) and DoNotSchedule topology spread on the
-// keys Solve models.
+// anti-affinity (both directions) and DoNotSchedule topology spread, each
+// judged against the pods bound so far.
 func checkKubeScheduler(t *testing.T, in scheduling.Input, res scheduling.Result) {
 	t.Helper()
 	cluster := clusterAfter(in, res)
-	domain := func(n *clusterNode, key string) (string, bool) {
-		v, ok := n.node.Labels[key]
+	bound := map[*clusterNode][]*corev1.Pod{}
+	type binding struct {
+		pod  *corev1.Pod
+		node *clusterNode
+	}
+	var order []binding
+	for _, n := range cluster {
+		bound[n] = append(bound[n], n.old...)
+		for _, pod := range n.placed {
+			order = append(order, binding{pod, n})
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := requestsOf(order[i].pod), requestsOf(order[j].pod)
+		if c := a.Cpu().Cmp(*b.Cpu()); c != 0 {
+			return c > 0
+		}
+		if c := a.Memory().Cmp(*b.Memory()); c != 0 {
+			return c > 0
+		}
+		return order[i].pod.Name < order[j].pod.Name
+	})
+	for _, b := range order {
+		if why := kubeSchedulerRejects(in, cluster, bound, b.pod, b.node); why != "" {
+			t.Errorf("node %s: the kube-scheduler would reject pod %s: %s", b.node.node.Name, b.pod.Name, why)
+		}
+		bound[b.node] = append(bound[b.node], b.pod)
+	}
+}
+
+func requestsOf(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// kubeSchedulerRejects returns why the kube-scheduler would not bind pod
+// to n given the pods bound so far, or "".
+func kubeSchedulerRejects(in scheduling.Input, cluster []*clusterNode, bound map[*clusterNode][]*corev1.Pod, pod *corev1.Pod, n *clusterNode) string {
+	domain := func(m *clusterNode, key string) (string, bool) {
+		v, ok := m.node.Labels[key]
 		return v, ok
 	}
 	matches := func(term corev1.PodAffinityTerm, owner, other *corev1.Pod) bool {
@@ -71,138 +113,126 @@ func checkKubeScheduler(t *testing.T, in scheduling.Input, res scheduling.Result
 		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
 		return err == nil && sel.Matches(labels.Set(other.Labels))
 	}
-	for _, n := range cluster {
-		ports := map[string]string{}
-		for _, pod := range n.pods() {
-			for _, c := range pod.Spec.Containers {
-				for _, p := range c.Ports {
-					if p.HostPort == 0 {
-						continue
-					}
-					k := fmt.Sprintf("%s/%d", p.Protocol, p.HostPort)
-					if other, dup := ports[k]; dup {
-						t.Errorf("node %s: pods %s and %s both bind host port %s", n.node.Name, other, pod.Name, k)
-					}
-					ports[k] = pod.Name
-				}
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n.node); err != nil || !ok {
+		return fmt.Sprintf("node affinity does not match labels %v", n.node.Labels)
+	}
+	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect != corev1.TaintEffectPreferNoSchedule && t.Key != karpv1.UnregisteredTaintKey
+	}, false); bad {
+		return fmt.Sprintf("taint %v not tolerated", taint)
+	}
+	for _, r := range in.VolumeRequirements[pod.UID] {
+		sel, _ := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{r}}}})
+		if !sel.Match(n.node) {
+			return fmt.Sprintf("volume requires %v", r)
+		}
+	}
+	ports := map[string]bool{}
+	for _, other := range bound[n] {
+		for _, c := range other.Spec.Containers {
+			for _, p := range c.Ports {
+				ports[fmt.Sprintf("%s/%d", p.Protocol, p.HostPort)] = p.HostPort != 0
 			}
 		}
-		for _, pod := range n.placed {
-			if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n.node); err != nil || !ok {
-				t.Errorf("node %s: pod %s does not match its labels %v", n.node.Name, pod.Name, n.node.Labels)
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 && ports[fmt.Sprintf("%s/%d", p.Protocol, p.HostPort)] {
+				return fmt.Sprintf("host port %d in use", p.HostPort)
 			}
-			if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-				return t.Effect != corev1.TaintEffectPreferNoSchedule && t.Key != karpv1.UnregisteredTaintKey
-			}, false); bad {
-				t.Errorf("node %s: pod %s does not tolerate %v", n.node.Name, pod.Name, taint)
-			}
-			for _, r := range in.VolumeRequirements[pod.UID] {
-				sel, _ := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{r}}}})
-				if !sel.Match(n.node) {
-					t.Errorf("node %s: pod %s's volume requires %v", n.node.Name, pod.Name, r)
-				}
-			}
-			a := pod.Spec.Affinity
-			if a != nil && a.PodAffinity != nil {
-				for _, term := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-					d, ok := domain(n, term.TopologyKey)
-					found, any := false, false
-					for _, m := range cluster {
-						for _, other := range m.pods() {
-							if other == pod || !matches(term, pod, other) {
-								continue
-							}
-							any = true
-							if md, mok := domain(m, term.TopologyKey); ok && mok && md == d {
-								found = true
-							}
-						}
+		}
+	}
+	a := pod.Spec.Affinity
+	if a != nil && a.PodAffinity != nil {
+		for _, term := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			d, ok := domain(n, term.TopologyKey)
+			found, any := false, false
+			for _, m := range cluster {
+				for _, other := range bound[m] {
+					if !matches(term, pod, other) {
+						continue
 					}
-					if !found && (any || !matches(term, pod, pod)) {
-						t.Errorf("node %s: pod %s's pod affinity on %s is not satisfied", n.node.Name, pod.Name, term.TopologyKey)
+					any = true
+					if md, mok := domain(m, term.TopologyKey); ok && mok && md == d {
+						found = true
 					}
 				}
 			}
-			for _, c := range pod.Spec.TopologySpreadConstraints {
-				if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			if !found && (any || !matches(term, pod, pod) || !ok) {
+				return "pod affinity on " + term.TopologyKey + " not satisfied"
+			}
+		}
+	}
+	if a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			d, ok := domain(n, term.TopologyKey)
+			for _, m := range cluster {
+				if md, mok := domain(m, term.TopologyKey); !ok || !mok || md != d {
 					continue
 				}
-				sel, _ := metav1.LabelSelectorAsSelector(c.LabelSelector)
-				counts := map[string]int{}
-				req := nodeaffinity.GetRequiredNodeAffinity(pod)
-				for _, m := range cluster {
-					md, ok := domain(m, c.TopologyKey)
-					if !ok {
-						continue
+				for _, other := range bound[m] {
+					if matches(term, pod, other) {
+						return fmt.Sprintf("pod anti-affinity on %s: %s is in %s", term.TopologyKey, other.Name, d)
 					}
-					if match, _ := req.Match(m.node); !match {
-						continue
-					}
-					counts[md] += 0
-					for _, other := range m.pods() {
-						if other.Namespace == pod.Namespace && sel.Matches(labels.Set(other.Labels)) {
-							counts[md]++
-						}
-					}
-				}
-				minCount := -1
-				for _, v := range counts {
-					if minCount < 0 || v < minCount {
-						minCount = v
-					}
-				}
-				if c.MinDomains != nil && int(*c.MinDomains) > len(counts) {
-					minCount = 0
-				}
-				d, _ := domain(n, c.TopologyKey)
-				if counts[d]-minCount > int(c.MaxSkew) {
-					t.Errorf("node %s: pod %s's spread on %s has skew %d > %d (counts %v)", n.node.Name, pod.Name, c.TopologyKey, counts[d]-minCount, c.MaxSkew, counts)
 				}
 			}
 		}
-		// Anti-affinity both ways: no pod shares a domain with a pod
-		// another's required anti-affinity term selects.
-		for _, owner := range n.pods() {
-			a := owner.Spec.Affinity
-			if a == nil || a.PodAntiAffinity == nil {
+	}
+	for _, m := range cluster {
+		for _, owner := range bound[m] {
+			oa := owner.Spec.Affinity
+			if oa == nil || oa.PodAntiAffinity == nil {
 				continue
 			}
-			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			for _, term := range oa.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				md, mok := domain(m, term.TopologyKey)
 				d, ok := domain(n, term.TopologyKey)
-				if !ok {
-					continue
-				}
-				for _, m := range cluster {
-					if md, mok := domain(m, term.TopologyKey); !mok || md != d {
-						continue
-					}
-					for _, other := range m.pods() {
-						if other != owner && matches(term, owner, other) && (isPlaced(res, owner) || isPlaced(res, other)) {
-							t.Errorf("pods %s (node %s) and %s (node %s) share %s=%s against %s's anti-affinity", owner.Name, n.node.Name, other.Name, m.node.Name, term.TopologyKey, d, owner.Name)
-						}
-					}
+				if ok && mok && md == d && matches(term, owner, pod) {
+					return fmt.Sprintf("%s's pod anti-affinity on %s", owner.Name, term.TopologyKey)
 				}
 			}
 		}
 	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		sel, _ := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		counts := map[string]int{}
+		req := nodeaffinity.GetRequiredNodeAffinity(pod)
+		for _, m := range cluster {
+			md, ok := domain(m, c.TopologyKey)
+			if !ok {
+				continue
+			}
+			if match, _ := req.Match(m.node); !match {
+				continue
+			}
+			counts[md] += 0
+			for _, other := range bound[m] {
+				if other.Namespace == pod.Namespace && sel.Matches(labels.Set(other.Labels)) {
+					counts[md]++
+				}
+			}
+		}
+		minCount := -1
+		for _, v := range counts {
+			if minCount < 0 || v < minCount {
+				minCount = v
+			}
+		}
+		if c.MinDomains != nil && int(*c.MinDomains) > len(counts) {
+			minCount = 0
+		}
+		self := 0
+		if sel.Matches(labels.Set(pod.Labels)) {
+			self = 1
+		}
+		d, _ := domain(n, c.TopologyKey)
+		if counts[d]+self-minCount > int(c.MaxSkew) {
+			return fmt.Sprintf("spread on %s: skew %d > %d (counts %v)", c.TopologyKey, counts[d]+self-minCount, c.MaxSkew, counts)
+		}
+	}
+	return ""
 }
 
-// isPlaced reports whether pod was placed by res (rather than already
-// running).
-func isPlaced(res scheduling.Result, pod *corev1.Pod) bool {
-	for _, p := range res.NewNodeClaims {
-		for _, q := range p.Pods {
-			if q == pod {
-				return true
-			}
-		}
-	}
-	for _, ps := range res.ExistingPlacements {
-		for _, q := range ps {
-			if q == pod {
-				return true
-			}
-		}
-	}
-	return false
-}

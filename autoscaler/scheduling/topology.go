@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -521,6 +520,12 @@ func (t *topology) matchGroups(pod *corev1.Pod) []*group {
 // (nodeAffinityPolicy Honor, the default) and taints (nodeTaintsPolicy
 // Honor).
 func (s *solver) spreadUniverse(pi *podInfo, g *group) uint64 {
+	// The kube-scheduler computes domains from the pod's own nodeSelector
+	// and required node affinity: not from preferences Solve made
+	// required, nor from volume requirements.
+	if pi.view != pi.pod || len(pi.volume) > 0 {
+		pi = newPodInfo(pi.pod, pi.pod, nil)
+	}
 	cacheKey := fmt.Sprintf("%d|%t|%t|%s", g.key, g.honorAffinity, g.honorTaints, pi.signature)
 	if u, ok := s.topo.universe[cacheKey]; ok {
 		return u
@@ -548,7 +553,7 @@ func (s *solver) spreadUniverse(pi *podInfo, g *group) uint64 {
 			}
 		}
 	}
-	req := nodeaffinity.GetRequiredNodeAffinity(pi.view)
+	req := pi.nodeAffinity
 	for _, n := range s.existing {
 		d := n.dom[g.key]
 		if d < 0 || d >= maxDomainValues {

@@ -244,9 +244,9 @@ func TestTopology(t *testing.T) {
 			want: map[string]int{zoneA: 20},
 		},
 		{
-			name:     "hostname affinity to a running pod on a full node is unschedulable",
-			pods:     []*corev1.Pod{pod("web", "16", "1Gi", podAffinity(corev1.LabelHostname, sel("app", "cache")))},
-			existing: []scheduling.ExistingNode{existingNode("node-b", zoneB, pod("cache", "100m", "1Mi", withLabels("app", "cache")))},
+			name:          "hostname affinity to a running pod on a full node is unschedulable",
+			pods:          []*corev1.Pod{pod("web", "16", "1Gi", podAffinity(corev1.LabelHostname, sel("app", "cache")))},
+			existing:      []scheduling.ExistingNode{existingNode("node-b", zoneB, pod("cache", "100m", "1Mi", withLabels("app", "cache")))},
 			unschedulable: 1, reason: "pod affinity on kubernetes.io/hostname",
 		},
 		{

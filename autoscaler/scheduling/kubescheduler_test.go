@@ -235,4 +235,3 @@ func kubeSchedulerRejects(in scheduling.Input, cluster []*clusterNode, bound map
 	}
 	return ""
 }
-

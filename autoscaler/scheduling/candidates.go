@@ -122,16 +122,16 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 	}
 	var concrete []requirement
 	p.abstract = requirementSet{}
-	for _, k := range p.requirements.sortedKeys() {
+	for _, k := range p.requirements.SortedKeys() {
 		r := p.requirements[k]
 		switch {
 		case p.typeKeys[k]:
 			concrete = append(concrete, r)
-			if r.minValues > 0 {
+			if r.MinValues > 0 {
 				p.minValues = append(p.minValues, r)
 			}
-		case r.empty():
-			p.err = fmt.Errorf("NodePool %q can launch no node: %s contradict each other", p.name, r.origin)
+		case r.Empty():
+			p.err = fmt.Errorf("NodePool %q can launch no node: %s contradict each other", p.name, r.Origin)
 			return p
 		default:
 			p.abstract[k] = r
@@ -248,7 +248,7 @@ func (p *pool) parseRequirements() error {
 		if err != nil {
 			return fmt.Errorf("NodePool %q has an invalid requirement: %w", p.name, err)
 		}
-		p.requirements.add(r)
+		p.requirements.Add(r)
 	}
 	labels := map[string]string{karpv1.NodePoolLabelKey: p.name}
 	if ref := tmpl.Spec.NodeClassRef; ref != nil {
@@ -264,7 +264,7 @@ func (p *pool) parseRequirements() error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		r, _ := newRequirement(k, corev1.NodeSelectorOpIn, []string{labels[k]}, nil, fmt.Sprintf("NodePool label %s=%s", k, labels[k]))
-		p.requirements.add(r)
+		p.requirements.Add(r)
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (p *pool) explainNoTypes(all []*cloudprovider.InstanceType, concrete []requ
 	}
 	for _, r := range concrete {
 		if !anyTypeAllows(all, r) { // even counting unavailable offerings
-			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.origin)
+			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.Origin)
 		}
 	}
 	return fmt.Errorf("NodePool %q can launch no node: none of its %d instance types has an available offering that satisfies all its requirements together", p.name, len(all))
@@ -333,9 +333,9 @@ func offeringLabel(o cloudprovider.Offering, key string) string {
 // when the type itself does not.
 func allowedOfferings(it *cloudprovider.InstanceType, reqs []requirement, mask uint64) uint64 {
 	for _, r := range reqs {
-		if !isOfferingKey(r.key) {
-			v, ok := typeLabel(it, r.key)
-			if !r.allows(v, ok) {
+		if !isOfferingKey(r.Key) {
+			v, ok := typeLabel(it, r.Key)
+			if !r.Allows(v, ok) {
 				return 0
 			}
 		}
@@ -345,7 +345,7 @@ func allowedOfferings(it *cloudprovider.InstanceType, reqs []requirement, mask u
 			continue
 		}
 		for _, r := range reqs {
-			if isOfferingKey(r.key) && !r.allows(offeringLabel(o, r.key), true) {
+			if isOfferingKey(r.Key) && !r.Allows(offeringLabel(o, r.Key), true) {
 				mask &^= 1 << i
 				break
 			}

@@ -34,8 +34,8 @@ func (n *existing) tryAdd(pi *podInfo, plc *placement) bool {
 		return false
 	}
 	for _, r := range pi.volume {
-		v, ok := n.node.Labels[r.key]
-		if !r.allows(v, ok) {
+		v, ok := n.node.Labels[r.Key]
+		if !r.Allows(v, ok) {
 			return false
 		}
 	}
@@ -145,8 +145,8 @@ func (p *pool) budget(accounted vector) vector {
 // values of a key than the NodePool's minValues for it.
 func (p *pool) checkMinValues(c candidates) error {
 	for _, r := range p.minValues {
-		if n := len(p.distinctValues(r.key, c, r.minValues)); n < r.minValues {
-			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods (lower minValues or relax the pod's requirements)", p.name, r.minValues, r.key, n)
+		if n := len(p.distinctValues(r.Key, c, r.MinValues)); n < r.MinValues {
+			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods (lower minValues or relax the pod's requirements)", p.name, r.MinValues, r.Key, n)
 		}
 	}
 	return nil
@@ -273,11 +273,11 @@ func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 // intersectAll returns a copy of set with exprs intersected in, or an error
 // naming the expressions that leave a key unsatisfiable.
 func intersectAll(set requirementSet, exprs []requirement) (requirementSet, error) {
-	out := set.copy()
+	out := set.Copy()
 	for _, e := range exprs {
-		out.add(e)
-		if r := out[e.key]; r.empty() {
-			return nil, fmt.Errorf("%s contradict each other", r.origin)
+		out.Add(e)
+		if r := out[e.Key]; r.Empty() {
+			return nil, fmt.Errorf("%s contradict each other", r.Origin)
 		}
 	}
 	return out, nil

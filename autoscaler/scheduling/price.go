@@ -82,10 +82,10 @@ func (p *pool) truncate(order []int, mask map[int]uint64) []int {
 	for _, r := range p.minValues {
 		seen := map[string]struct{}{}
 		for _, i := range order {
-			if len(seen) >= r.minValues {
+			if len(seen) >= r.MinValues {
 				break
 			}
-			for _, v := range p.values(r.key, i, mask[i]) {
+			for _, v := range p.values(r.Key, i, mask[i]) {
 				if _, ok := seen[v]; !ok {
 					seen[v] = struct{}{}
 					keep[i] = true
@@ -114,10 +114,10 @@ func (p *pool) truncate(order []int, mask map[int]uint64) []int {
 // by the values the kept types and offerings allow (instance types in
 // price order).
 func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[string]struct{}) []karpv1.NodeSelectorRequirementWithMinValues {
-	merged := pl.pool.requirements.copy()
+	merged := pl.pool.requirements.Copy()
 	for _, tf := range pl.terms {
 		for _, e := range tf.exprs {
-			merged.add(e)
+			merged.Add(e)
 		}
 	}
 	narrowed := map[string][]string{
@@ -128,14 +128,14 @@ func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[st
 	var out []karpv1.NodeSelectorRequirementWithMinValues
 	for key, values := range narrowed {
 		e := karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
-		if mv := merged[key].minValues; mv > 0 {
+		if mv := merged[key].MinValues; mv > 0 {
 			e.MinValues = &mv
 		}
 		out = append(out, e)
 		delete(merged, key)
 	}
-	for _, key := range merged.sortedKeys() {
-		out = append(out, merged[key].expressions()...)
+	for _, key := range merged.SortedKeys() {
+		out = append(out, merged[key].Expressions()...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

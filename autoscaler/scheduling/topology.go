@@ -232,7 +232,10 @@ func (t *topology) termGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAff
 	case term.NamespaceSelector != nil && len(term.Namespaces) == 0:
 		// An empty namespaceSelector selects every namespace.
 	case len(term.Namespaces) > 0:
-		g.namespaces = setOf(term.Namespaces)
+		g.namespaces = map[string]struct{}{}
+		for _, ns := range term.Namespaces {
+			g.namespaces[ns] = struct{}{}
+		}
 	default:
 		g.namespaces = map[string]struct{}{pod.Namespace: {}}
 	}

@@ -234,6 +234,18 @@ func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*pl
 	return nil, p.explainNoRoom(all, tf, requests)
 }
 
+// mayTake is tryAdd's quick reject, before any per-term work: the pod's
+// requests fit the roomiest candidate, its host ports are free and its
+// hostname constraints allow the plan.
+func (pl *plan) mayTake(pi *podInfo, plc *placement) bool {
+	for d, v := range pi.vec {
+		if pl.requests[d]+v > pl.maxAvail[d] {
+			return false
+		}
+	}
+	return !pl.ports.conflicts(pi.ports) && plc.hostAllowed(pl.host)
+}
+
 // tryAdd adds pi to the plan with term tf if the pod's custom-label
 // expressions agree with the plan's other pods, its host ports are free,
 // its topology constraints allow the plan's domains (pinning its zone or
@@ -242,9 +254,6 @@ func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*pl
 func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 	p := pl.pool
 	requests := pl.requests.plus(pi.vec)
-	if !requests.fitsIn(pl.maxAvail) || pl.ports.conflicts(pi.ports) || !plc.hostAllowed(pl.host) {
-		return false
-	}
 	zones := plc.choices(keyZone, pl.values[keyZone])
 	capacityTypes := plc.choices(keyCapacityType, pl.values[keyCapacityType])
 	if len(zones) == 0 || len(capacityTypes) == 0 {

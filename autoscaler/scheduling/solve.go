@@ -252,8 +252,17 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 			return nil
 		}
 	}
+	var (
+		lastPool *pool
+		f        *podFit
+	)
 	for _, pl := range s.plans {
-		f := pl.pool.fit(pi) // step 2, cached per pod signature
+		if !pl.mayTake(pi, plc) {
+			continue
+		}
+		if pl.pool != lastPool {
+			lastPool, f = pl.pool, pl.pool.fit(pi) // step 2, cached per pod signature
+		}
 		for _, tf := range f.terms {
 			if pl.tryAdd(pi, tf, plc) {
 				s.topo.record(pi, pl.domains())

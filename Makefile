@@ -116,6 +116,19 @@ vet: ## gofmt and go vet.
 bench: tools build bench-webhook ## Run the benchmarks and scripted measurements; prints figures.
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
 
+# The scheduling benchmark suite: Karpenter's pod mix at 1,000/5,000/20,000
+# pods on 400 synthetic and 1,363 catalogue instance types; prints one
+# table (pods/s, nodes, $/h, allocations, peak heap, FFD reference).
+SCHED_BENCH ?= BenchmarkScheduling
+SCHED_BENCHTIME ?= 3x
+.PHONY: bench-scheduling
+bench-scheduling: ## Scheduling benchmark suite (Karpenter's pod mix); prints one table.
+	go test -count=1 -run '^$$' -bench '$(SCHED_BENCH)' -benchtime $(SCHED_BENCHTIME) ./autoscaler/scheduling/bench
+
+.PHONY: bench-vs-karpenter
+bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's on the same mix, same run; prints the ratio.
+	hack/bench-vs-karpenter.sh
+
 # The admission load test: bin/karpx-webhook in its own process against a
 # local kube-apiserver, 2,000 EC2NodeClass reviews/s for 30 s (issue 4's
 # figure: p50/p99, CPU per review, peak RSS).

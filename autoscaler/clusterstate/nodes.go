@@ -122,7 +122,8 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 			// pods planned for the node wait for that (problem P4).
 			taints = nc.Spec.Taints
 		}
-		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: withoutTaint(taints, karpv1.UnregisteredTaintKey), Available: available})
+		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: withoutTaint(taints, karpv1.UnregisteredTaintKey),
+			Available: available, Pods: s.Pods[name]})
 	}
 	for _, nc := range s.NodeClaims {
 		if !nc.DeletionTimestamp.IsZero() || s.NodeOf(nc) != nil || (exclude != nil && exclude(nc)) {

@@ -26,12 +26,14 @@ type pool struct {
 
 	// types are the candidate instance types, in input order. offerings[i]
 	// is a bitmask over types[i].Offerings of the usable ones;
-	// allocatable[i], capacity[i] and prices[i] are per type.
-	types       []*cloudprovider.InstanceType
-	offerings   []uint64
-	allocatable []vector
-	capacity    []vector
-	prices      [][]float64
+	// capacity[i] and prices[i] are per type.
+	types     []*cloudprovider.InstanceType
+	offerings []uint64
+	capacity  []vector
+	prices    [][]float64
+
+	// nameRank[i] is the position of types[i] by name (price ties).
+	nameRank []int
 
 	// typeKeys are the label keys instance types or offerings carry:
 	// requirements on them filter offerings; requirements on any other key
@@ -49,9 +51,17 @@ type pool struct {
 	// never block a pod).
 	taints []corev1.Taint
 
-	// overhead is the DaemonSet pods' requests every new node carries.
-	overhead    corev1.ResourceList
-	overheadVec vector
+	// overhead[i] is the requests of the DaemonSet pods that would run on
+	// a new node of type types[i] (overheadList[i] as a ResourceList);
+	// avail[i] is allocatable[i] minus overhead[i]: what pods can use.
+	overhead     []vector
+	overheadList []corev1.ResourceList
+	avail        []vector
+
+	// domains[k][i][o] is the domain index (zone, capacity type) of
+	// offering o of types[i]; allValues[k] is the union over all types.
+	domains   [keyHostname][][]int
+	allValues [keyHostname]uint64
 
 	// limited marks the resources spec.limits caps; remaining is
 	// Remaining as a vector; used is the capacity already counted against
@@ -68,7 +78,7 @@ type pool struct {
 }
 
 // newPool prepares one NodePool (step 1).
-func newPool(in NodePoolInput, d *dims) *pool {
+func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 	np := in.NodePool
 	p := &pool{
 		nodePool:     np,
@@ -81,8 +91,6 @@ func newPool(in NodePoolInput, d *dims) *pool {
 		limited:      make([]bool, len(d.names)),
 		remaining:    make(vector, len(d.names)),
 		used:         make(vector, len(d.names)),
-		overhead:     corev1.ResourceList{},
-		overheadVec:  make(vector, len(d.names)),
 	}
 	switch {
 	case np.Spec.Replicas != nil:
@@ -93,8 +101,13 @@ func newPool(in NodePoolInput, d *dims) *pool {
 		return p
 	}
 	for name, q := range in.Remaining {
-		if i, ok := d.index[name]; ok {
-			p.limited[i], p.remaining[i], p.hasLimits = true, q.MilliValue(), true
+		i, ok := d.index[name]
+		if !ok {
+			continue
+		}
+		// A limit no machine count could reach (memory: 1Ei) is unlimited.
+		if v := amount(name, q); v < maxAmount {
+			p.limited[i], p.remaining[i], p.hasLimits = true, v, true
 		}
 	}
 	for _, it := range in.InstanceTypes {
@@ -109,22 +122,31 @@ func newPool(in NodePoolInput, d *dims) *pool {
 	}
 	var concrete []requirement
 	p.abstract = requirementSet{}
-	for _, k := range p.requirements.sortedKeys() {
+	for _, k := range p.requirements.SortedKeys() {
 		r := p.requirements[k]
 		switch {
 		case p.typeKeys[k]:
 			concrete = append(concrete, r)
-			if r.minValues > 0 {
+			if r.MinValues > 0 {
 				p.minValues = append(p.minValues, r)
 			}
-		case r.empty():
-			p.err = fmt.Errorf("NodePool %q can launch no node: %s contradict each other", p.name, r.origin)
+		case r.Empty():
+			p.err = fmt.Errorf("NodePool %q can launch no node: %s contradict each other", p.name, r.Origin)
 			return p
 		default:
 			p.abstract[k] = r
 		}
 	}
-	p.addInstanceTypes(in.InstanceTypes, concrete)
+	p.addInstanceTypes(in.InstanceTypes, concrete, t)
+	byName := make([]int, len(p.types))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.SliceStable(byName, func(a, b int) bool { return p.types[byName[a]].Name < p.types[byName[b]].Name })
+	p.nameRank = make([]int, len(p.types))
+	for rank, i := range byName {
+		p.nameRank[i] = rank
+	}
 	if len(p.types) == 0 {
 		p.err = p.explainNoTypes(in.InstanceTypes, concrete)
 	}
@@ -134,7 +156,7 @@ func newPool(in NodePoolInput, d *dims) *pool {
 // addInstanceTypes keeps the types that satisfy the NodePool's requirements
 // on instance type and offering labels (concrete) with at least one
 // available offering that does, and precomputes their vectors and prices.
-func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []requirement) {
+func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []requirement, t *topology) {
 	nodesDim, countNodes := p.dims.index[resourceNodes]
 	for _, it := range types {
 		if it == nil {
@@ -150,7 +172,7 @@ func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []
 		}
 		capVec := p.dims.vector(capacity)
 		if countNodes {
-			capVec[nodesDim] = 1000 // one node, in milli-units
+			capVec[nodesDim] = 1 // one node
 		}
 		prices := make([]float64, len(it.Offerings))
 		for i, o := range it.Offerings {
@@ -158,10 +180,62 @@ func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []
 		}
 		p.types = append(p.types, it)
 		p.offerings = append(p.offerings, mask)
-		p.allocatable = append(p.allocatable, p.dims.vector(it.Allocatable))
 		p.capacity = append(p.capacity, capVec)
 		p.prices = append(p.prices, prices)
+		alloc := p.dims.vector(it.Allocatable)
+		p.overhead = append(p.overhead, make(vector, len(p.dims.names)))
+		p.overheadList = append(p.overheadList, corev1.ResourceList{})
+		p.avail = append(p.avail, alloc)
+		for k := range p.domains {
+			doms := make([]int, len(it.Offerings))
+			for o, off := range it.Offerings {
+				doms[o] = t.valueIndex(k, offeringLabel(off, topologyKeys[k]))
+				if o < maxOfferings && mask&(1<<o) != 0 && doms[o] >= 0 {
+					p.allValues[k] |= 1 << doms[o]
+				}
+			}
+			p.domains[k] = append(p.domains[k], doms)
+		}
 	}
+}
+
+// valuesOf returns the domain values of offering key k among the offerings
+// in mask of types[i].
+func (p *pool) valuesOf(k, i int, mask uint64) uint64 {
+	var out uint64
+	for o, d := range p.domains[k][i] {
+		if o < maxOfferings && mask&(1<<o) != 0 && d >= 0 {
+			out |= 1 << d
+		}
+	}
+	return out
+}
+
+// offeringsIn returns the offerings of types[i] whose zone is in
+// restrict[keyZone] and capacity type in restrict[keyCapacityType].
+func (p *pool) offeringsIn(i int, restrict [keyHostname]uint64) uint64 {
+	if restrict[keyZone] == allValues && restrict[keyCapacityType] == allValues {
+		return allValues
+	}
+	var out uint64
+	for o := range p.domains[keyZone][i] {
+		if o >= maxOfferings {
+			break
+		}
+		if inSet(restrict[keyZone], p.domains[keyZone][i][o]) && inSet(restrict[keyCapacityType], p.domains[keyCapacityType][i][o]) {
+			out |= 1 << o
+		}
+	}
+	return out
+}
+
+// inSet reports whether domain d is in set (an unknown domain is only in
+// allValues).
+func inSet(set uint64, d int) bool {
+	if set == allValues {
+		return true
+	}
+	return d >= 0 && d < maxDomainValues && set&(1<<d) != 0
 }
 
 // parseRequirements collects the NodePool's requirements, template labels,
@@ -174,7 +248,7 @@ func (p *pool) parseRequirements() error {
 		if err != nil {
 			return fmt.Errorf("NodePool %q has an invalid requirement: %w", p.name, err)
 		}
-		p.requirements.add(r)
+		p.requirements.Add(r)
 	}
 	labels := map[string]string{karpv1.NodePoolLabelKey: p.name}
 	if ref := tmpl.Spec.NodeClassRef; ref != nil {
@@ -190,7 +264,7 @@ func (p *pool) parseRequirements() error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		r, _ := newRequirement(k, corev1.NodeSelectorOpIn, []string{labels[k]}, nil, fmt.Sprintf("NodePool label %s=%s", k, labels[k]))
-		p.requirements.add(r)
+		p.requirements.Add(r)
 	}
 	return nil
 }
@@ -202,7 +276,7 @@ func (p *pool) explainNoTypes(all []*cloudprovider.InstanceType, concrete []requ
 	}
 	for _, r := range concrete {
 		if !anyTypeAllows(all, r) { // even counting unavailable offerings
-			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.origin)
+			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.Origin)
 		}
 	}
 	return fmt.Errorf("NodePool %q can launch no node: none of its %d instance types has an available offering that satisfies all its requirements together", p.name, len(all))
@@ -259,9 +333,9 @@ func offeringLabel(o cloudprovider.Offering, key string) string {
 // when the type itself does not.
 func allowedOfferings(it *cloudprovider.InstanceType, reqs []requirement, mask uint64) uint64 {
 	for _, r := range reqs {
-		if !isOfferingKey(r.key) {
-			v, ok := typeLabel(it, r.key)
-			if !r.allows(v, ok) {
+		if !isOfferingKey(r.Key) {
+			v, ok := typeLabel(it, r.Key)
+			if !r.Allows(v, ok) {
 				return 0
 			}
 		}
@@ -271,7 +345,7 @@ func allowedOfferings(it *cloudprovider.InstanceType, reqs []requirement, mask u
 			continue
 		}
 		for _, r := range reqs {
-			if isOfferingKey(r.key) && !r.allows(offeringLabel(o, r.key), true) {
+			if isOfferingKey(r.Key) && !r.Allows(offeringLabel(o, r.Key), true) {
 				mask &^= 1 << i
 				break
 			}

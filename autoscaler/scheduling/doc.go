@@ -1,33 +1,54 @@
 // Package scheduling decides which nodes to launch for pending pods: one
 // pure function, Solve, that makes no API calls, reads an Input (pods,
-// NodePools with their instance types, in-flight nodes, DaemonSet pods) and
-// returns a Result (NodeClaim plans, placements on in-flight nodes, and a
-// reason for every pod that fits nowhere). It is a four-step pipeline, one
-// file and one small function per step: candidates (candidates.go, newPool)
-// keeps, per NodePool, the instance types and available offerings that
-// satisfy its requirements and template labels; filter (filter.go, pool.fit)
-// narrows them per pod by taints and tolerations, nodeSelector and required
-// node affinity, cached per set of pod constraints; pack (pack.go,
-// solver.place) goes through the pods by decreasing cpu then memory and puts
-// each first-fit onto an in-flight node, else onto an open plan that still
-// has an instance type fitting all its pods, else onto a new plan of the
-// first NodePool (by descending weight, then name) that can take it within
-// its limits; price (price.go, plan.finish) orders each plan's types by
-// their cheapest compatible available offering, keeps at most
-// MaxInstanceTypes of them (never breaking minValues) and narrows the
-// NodeClaim requirements (instance type, zone, capacity type) to what they
-// allow. NodeClaimPlan.NodeClaim turns a plan into the object to create.
+// NodePools with their instance types, existing nodes with their pods,
+// DaemonSet pods, volume requirements) and returns a Result (NodeClaim
+// plans, placements on existing nodes, and a reason for every pod that
+// fits nowhere). It is a four-step pipeline, one file and one small
+// function per step: candidates (candidates.go, newPool) keeps, per
+// NodePool, the instance types and available offerings that satisfy its
+// requirements and template labels, with each type's DaemonSet overhead;
+// filter (filter.go, pool.fit) narrows them per pod by taints and
+// tolerations, nodeSelector, required node affinity and volume zones,
+// cached per set of pod constraints; pack (pack.go, solver.place, with
+// topology.go) goes through the pods by decreasing cpu then memory and puts
+// each first-fit onto an existing node, else onto an open plan, else onto a
+// new plan of the first NodePool (by descending weight, then name) that can
+// take it within its limits, honouring its topology constraints; price
+// (price.go, plan.finish) orders each plan's types by their cheapest
+// compatible available offering (spot before on-demand whenever cheaper),
+// keeps at most MaxInstanceTypes of them (never breaking minValues) and
+// narrows the NodeClaim requirements (instance type, zone, capacity type)
+// to what they allow. NodeClaimPlan.NodeClaim turns a plan into the object
+// to create. Requirement matching is package requirements', the one
+// implementation karpx has.
 //
-// Karpenter semantics kept: pod requests as the kubelet admits them (init
-// and sidecar containers, overhead, one "pods"); startupTaints and
-// karpenter.sh/unregistered never block a pod; NodePool requirements with
-// In, NotIn, Exists, DoesNotExist, Gt, Gte, Lt, Lte and minValues; labels
-// instance types do not carry (template labels, custom labels) checked
-// against the NodePool's labels and requirements; in-flight capacity and
-// open plans used before a new node, regardless of NodePool weight, as in
-// Karpenter. Not modelled yet (the pods still get a node, just without
-// these constraints): preferred node affinity, pod affinity and
-// anti-affinity, topology spread constraints, host ports and volume
-// topology. DaemonSet overhead is decided per NodePool, not per instance
-// type; minValues is strict (no BestEffort relaxation).
+// Modelled, with Karpenter's semantics: pod requests as the kubelet admits
+// them (init and sidecar containers, overhead, one "pods"); startupTaints
+// and karpenter.sh/unregistered never block a pod; NodePool requirements
+// with In, NotIn, Exists, DoesNotExist, Gt, Gte, Lt, Lte and minValues
+// (strict); labels instance types do not carry checked against the
+// NodePool's labels and requirements; weights; limits (cpu, memory, nodes,
+// any resource; absurd ones such as memory: 100Ei are unlimited); existing
+// nodes and open plans used before a new node. Topology, on
+// topology.kubernetes.io/zone, kubernetes.io/hostname and
+// karpenter.sh/capacity-type: topology spread (maxSkew, DoNotSchedule,
+// minDomains, nodeAffinityPolicy, nodeTaintsPolicy, matchLabelKeys),
+// required pod affinity and anti-affinity (namespaces, matchLabelKeys,
+// mismatchLabelKeys; anti-affinity both ways, against running, nominated
+// and planned pods), host ports, volume zones (Input.VolumeRequirements,
+// see package volumetopology), DaemonSet overhead per instance type. A plan
+// holding a pod whose constraints depend on its zone or capacity type is
+// pinned to one value. Preferences (preferred pod affinity and
+// anti-affinity, the heaviest preferred node affinity term, ScheduleAnyway
+// spread) are first required, then relaxed one at a time in Karpenter's
+// order until the pod fits. Pods that match another pod's spread selector
+// first honour that spread too, so the kube-scheduler accepts the
+// spreading pods in any binding order.
+//
+// Not modelled (Unsupported names them per pod): other topology keys,
+// namespaceSelector by labels, dynamic resource claims. Approximated: a
+// spread counts matching pods on every node of a domain, where the
+// kube-scheduler (nodeAffinityPolicy Honor) counts only those on nodes
+// matching the pod's node affinity; hostname spread assumes a new node can
+// always be added (minimum 0); minValues has no BestEffort relaxation.
 package scheduling

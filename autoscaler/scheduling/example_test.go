@@ -23,7 +23,7 @@ func Example() {
 			NodePool:      generalPurpose(),
 			InstanceTypes: allTypes(), // from CloudProvider.GetInstanceTypes
 		}},
-		InFlight: []scheduling.ExistingNode{{
+		ExistingNodes: []scheduling.ExistingNode{{
 			Name:      "ip-10-0-1-23.ec2.internal",
 			Labels:    map[string]string{corev1.LabelArchStable: "amd64"},
 			Available: resources("cpu", "1", "memory", "2Gi", "pods", "20"),

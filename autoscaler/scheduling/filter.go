@@ -76,16 +76,16 @@ func (p *pool) fitTerm(term podTerm) (*termFit, error) {
 	tf := &termFit{exprs: term.exprs}
 	var concrete []requirement
 	for _, e := range term.exprs {
-		if p.typeKeys[e.key] {
+		if p.typeKeys[e.Key] {
 			concrete = append(concrete, e)
 			continue
 		}
-		if pr, defined := p.requirements[e.key]; defined {
-			if pr.intersect(e).empty() {
-				return nil, fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.origin, pr.origin)
+		if pr, defined := p.requirements[e.Key]; defined {
+			if pr.Intersect(e).Empty() {
+				return nil, fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.Origin, pr.Origin)
 			}
-		} else if !e.allowAbsent && !karpv1.WellKnownLabels.Has(e.key) {
-			return nil, fmt.Errorf("incompatible with NodePool %q: %s needs label %s, which the NodePool neither sets in spec.template.metadata.labels nor allows in spec.template.spec.requirements", p.name, e.origin, e.key)
+		} else if !e.AllowAbsent && !karpv1.WellKnownLabels.Has(e.Key) {
+			return nil, fmt.Errorf("incompatible with NodePool %q: %s needs label %s, which the NodePool neither sets in spec.template.metadata.labels nor allows in spec.template.spec.requirements", p.name, e.Origin, e.Key)
 		}
 		tf.abstract = append(tf.abstract, e)
 	}
@@ -119,34 +119,46 @@ func (p *pool) explainNoMatch(concrete []requirement) error {
 			continue
 		}
 		what := "instance type"
-		if isOfferingKey(e.key) {
+		if isOfferingKey(e.Key) {
 			what = "available offering"
 		}
 		hint := ""
-		if pr, ok := p.requirements[e.key]; ok {
-			hint = fmt.Sprintf(" (the NodePool allows %s)", strings.TrimPrefix(pr.origin, "NodePool requirement "))
+		if pr, ok := p.requirements[e.Key]; ok {
+			hint = fmt.Sprintf(" (the NodePool allows %s)", strings.TrimPrefix(pr.Origin, "NodePool requirement "))
 		}
-		return fmt.Errorf("no %s in NodePool %q satisfies %s%s", what, p.name, e.origin, hint)
+		return fmt.Errorf("no %s in NodePool %q satisfies %s%s", what, p.name, e.Origin, hint)
 	}
 	origins := make([]string, len(concrete))
 	for i, e := range concrete {
-		origins[i] = e.origin
+		origins[i] = e.Origin
 	}
 	return fmt.Errorf("no instance type in NodePool %q satisfies %s together", p.name, strings.Join(origins, ", "))
 }
 
-// addDaemonSetOverhead adds the requests of every DaemonSet pod that would
-// run on this NodePool's nodes: it tolerates the template taints and some
-// candidate offering satisfies one of its terms. The check is per NodePool,
-// not per instance type, as in Karpenter.
+// addDaemonSetOverhead adds, per instance type, the requests of every
+// DaemonSet pod that would run on a new node of that type: it tolerates the
+// template taints and one of its terms accepts some available offering of
+// the type. A DaemonSet whose own node affinity excludes a type (e.g.
+// arm64 only) does not count against that type.
 func (p *pool) addDaemonSetOverhead(daemonSets []*podInfo) {
 	if p.err != nil {
 		return
 	}
 	for _, ds := range daemonSets {
-		if f := p.computeFit(ds); f.err == nil {
-			p.overhead = addResourceLists(p.overhead, ds.requests)
-			p.overheadVec = p.overheadVec.plus(ds.vec)
+		f := p.computeFit(ds)
+		if f.err != nil {
+			continue
+		}
+		for i := range p.types {
+			runs := false
+			for _, tf := range f.terms {
+				runs = runs || tf.masks[i] != 0
+			}
+			if runs {
+				p.overhead[i] = p.overhead[i].plus(ds.vec)
+				p.overheadList[i] = addResourceLists(p.overheadList[i], ds.requests)
+				p.avail[i] = p.avail[i].minus(ds.vec)
+			}
 		}
 	}
 }

@@ -7,9 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -25,8 +23,8 @@ import (
 //     available offering satisfying every requirement of the plan;
 //   - the instance-type requirement lists exactly InstanceTypes, in order;
 //   - PriceUSDPerHour is the cheapest such offering of InstanceTypes[0];
-//   - every pod of a plan matches the node it would get (nodeSelector,
-//     required affinity) and tolerates the NodePool's taints.
+//   - the kube-scheduler would accept every placed pod on its node
+//     (checkKubeScheduler).
 func checkInvariants(t *testing.T, in scheduling.Input, res scheduling.Result) {
 	t.Helper()
 	seen := map[types.UID]int{}
@@ -87,18 +85,8 @@ func checkInvariants(t *testing.T, in scheduling.Input, res scheduling.Result) {
 				t.Errorf("plan %d: PriceUSDPerHour %.4f, cheapest offering of %s is %.4f", n, p.PriceUSDPerHour, it.Name, price)
 			}
 		}
-		node := nodeFor(p, p.InstanceTypes[0])
-		for _, pod := range p.Pods {
-			if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
-				t.Errorf("plan %d: pod %s does not match node labels %v (err %v)", n, pod.Name, node.Labels, err)
-			}
-			if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), p.NodePool.Spec.Template.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-				return t.Effect != corev1.TaintEffectPreferNoSchedule && t.Key != karpv1.UnregisteredTaintKey
-			}, false); bad {
-				t.Errorf("plan %d: pod %s does not tolerate %v", n, pod.Name, taint)
-			}
-		}
 	}
+	checkKubeScheduler(t, in, res)
 }
 
 // labelsFor returns the labels a node of type it launched for plan p with

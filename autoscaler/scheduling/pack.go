@@ -6,32 +6,46 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
-// inFlight is an ExistingNode being filled (pipeline step 3).
-type inFlight struct {
-	node      ExistingNode
-	k8sNode   *corev1.Node // name and labels, for nodeaffinity matching
+// existing is an ExistingNode being filled (pipeline step 3).
+type existing struct {
+	node    ExistingNode
+	k8sNode *corev1.Node // name and labels, for nodeaffinity matching
+	// dom is the node's domain per topology key (-1: label absent).
+	dom       [numTopologyKeys]int
 	available vector
+	ports     hostPorts
 	pods      []*corev1.Pod
 }
 
 // tryAdd places pi on the node if the pod tolerates its taints, its
-// nodeSelector and required node affinity match the node's labels and
-// name, and its requests fit what is left.
-func (n *inFlight) tryAdd(pi *podInfo) bool {
+// nodeSelector, required node affinity and volume requirements match the
+// node's labels and name, its host ports are free, its topology
+// constraints allow the node's domains, and its requests fit what is left.
+func (n *existing) tryAdd(pi *podInfo, plc *placement) bool {
 	if !pi.vec.fitsIn(n.available) {
 		return false
 	}
-	if _, blocked := blockingTaint(n.node.Taints, pi.pod.Spec.Tolerations); blocked {
+	if _, blocked := blockingTaint(n.node.Taints, pi.view.Spec.Tolerations); blocked {
 		return false
 	}
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pi.pod).Match(n.k8sNode); err != nil || !ok {
+	if ok, err := pi.nodeAffinity.Match(n.k8sNode); err != nil || !ok {
+		return false
+	}
+	for _, r := range pi.volume {
+		v, ok := n.node.Labels[r.Key]
+		if !r.Allows(v, ok) {
+			return false
+		}
+	}
+	if n.ports.conflicts(pi.ports) || !plc.hostAllowed(n.dom[keyHostname]) ||
+		!plc.valueAllowed(keyZone, n.dom[keyZone]) || !plc.valueAllowed(keyCapacityType, n.dom[keyCapacityType]) {
 		return false
 	}
 	n.available = n.available.minus(pi.vec)
 	n.pods = append(n.pods, pi.pod)
+	n.ports = n.ports.add(pi.ports)
 	return true
 }
 
@@ -45,8 +59,17 @@ type plan struct {
 	// abstract narrows the NodePool's requirements on custom labels by the
 	// pods' expressions on them.
 	abstract requirementSet
-	// requests is the pods' requests plus the NodePool's DaemonSet overhead.
+	// requests is the sum of the pods' requests (the DaemonSet overhead is
+	// per instance type, in pool.avail).
 	requests vector
+	// host is the plan's hostname domain; ports are its pods' host ports.
+	host  int
+	ports hostPorts
+	// values[k] are the zone and capacity type values its candidates
+	// still offer; maxAvail is, per resource, the most any candidate
+	// leaves for pods (a quick reject before narrow).
+	values   [keyHostname]uint64
+	maxAvail vector
 	candidates
 	// accounted is the capacity counted against the NodePool's Remaining:
 	// that of the cheapest candidate. nil when the NodePool is unlimited.
@@ -75,13 +98,13 @@ const (
 // narrow returns the candidates of from that the pod term accepts
 // (termMasks), whose allocatable holds requests and whose capacity fits in
 // budget (nil: unlimited), and whether they still satisfy minValues.
-func (p *pool) narrow(from candidates, termMasks []uint64, requests, budget vector) (candidates, misfit) {
-	out := candidates{cheapest: -1}
+func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname]uint64, requests, budget vector) (candidates, misfit) {
+	out := candidates{cheapest: -1, types: make([]int, 0, len(from.types)), masks: make([]uint64, 0, len(from.types))}
 	best := math.Inf(1)
 	hasRoom := false
 	for k, i := range from.types {
-		m := from.masks[k] & termMasks[i]
-		if m == 0 || !requests.fitsIn(p.allocatable[i]) {
+		m := from.masks[k] & termMasks[i] & p.offeringsIn(i, restrict)
+		if m == 0 || !requests.fitsIn(p.avail[i]) {
 			continue
 		}
 		hasRoom = true
@@ -122,8 +145,8 @@ func (p *pool) budget(accounted vector) vector {
 // values of a key than the NodePool's minValues for it.
 func (p *pool) checkMinValues(c candidates) error {
 	for _, r := range p.minValues {
-		if n := len(p.distinctValues(r.key, c, r.minValues)); n < r.minValues {
-			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods (lower minValues or relax the pod's requirements)", p.name, r.minValues, r.key, n)
+		if n := len(p.distinctValues(r.Key, c, r.MinValues)); n < r.MinValues {
+			return fmt.Errorf("NodePool %q requires minValues %d for %s but only %d value(s) fit the pods (lower minValues or relax the pod's requirements)", p.name, r.MinValues, r.Key, n)
 		}
 	}
 	return nil
@@ -166,32 +189,76 @@ func (p *pool) values(key string, i int, mask uint64) []string {
 
 // newPlan opens a plan on the pool for pi with term tf, or says why it
 // cannot.
-func (p *pool) newPlan(pi *podInfo, tf *termFit) (*plan, error) {
+func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*plan, error) {
 	all := candidates{types: make([]int, len(p.types)), masks: p.offerings}
 	for i := range all.types {
 		all.types[i] = i
 	}
+	if !plc.hostAllowed(-1) {
+		return nil, fmt.Errorf("a new node in NodePool %q would break the pod's %s", p.name, plc.describe(keyHostname))
+	}
 	abstract, _ := intersectAll(p.abstract, tf.abstract) // fitTerm checked it is satisfiable
-	requests := p.overheadVec.plus(pi.vec)
-	c, why := p.narrow(all, tf.masks, requests, p.budget(nil))
+	var termValues [keyHostname]uint64
+	for k := range termValues {
+		for i := range p.types {
+			termValues[k] |= p.valuesOf(k, i, tf.masks[i])
+		}
+	}
+	zones, capacityTypes := plc.choices(keyZone, termValues[keyZone]), plc.choices(keyCapacityType, termValues[keyCapacityType])
+	switch {
+	case len(zones) == 0:
+		return nil, fmt.Errorf("no zone NodePool %q offers the pod satisfies its %s", p.name, plc.describe(keyZone))
+	case len(capacityTypes) == 0:
+		return nil, fmt.Errorf("no capacity type NodePool %q offers the pod satisfies its %s", p.name, plc.describe(keyCapacityType))
+	}
+	requests := pi.vec
+	var (
+		c   candidates
+		why misfit = misfitResources
+	)
+	for _, z := range zones {
+		for _, ct := range capacityTypes {
+			if c, why = p.narrow(all, tf.masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil)); why == fits {
+				pl := &plan{pool: p, requests: requests, abstract: abstract, host: s.newHost()}
+				pl.commit(pi, tf, c)
+				return pl, nil
+			}
+		}
+	}
 	switch why {
-	case misfitResources:
-		return nil, p.explainNoRoom(all, tf, requests)
 	case misfitLimits:
 		return nil, fmt.Errorf("NodePool %q limits reached: every instance type that fits would exceed the remaining %s (raise spec.limits)", p.name, p.dims.format(p.budget(nil).onlyLimited(p.limited)))
 	case misfitMinValues:
 		return nil, p.checkMinValues(c)
 	}
-	pl := &plan{pool: p, requests: requests, abstract: abstract}
-	pl.commit(pi, tf, c)
-	return pl, nil
+	return nil, p.explainNoRoom(all, tf, requests)
+}
+
+// mayTake is tryAdd's quick reject, before any per-term work: the pod's
+// requests fit the roomiest candidate, its host ports are free and its
+// hostname constraints allow the plan.
+func (pl *plan) mayTake(pi *podInfo, plc *placement) bool {
+	for d, v := range pi.vec {
+		if pl.requests[d]+v > pl.maxAvail[d] {
+			return false
+		}
+	}
+	return !pl.ports.conflicts(pi.ports) && plc.hostAllowed(pl.host)
 }
 
 // tryAdd adds pi to the plan with term tf if the pod's custom-label
-// expressions agree with the plan's other pods and a candidate still fits
-// them all; it reports whether it did.
-func (pl *plan) tryAdd(pi *podInfo, tf *termFit) bool {
+// expressions agree with the plan's other pods, its host ports are free,
+// its topology constraints allow the plan's domains (pinning its zone or
+// capacity type when they depend on it) and a candidate still fits them
+// all; it reports whether it did.
+func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 	p := pl.pool
+	requests := pl.requests.plus(pi.vec)
+	zones := plc.choices(keyZone, pl.values[keyZone])
+	capacityTypes := plc.choices(keyCapacityType, pl.values[keyCapacityType])
+	if len(zones) == 0 || len(capacityTypes) == 0 {
+		return false
+	}
 	abstract := pl.abstract
 	if len(tf.abstract) > 0 && !pl.hasTerm(tf) {
 		var err error
@@ -199,24 +266,27 @@ func (pl *plan) tryAdd(pi *podInfo, tf *termFit) bool {
 			return false
 		}
 	}
-	requests := pl.requests.plus(pi.vec)
-	c, why := p.narrow(pl.candidates, tf.masks, requests, p.budget(pl.accounted))
-	if why != fits {
-		return false
+	for _, z := range zones {
+		for _, ct := range capacityTypes {
+			c, why := p.narrow(pl.candidates, tf.masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted))
+			if why == fits {
+				pl.requests, pl.abstract = requests, abstract
+				pl.commit(pi, tf, c)
+				return true
+			}
+		}
 	}
-	pl.requests, pl.abstract = requests, abstract
-	pl.commit(pi, tf, c)
-	return true
+	return false
 }
 
 // intersectAll returns a copy of set with exprs intersected in, or an error
 // naming the expressions that leave a key unsatisfiable.
 func intersectAll(set requirementSet, exprs []requirement) (requirementSet, error) {
-	out := set.copy()
+	out := set.Copy()
 	for _, e := range exprs {
-		out.add(e)
-		if r := out[e.key]; r.empty() {
-			return nil, fmt.Errorf("%s contradict each other", r.origin)
+		out.Add(e)
+		if r := out[e.Key]; r.Empty() {
+			return nil, fmt.Errorf("%s contradict each other", r.Origin)
 		}
 	}
 	return out, nil
@@ -241,6 +311,17 @@ func (pl *plan) commit(pi *podInfo, tf *termFit, c candidates) {
 		pl.terms = append(pl.terms, tf)
 	}
 	pl.candidates = c
+	pl.ports = pl.ports.add(pi.ports)
+	pl.maxAvail = make(vector, len(p.dims.names))
+	pl.values = [keyHostname]uint64{}
+	for k, i := range c.types {
+		for d, v := range p.avail[i] {
+			pl.maxAvail[d] = max(pl.maxAvail[d], v)
+		}
+		for key := range pl.values {
+			pl.values[key] |= p.valuesOf(key, i, c.masks[k])
+		}
+	}
 	if p.hasLimits {
 		if pl.accounted != nil {
 			p.used = p.used.minus(pl.accounted)
@@ -261,6 +342,18 @@ func (v vector) onlyLimited(limited []bool) vector {
 	return out
 }
 
+// hasOverhead reports whether any type carries DaemonSet overhead.
+func (p *pool) hasOverhead() bool {
+	for _, o := range p.overhead {
+		for _, v := range o {
+			if v != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // explainNoRoom names the resources of requests that exceed the largest
 // allocatable, per resource, of the candidates tf accepts.
 func (p *pool) explainNoRoom(c candidates, tf *termFit, requests vector) error {
@@ -269,7 +362,7 @@ func (p *pool) explainNoRoom(c candidates, tf *termFit, requests vector) error {
 		if c.masks[k]&tf.masks[i] == 0 {
 			continue
 		}
-		for d, v := range p.allocatable[i] {
+		for d, v := range p.avail[i] {
 			largest[d] = max(largest[d], v)
 		}
 	}
@@ -280,10 +373,19 @@ func (p *pool) explainNoRoom(c candidates, tf *termFit, requests vector) error {
 			most = append(most, fmt.Sprintf("%s=%s", name, quantity(name, largest[d])))
 		}
 	}
-	overhead := ""
-	if f := p.dims.format(p.overheadVec); f != "nothing" {
-		overhead = fmt.Sprintf(" (including DaemonSet overhead %s)", f)
+	if len(over) == 0 {
+		return fmt.Errorf("no compatible instance type in NodePool %q has room for %s in any one of them", p.name, p.dims.format(requests))
 	}
-	return fmt.Errorf("no compatible instance type in NodePool %q has room for %s%s: the largest allocatable is %s (lower the requests or allow larger instance types)",
+	overhead := ""
+	if p.hasOverhead() {
+		overhead = " after DaemonSet overhead"
+	}
+	for d, name := range p.dims.names {
+		if requests[d] >= maxAmount {
+			return fmt.Errorf("the pod requests %s=%s, more than any machine has: no instance type in NodePool %q can hold it (fix the request; a unit typo such as Ei for Gi is likely)",
+				name, quantity(name, requests[d]), p.name)
+		}
+	}
+	return fmt.Errorf("no compatible instance type in NodePool %q has room for %s: the largest allocatable%s is %s (lower the requests or allow larger instance types)",
 		p.name, strings.Join(over, ", "), overhead, strings.Join(most, ", "))
 }

@@ -8,15 +8,36 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
-// podInfo is what the pipeline needs to know about one pod, computed once.
+// podInfo is what the pipeline needs to know about one pod (one
+// relaxation variant of it), computed once.
 type podInfo struct {
 	pod *corev1.Pod
+	// view is the pod as Solve schedules it: pod itself, or a copy whose
+	// preferences are made required (see variants). Constraints are read
+	// from view; placements report pod.
+	view *corev1.Pod
+	// nodeAffinity is view's nodeSelector and required node affinity, for
+	// matching existing nodes.
+	nodeAffinity nodeaffinity.RequiredNodeAffinity
+	// volume are the pod's volume requirements (Input.VolumeRequirements),
+	// ANDed into every term.
+	volume []requirement
+	// ports are the host ports the pod binds.
+	ports hostPorts
+	// constraints are view's topology constraints; counted are the groups
+	// whose selector matches the pod. Both are set by the solver.
+	constraints []constraint
+	counted     []*group
+	// owns are the groups of the pod's own required anti-affinity terms
+	// (of pod, not view), recorded as owners where it lands.
+	owns []*group
 	// requests are the pod's effective requests plus pods=1 (podRequests).
 	requests corev1.ResourceList
 	vec      vector
@@ -47,11 +68,29 @@ func uid(pod *corev1.Pod) types.UID {
 	return types.UID(pod.Namespace + "/" + pod.Name)
 }
 
-// newPodInfo computes the requests, terms and signature of pod.
-func newPodInfo(pod *corev1.Pod) *podInfo {
-	pi := &podInfo{pod: pod, requests: podRequests(pod)}
-	pi.terms, pi.termsErr = podTerms(pod)
-	pi.signature = podSignature(pod)
+// newPodInfo computes the requests, terms and signature of pod scheduled
+// as view (see variants), with volume requirements vol.
+func newPodInfo(pod, view *corev1.Pod, vol []corev1.NodeSelectorRequirement) *podInfo {
+	pi := &podInfo{pod: pod, view: view, requests: podRequests(pod), ports: podHostPorts(pod)}
+	pi.nodeAffinity = nodeaffinity.GetRequiredNodeAffinity(view)
+	for _, e := range vol {
+		r, err := newRequirement(e.Key, e.Operator, e.Values, nil, "volume topology "+describeExpression(e.Key, e.Operator, e.Values))
+		if err != nil {
+			pi.termsErr = err
+			break
+		}
+		pi.volume = append(pi.volume, r)
+	}
+	if pi.termsErr == nil {
+		pi.terms, pi.termsErr = podTerms(view)
+		for i := range pi.terms {
+			pi.terms[i].exprs = append(pi.terms[i].exprs, pi.volume...)
+		}
+	}
+	pi.signature = podSignature(view)
+	if len(vol) > 0 {
+		pi.signature += fmt.Sprintf("|vol%v", vol)
+	}
 	return pi
 }
 

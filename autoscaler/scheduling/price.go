@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,23 +15,39 @@ import (
 // the requirements narrowed to what those types and offerings allow.
 func (pl *plan) finish() NodeClaimPlan {
 	p := pl.pool
-	price := make(map[int]float64, len(pl.types))
+	type option struct {
+		i     int
+		price float64
+	}
+	opts := make([]option, len(pl.types))
 	mask := make(map[int]uint64, len(pl.types))
 	for k, i := range pl.types {
-		price[i], mask[i] = p.cheapestPrice(i, pl.masks[k]), pl.masks[k]
+		opts[k] = option{i, p.cheapestPrice(i, pl.masks[k])}
+		mask[i] = pl.masks[k]
 	}
-	order := append([]int(nil), pl.types...)
-	sort.SliceStable(order, func(a, b int) bool {
-		ia, ib := order[a], order[b]
-		if price[ia] != price[ib] {
-			return price[ia] < price[ib]
+	slices.SortFunc(opts, func(a, b option) int { // names are unique: a total order
+		if c := cmp.Compare(a.price, b.price); c != 0 {
+			return c
 		}
-		return p.types[ia].Name < p.types[ib].Name
+		return cmp.Compare(p.nameRank[a.i], p.nameRank[b.i])
 	})
+	order := make([]int, len(opts))
+	price := make(map[int]float64, MaxInstanceTypes)
+	for k, o := range opts {
+		order[k] = o.i
+		if k < MaxInstanceTypes {
+			price[o.i] = o.price
+		}
+	}
 	order = p.truncate(order, mask)
+	for _, i := range order {
+		if _, ok := price[i]; !ok {
+			price[i] = p.cheapestPrice(i, mask[i])
+		}
+	}
 
 	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
-	requests := []corev1.ResourceList{p.overhead}
+	requests := []corev1.ResourceList{p.minOverhead(order)}
 	for _, pi := range pl.pods {
 		out.Pods = append(out.Pods, pi.pod)
 		requests = append(requests, pi.requests)
@@ -64,10 +82,10 @@ func (p *pool) truncate(order []int, mask map[int]uint64) []int {
 	for _, r := range p.minValues {
 		seen := map[string]struct{}{}
 		for _, i := range order {
-			if len(seen) >= r.minValues {
+			if len(seen) >= r.MinValues {
 				break
 			}
-			for _, v := range p.values(r.key, i, mask[i]) {
+			for _, v := range p.values(r.Key, i, mask[i]) {
 				if _, ok := seen[v]; !ok {
 					seen[v] = struct{}{}
 					keep[i] = true
@@ -96,10 +114,10 @@ func (p *pool) truncate(order []int, mask map[int]uint64) []int {
 // by the values the kept types and offerings allow (instance types in
 // price order).
 func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[string]struct{}) []karpv1.NodeSelectorRequirementWithMinValues {
-	merged := pl.pool.requirements.copy()
+	merged := pl.pool.requirements.Copy()
 	for _, tf := range pl.terms {
 		for _, e := range tf.exprs {
-			merged.add(e)
+			merged.Add(e)
 		}
 	}
 	narrowed := map[string][]string{
@@ -110,14 +128,14 @@ func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[st
 	var out []karpv1.NodeSelectorRequirementWithMinValues
 	for key, values := range narrowed {
 		e := karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
-		if mv := merged[key].minValues; mv > 0 {
+		if mv := merged[key].MinValues; mv > 0 {
 			e.MinValues = &mv
 		}
 		out = append(out, e)
 		delete(merged, key)
 	}
-	for _, key := range merged.sortedKeys() {
-		out = append(out, merged[key].expressions()...)
+	for _, key := range merged.SortedKeys() {
+		out = append(out, merged[key].Expressions()...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
@@ -129,5 +147,26 @@ func sortedKeys(set map[string]struct{}) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// minOverhead returns, per resource, the smallest DaemonSet overhead among
+// the types in order: the NodeClaim's requests then fit every one of them.
+func (p *pool) minOverhead(order []int) corev1.ResourceList {
+	if !p.hasOverhead() {
+		return nil
+	}
+	least := append(vector(nil), p.overhead[order[0]]...)
+	for _, i := range order[1:] {
+		for d, v := range p.overhead[i] {
+			least[d] = min(least[d], v)
+		}
+	}
+	out := corev1.ResourceList{}
+	for d, name := range p.dims.names {
+		if least[d] > 0 {
+			out[name] = *quantity(name, least[d])
+		}
+	}
 	return out
 }

@@ -39,17 +39,49 @@ func (d *dims) add(rl corev1.ResourceList) {
 	}
 }
 
-// vector converts rl to milli-units (cpu in millicores, memory in
-// thousandths of a byte, pods in thousandths of a pod). Resources rl lacks
-// are zero; resources not registered with add are dropped.
+// vector converts rl to the units of vector: millicores for cpu, whole
+// units rounded up for everything else (bytes for memory and storage, a
+// count for pods and extended resources). Amounts beyond maxAmount (more
+// than any machine has, e.g. memory: 9Ei) saturate to maxAmount, so sums
+// never overflow. Resources rl lacks are zero; resources not registered
+// with add are dropped.
 func (d *dims) vector(rl corev1.ResourceList) vector {
 	v := make(vector, len(d.names))
 	for name, q := range rl {
 		if i, ok := d.index[name]; ok {
-			v[i] = q.MilliValue()
+			v[i] = amount(name, q)
 		}
 	}
 	return v
+}
+
+// maxAmount is the largest amount a vector holds: 2^62 (4Ei of memory in
+// bytes, 4.6e15 cores in millicores). Any larger quantity is absurd for a
+// node, and keeping amounts at most 2^62 lets two of them be added without
+// overflowing int64.
+const maxAmount int64 = 1 << 62
+
+// maxQuantity is maxAmount as a Quantity, in millicores (for cpu) and in
+// whole units (for everything else).
+var (
+	maxMilliQuantity = resource.NewScaledQuantity(maxAmount, resource.Milli)
+	maxUnitQuantity  = resource.NewQuantity(maxAmount, resource.DecimalSI)
+)
+
+// amount converts q to the units of vector for resource name, saturating
+// at maxAmount (negative quantities become 0).
+func amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	scale, limit := resource.Scale(0), maxUnitQuantity
+	if name == corev1.ResourceCPU {
+		scale, limit = resource.Milli, maxMilliQuantity
+	}
+	if q.Cmp(*limit) >= 0 {
+		return maxAmount
+	}
+	return q.ScaledValue(scale)
 }
 
 // format renders v for error messages, e.g. "cpu=500m, memory=512Mi, pods=1",
@@ -68,24 +100,28 @@ func (d *dims) format(v vector) string {
 	return strings.Join(parts, ", ")
 }
 
-// quantity turns a milli-unit value back into a Quantity, in the format
-// kubectl shows for that resource.
-func quantity(name corev1.ResourceName, milli int64) *resource.Quantity {
+// quantity turns an amount in the units of vector back into a Quantity, in
+// the format kubectl shows for that resource.
+func quantity(name corev1.ResourceName, v int64) *resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
 	format := resource.DecimalSI
 	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
 		format = resource.BinarySI
 	}
-	return resource.NewMilliQuantity(milli, format)
+	return resource.NewQuantity(v, format)
 }
 
-// vector is a list of resource amounts in milli-units, indexed by dims.
+// vector is a list of resource amounts indexed by dims: cpu in millicores,
+// other resources in whole units (bytes, counts), each at most maxAmount.
 type vector []int64
 
-// plus returns v + o.
+// plus returns v + o, saturating at maxAmount.
 func (v vector) plus(o vector) vector {
 	out := make(vector, len(v))
 	for i := range v {
-		out[i] = v[i] + o[i]
+		out[i] = min(v[i]+o[i], maxAmount)
 	}
 	return out
 }

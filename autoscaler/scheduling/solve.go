@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"errors"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -29,19 +30,48 @@ import (
 func Solve(in Input) Result {
 	d := newDims()
 	d.add(corev1.ResourceList{corev1.ResourcePods: {}})
-	pods := make([]*podInfo, 0, len(in.Pods))
+	s := &solver{topo: newTopology()}
+
+	// Every pod Solve places, with its relaxation variants; the strictest
+	// variant first.
+	type pending struct {
+		pod      *corev1.Pod
+		variants []*corev1.Pod
+	}
+	var todo []pending
 	for _, pod := range in.Pods {
 		if pod != nil {
-			pods = append(pods, newPodInfo(pod))
+			todo = append(todo, pending{pod: pod, variants: variants(pod)})
 		}
 	}
 	daemonSets := make([]*podInfo, 0, len(in.DaemonSetPods))
 	for _, pod := range in.DaemonSetPods {
 		if pod != nil {
-			daemonSets = append(daemonSets, newPodInfo(pod))
+			daemonSets = append(daemonSets, newPodInfo(pod, pod, nil))
 		}
 	}
-	for _, pi := range append(append([]*podInfo(nil), pods...), daemonSets...) {
+	// Topology: zone and capacity type values in sorted order, then the
+	// groups of every constraint of pending and existing pods, so that
+	// each pod's counted groups are known before the first placement.
+	s.internDomains(in)
+	for _, t := range todo {
+		s.topo.podConstraints(t.variants[0])
+	}
+	for _, n := range in.ExistingNodes {
+		for _, pod := range n.Pods {
+			if pod != nil {
+				s.topo.podConstraints(pod)
+			}
+		}
+	}
+
+	pods := make([]*podInfo, 0, len(todo))
+	for _, t := range todo {
+		pi := s.newPodInfo(t.pod, t.variants[0], in.VolumeRequirements)
+		pods = append(pods, pi)
+		d.add(pi.requests)
+	}
+	for _, pi := range daemonSets {
 		d.add(pi.requests)
 	}
 	for _, np := range in.NodePools {
@@ -51,22 +81,26 @@ func Solve(in Input) Result {
 		pi.vec = d.vector(pi.requests)
 	}
 
-	s := &solver{inFlight: newInFlight(in.InFlight, d)}
+	s.existing = s.newExisting(in.ExistingNodes, d)
 	for _, np := range orderNodePools(in.NodePools) {
-		p := newPool(np, d) // step 1
+		p := newPool(np, d, s.topo) // step 1
 		p.addDaemonSetOverhead(daemonSets)
 		s.pools = append(s.pools, p)
 	}
 
 	result := Result{ExistingPlacements: map[string][]*corev1.Pod{}, Unschedulable: map[types.UID]error{}}
+	variantsOf := make(map[*podInfo][]*corev1.Pod, len(pods))
+	for i, pi := range pods {
+		variantsOf[pi] = todo[i].variants
+	}
 	sortForPacking(pods)
 	for _, pi := range pods {
-		if err := s.place(pi); err != nil { // steps 2 and 3
+		if err := s.placeVariants(pi, variantsOf[pi], in.VolumeRequirements); err != nil { // steps 2 and 3
 			result.Unschedulable[uid(pi.pod)] = err
 		}
 	}
 
-	for _, n := range s.inFlight {
+	for _, n := range s.existing {
 		if len(n.pods) > 0 {
 			result.ExistingPlacements[n.node.Name] = n.pods
 		}
@@ -79,22 +113,84 @@ func Solve(in Input) Result {
 
 // solver holds the packing state of one Solve call.
 type solver struct {
-	inFlight []*inFlight
+	topo     *topology
+	existing []*existing
 	pools    []*pool
 	plans    []*plan
+	// hosts counts hostname domains handed out (existing nodes, then
+	// plans).
+	hosts int
 }
 
-// newInFlight prepares the in-flight nodes, sorted by name.
-func newInFlight(nodes []ExistingNode, d *dims) []*inFlight {
-	out := make([]*inFlight, 0, len(nodes))
+// newHost returns a new hostname domain index.
+func (s *solver) newHost() int {
+	s.hosts++
+	return s.hosts - 1
+}
+
+// newPodInfo builds the podInfo of one variant of pod, with its topology
+// constraints and the groups that count it.
+func (s *solver) newPodInfo(pod, view *corev1.Pod, vol map[types.UID][]corev1.NodeSelectorRequirement) *podInfo {
+	pi := newPodInfo(pod, view, vol[pod.UID])
+	pi.constraints = s.topo.podConstraints(view)
+	pi.counted = s.topo.matchGroups(pod)
+	pi.owns = s.topo.ownedAntiAffinity(pod)
+	return pi
+}
+
+// internDomains registers every zone and capacity type the NodePools'
+// offerings and the existing nodes' labels name.
+func (s *solver) internDomains(in Input) {
+	for k := range keyHostname {
+		values := map[string]struct{}{}
+		for _, np := range in.NodePools {
+			for _, it := range np.InstanceTypes {
+				if it == nil {
+					continue
+				}
+				for _, o := range it.Offerings {
+					values[offeringLabel(o, topologyKeys[k])] = struct{}{}
+				}
+			}
+		}
+		for _, n := range in.ExistingNodes {
+			if v, ok := n.Labels[topologyKeys[k]]; ok {
+				values[v] = struct{}{}
+			}
+		}
+		s.topo.internValues(k, values)
+	}
+}
+
+// newExisting prepares the existing nodes, sorted by name, and counts
+// their pods in the topology groups.
+func (s *solver) newExisting(nodes []ExistingNode, d *dims) []*existing {
+	out := make([]*existing, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, &inFlight{
+		e := &existing{
 			node:      n,
 			k8sNode:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}},
 			available: d.vector(n.Available),
-		})
+		}
+		out = append(out, e)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].node.Name < out[j].node.Name })
+	for _, e := range out {
+		e.dom[keyHostname] = s.newHost()
+		for k := range keyHostname {
+			e.dom[k] = -1
+			if v, ok := e.node.Labels[topologyKeys[k]]; ok {
+				e.dom[k] = s.topo.valueIndex(k, v)
+			}
+		}
+		for _, pod := range e.node.Pods {
+			if pod == nil {
+				continue
+			}
+			e.ports = e.ports.add(podHostPorts(pod))
+			s.topo.record(&podInfo{pod: pod, counted: s.topo.matchGroups(pod), owns: s.topo.ownedAntiAffinity(pod)}, e.dom)
+		}
+	}
 	return out
 }
 
@@ -122,19 +218,54 @@ func orderNodePools(in []NodePoolInput) []NodePoolInput {
 	return out
 }
 
-// place puts one pod (step 3): first-fit onto in-flight nodes, then onto
+// placeVariants places the pod as its strictest variant that fits (see
+// variants), and returns the error of the last (least strict) variant when
+// none does.
+func (s *solver) placeVariants(pi *podInfo, views []*corev1.Pod, vol map[types.UID][]corev1.NodeSelectorRequirement) error {
+	var err error
+	for i, v := range views {
+		if i > 0 {
+			next := s.newPodInfo(pi.pod, v, vol)
+			next.vec = pi.vec
+			pi = next
+		}
+		if err = s.place(pi, true); err == nil {
+			return nil
+		}
+		if pi.hasCountedSpread() {
+			if err2 := s.place(pi, false); err2 == nil {
+				return nil
+			}
+		}
+	}
+	return err
+}
+
+// place puts one pod (step 3): first-fit onto existing nodes, then onto
 // open plans in the order they were opened, then onto a new plan of the
 // first NodePool that can take it. It returns why no NodePool can.
-func (s *solver) place(pi *podInfo) error {
-	for _, n := range s.inFlight {
-		if n.tryAdd(pi) {
+func (s *solver) place(pi *podInfo, strict bool) error {
+	plc := s.prepare(pi, strict)
+	for _, n := range s.existing {
+		if n.tryAdd(pi, plc) {
+			s.topo.record(pi, n.dom)
 			return nil
 		}
 	}
+	var (
+		lastPool *pool
+		f        *podFit
+	)
 	for _, pl := range s.plans {
-		f := pl.pool.fit(pi) // step 2, cached per pod signature
+		if !pl.mayTake(pi, plc) {
+			continue
+		}
+		if pl.pool != lastPool {
+			lastPool, f = pl.pool, pl.pool.fit(pi) // step 2, cached per pod signature
+		}
 		for _, tf := range f.terms {
-			if pl.tryAdd(pi, tf) {
+			if pl.tryAdd(pi, tf, plc) {
+				s.topo.record(pi, pl.domains())
 				return nil
 			}
 		}
@@ -151,9 +282,10 @@ func (s *solver) place(pi *podInfo) error {
 		}
 		var termErrs []string
 		for _, tf := range f.terms {
-			pl, err := p.newPlan(pi, tf)
+			pl, err := s.newPlan(p, pi, tf, plc)
 			if err == nil {
 				s.plans = append(s.plans, pl)
+				s.topo.record(pi, pl.domains())
 				return nil
 			}
 			termErrs = append(termErrs, err.Error())
@@ -161,4 +293,17 @@ func (s *solver) place(pi *podInfo) error {
 		reasons = append(reasons, strings.Join(termErrs, "; "))
 	}
 	return errors.New(strings.Join(reasons, "; "))
+}
+
+// domains returns the plan's domain per topology key: its hostname, and
+// its zone and capacity type when its candidates offer exactly one (-1
+// otherwise).
+func (pl *plan) domains() [numTopologyKeys]int {
+	dom := [numTopologyKeys]int{-1, -1, pl.host}
+	for k := range keyHostname {
+		if v := pl.values[k]; v != 0 && v&(v-1) == 0 {
+			dom[k] = bits.TrailingZeros64(v)
+		}
+	}
+	return dom
 }

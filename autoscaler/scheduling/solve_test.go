@@ -332,7 +332,7 @@ func TestInFlight(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := solve(t, scheduling.Input{Pods: tt.pods, InFlight: tt.nodes, NodePools: []scheduling.NodePoolInput{pool(generalPurpose())}})
+			res := solve(t, scheduling.Input{Pods: tt.pods, ExistingNodes: tt.nodes, NodePools: []scheduling.NodePoolInput{pool(generalPurpose())}})
 			got := map[string]int{}
 			for n, ps := range res.ExistingPlacements {
 				got[n] = len(ps)

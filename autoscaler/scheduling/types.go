@@ -31,15 +31,23 @@ type Input struct {
 	// instance types its EC2NodeClass can launch. Their order does not
 	// matter: Solve tries them by descending spec.weight, then by name.
 	NodePools []NodePoolInput
-	// InFlight are nodes (or NodeClaims) that were launched but cannot take
-	// pods yet. Pods that fit on them are placed there, not provisioned
-	// again.
-	InFlight []ExistingNode
+	// ExistingNodes are existing Nodes and in-flight NodeClaims (launched
+	// but not ready for pods yet). They are filled before new NodeClaims
+	// are planned, with the same constraints; their Pods count for pod
+	// affinity and anti-affinity, topology spread and host ports.
+	ExistingNodes []ExistingNode
 	// DaemonSetPods (optional) are the pods of the cluster's DaemonSets, one
 	// per DaemonSet. Each one whose requirements a NodePool can satisfy and
 	// that tolerates the NodePool's taints adds its requests to every new
 	// node of that NodePool.
 	DaemonSetPods []*corev1.Pod
+	// VolumeRequirements (optional) are, per pod UID, node requirements
+	// that come from the pod's volumes: the zones of its bound
+	// PersistentVolumes' nodeAffinity and of the allowedTopologies of the
+	// StorageClass of its unbound WaitForFirstConsumer claims (see package
+	// volumetopology). They are ANDed with every required node affinity
+	// term of the pod.
+	VolumeRequirements map[types.UID][]corev1.NodeSelectorRequirement
 }
 
 // NodePoolInput is one NodePool with what it may launch.
@@ -61,8 +69,8 @@ type NodePoolInput struct {
 	Remaining corev1.ResourceList
 }
 
-// ExistingNode is an in-flight node: a Node or NodeClaim that exists but
-// is not ready for pods yet.
+// ExistingNode is a Node, or a NodeClaim whose Node is not ready for pods
+// yet, that pending pods may be placed on.
 type ExistingNode struct {
 	// Name is the Node (or NodeClaim) name; it keys
 	// Result.ExistingPlacements.
@@ -80,6 +88,11 @@ type ExistingNode struct {
 	// nominated to it. A resource absent here counts as zero, so include at
 	// least cpu, memory and pods.
 	Available corev1.ResourceList
+	// Pods are the pods already bound or nominated to the node (DaemonSet
+	// pods included). Their requests are already out of Available; they
+	// count for pod affinity and anti-affinity (both ways), topology spread
+	// domains and host ports.
+	Pods []*corev1.Pod
 }
 
 // Result is what Solve decided. Every input pod appears in exactly one of
@@ -88,8 +101,8 @@ type Result struct {
 	// NewNodeClaims are the nodes to launch, in the order they were opened
 	// (the first holds the largest pod).
 	NewNodeClaims []NodeClaimPlan
-	// ExistingPlacements maps an in-flight node name to the pods expected to
-	// land there once it is ready. Nodes that take no pod are absent.
+	// ExistingPlacements maps an ExistingNode name to the pods expected to
+	// land there. Nodes that take no pod are absent.
 	ExistingPlacements map[string][]*corev1.Pod
 	// Unschedulable maps a pod UID to why no NodePool can launch a node for
 	// it. The error names each NodePool tried, the constraint that failed

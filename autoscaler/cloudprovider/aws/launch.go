@@ -71,15 +71,16 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 // that meet reqs and fit requests, cheapest first, at most MaxInstanceTypes.
 // Spot is chosen when the requirements allow it and some candidate has an
 // available spot offering, as Karpenter does.
-func (c *CloudProvider) candidates(r *resolved, reqs []corev1.NodeSelectorRequirement, requests corev1.ResourceList) (string, []candidate) {
+func (c *CloudProvider) candidates(r *resolved, nodeClaimReqs []corev1.NodeSelectorRequirement, requests corev1.ResourceList) (string, []candidate) {
+	reqs := requirements.Parse(nodeClaimReqs) // once, then matched against every type
 	byCT := map[string][]candidate{}
 	for _, it := range r.instanceTypes {
-		if !requirements.MatchInstanceType(reqs, it.Labels) || !fits(requests, it.Allocatable) {
+		if !reqs.MatchInstanceType(it.Labels) || !fits(requests, it.Allocatable) {
 			continue
 		}
 		perCT := map[string]*candidate{}
 		for _, o := range it.Offerings {
-			if !o.Available || !requirements.Allows(reqs, corev1.LabelTopologyZone, o.Zone) || !requirements.Allows(reqs, karpv1.CapacityTypeLabelKey, o.CapacityType) {
+			if !o.Available || !reqs.Allows(corev1.LabelTopologyZone, o.Zone) || !reqs.Allows(karpv1.CapacityTypeLabelKey, o.CapacityType) {
 				continue
 			}
 			cd := perCT[o.CapacityType]

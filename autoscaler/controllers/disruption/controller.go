@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -23,6 +24,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
 
 // Options configure the Controller.
@@ -161,6 +163,9 @@ type state struct {
 	daemonSets []*corev1.Pod
 	pdbs       []policyv1.PodDisruptionBudget
 	candidates []*candidate
+	// volumes are the zone requirements of candidates' pods from their
+	// volumes (bound PersistentVolumes, WaitForFirstConsumer classes).
+	volumes map[types.UID][]corev1.NodeSelectorRequirement
 	// disrupting counts, per NodePool, NodeClaims being deleted or
 	// waiting for their replacements.
 	disrupting map[string]int
@@ -233,7 +238,7 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 // read builds the pass's state from the cache.
 func (c *Controller) read(ctx context.Context) (*state, error) {
 	s := &state{now: c.clock.Now(), pools: map[string]*karpv1.NodePool{}, types: map[string][]*cloudprovider.InstanceType{},
-		disrupting: map[string]int{}, total: map[string]int{}}
+		disrupting: map[string]int{}, total: map[string]int{}, volumes: map[types.UID][]corev1.NodeSelectorRequirement{}}
 	var err error
 	if s.cluster, err = clusterstate.Read(ctx, c.kube); err != nil {
 		return nil, err
@@ -305,12 +310,24 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
 		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs)
 		for _, p := range cand.pods {
-			if why := unmodelled(p); why != "" {
+			if why := scheduling.Unsupported(p); why != "" {
 				cand.unmodelled = fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)
 				break
 			}
 		}
 		s.candidates = append(s.candidates, cand)
+		for _, p := range cand.pods {
+			reqs, err := volumetopology.Requirements(ctx, c.kube, p)
+			if err != nil {
+				// A pod whose volumes cannot be read cannot be moved
+				// safely.
+				cand.unmodelled = fmt.Sprintf("pod %s/%s: volume topology unknown: %v", p.Namespace, p.Name, err)
+				continue
+			}
+			if len(reqs) > 0 {
+				s.volumes[p.UID] = reqs
+			}
+		}
 	}
 	return s, nil
 }
@@ -331,7 +348,7 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	if len(pending) == 0 {
 		return out
 	}
-	res := scheduling.Solve(scheduling.Input{Pods: pending, InFlight: s.cluster.ExistingNodes(s.types, nil)})
+	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: s.cluster.ExistingNodes(s.types, nil)})
 	for name := range res.ExistingPlacements {
 		out[name] = true
 	}

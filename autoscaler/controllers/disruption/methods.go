@@ -192,10 +192,11 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		}
 	}
 	in := scheduling.Input{
-		Pods:          pods,
-		NodePools:     s.poolInputs,
-		DaemonSetPods: s.daemonSets,
-		InFlight:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] }),
+		Pods:               pods,
+		NodePools:          s.poolInputs,
+		DaemonSetPods:      s.daemonSets,
+		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] }),
+		VolumeRequirements: s.volumes,
 	}
 	res := scheduling.Solve(in)
 	return res, len(res.Unschedulable) == 0

@@ -23,6 +23,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
 
 // Options configure the Provisioner.
@@ -185,7 +186,17 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods}
+	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{}}
+	for _, pod := range pending {
+		reqs, err := volumetopology.Requirements(ctx, p.kube, pod)
+		if err != nil {
+			// Planned without its volumes' zones this pass; the next pass reads them again.
+			log.Error(err, "reading volume topology", "pod", client.ObjectKeyFromObject(pod))
+		}
+		if len(reqs) > 0 {
+			in.VolumeRequirements[pod.UID] = reqs
+		}
+	}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
@@ -221,7 +232,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		if err != nil {
 			return res, err
 		}
-		in.InFlight = state.ExistingNodes(typesByPool, nil)
+		in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
 	}
 
 	out := scheduling.Solve(in)

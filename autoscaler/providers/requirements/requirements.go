@@ -2,7 +2,6 @@ package requirements
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,49 +34,34 @@ func IsInstanceTypeKey(key string) bool {
 	return strings.HasPrefix(key, instanceTypeKeyPrefix)
 }
 
-// Allow reports whether requirement r admits a node whose label r.Key has
-// value (present) or is absent (!present). Gt, Lt, Gte and Lte compare
-// integers and fail for absent or non-integer values; an unknown operator
-// admits nothing.
-func Allow(r corev1.NodeSelectorRequirement, value string, present bool) bool {
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		return present && slices.Contains(r.Values, value)
-	case corev1.NodeSelectorOpNotIn:
-		return !present || !slices.Contains(r.Values, value)
-	case corev1.NodeSelectorOpExists:
-		return present
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !present
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
-		if !present || len(r.Values) != 1 {
-			return false
+// Requirements is a parsed conjunction of node selector requirements,
+// one Requirement per expression, in input order. Parse once, then match
+// many instance types.
+type Requirements []Requirement
+
+// Parse parses reqs. An expression that does not parse (unknown operator,
+// Gt without one integer) admits nothing, so a malformed requirement never
+// widens a match.
+func Parse(reqs []corev1.NodeSelectorRequirement) Requirements {
+	out := make(Requirements, 0, len(reqs))
+	for _, r := range reqs {
+		parsed, err := New(r.Key, r.Operator, r.Values, nil, "")
+		if err != nil {
+			parsed = Requirement{Key: parsed.Key}
 		}
-		v, err1 := strconv.ParseInt(value, 10, 64)
-		bound, err2 := strconv.ParseInt(r.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		switch r.Operator {
-		case corev1.NodeSelectorOpGt:
-			return v > bound
-		case corev1.NodeSelectorOpLt:
-			return v < bound
-		case karpv1.NodeSelectorOpGte:
-			return v >= bound
-		default:
-			return v <= bound
-		}
+		// Match the label as the caller named it (New normalises keys).
+		parsed.Key = r.Key
+		out = append(out, parsed)
 	}
-	return false
+	return out
 }
 
 // MatchLabels reports whether labels satisfy every requirement, a missing
 // label counting as absent.
-func MatchLabels(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
-	for _, r := range reqs {
+func (rs Requirements) MatchLabels(labels map[string]string) bool {
+	for _, r := range rs {
 		v, ok := labels[r.Key]
-		if !Allow(r, v, ok) {
+		if !r.Allows(v, ok) {
 			return false
 		}
 	}
@@ -87,13 +71,13 @@ func MatchLabels(reqs []corev1.NodeSelectorRequirement, labels map[string]string
 // MatchInstanceType reports whether an instance type with these labels
 // satisfies every requirement on an instance-type key (IsInstanceTypeKey);
 // requirements on other keys are ignored.
-func MatchInstanceType(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
-	for _, r := range reqs {
+func (rs Requirements) MatchInstanceType(labels map[string]string) bool {
+	for _, r := range rs {
 		if !IsInstanceTypeKey(r.Key) {
 			continue
 		}
 		v, ok := labels[r.Key]
-		if !Allow(r, v, ok) {
+		if !r.Allows(v, ok) {
 			return false
 		}
 	}
@@ -103,13 +87,40 @@ func MatchInstanceType(reqs []corev1.NodeSelectorRequirement, labels map[string]
 // Allows reports whether every requirement on key admits value; a key no
 // requirement mentions admits every value. Use it for per-offering keys
 // such as topology.kubernetes.io/zone and karpenter.sh/capacity-type.
-func Allows(reqs []corev1.NodeSelectorRequirement, key, value string) bool {
-	for _, r := range reqs {
-		if r.Key == key && !Allow(r, value, true) {
+func (rs Requirements) Allows(key, value string) bool {
+	for _, r := range rs {
+		if r.Key == key && !r.Allows(value, true) {
 			return false
 		}
 	}
 	return true
+}
+
+// Allow reports whether requirement r admits a node whose label r.Key has
+// value (present) or is absent (!present). Gt, Lt, Gte and Lte compare
+// integers and fail for absent or non-integer values; an unknown operator
+// admits nothing.
+func Allow(r corev1.NodeSelectorRequirement, value string, present bool) bool {
+	return Parse([]corev1.NodeSelectorRequirement{r})[0].Allows(value, present)
+}
+
+// MatchLabels reports whether labels satisfy every requirement, a missing
+// label counting as absent.
+func MatchLabels(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
+	return Parse(reqs).MatchLabels(labels)
+}
+
+// MatchInstanceType reports whether an instance type with these labels
+// satisfies every requirement on an instance-type key (IsInstanceTypeKey);
+// requirements on other keys are ignored.
+func MatchInstanceType(reqs []corev1.NodeSelectorRequirement, labels map[string]string) bool {
+	return Parse(reqs).MatchInstanceType(labels)
+}
+
+// Allows reports whether every requirement on key admits value; a key no
+// requirement mentions admits every value.
+func Allows(reqs []corev1.NodeSelectorRequirement, key, value string) bool {
+	return Parse(reqs).Allows(key, value)
 }
 
 // Values returns the values an In requirement on key allows, intersected

@@ -1,4 +1,4 @@
-package scheduling
+package requirements
 
 import (
 	"reflect"
@@ -8,9 +8,9 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-func mustRequirement(t *testing.T, op corev1.NodeSelectorOperator, values ...string) requirement {
+func mustRequirement(t *testing.T, op corev1.NodeSelectorOperator, values ...string) Requirement {
 	t.Helper()
-	r, err := newRequirement("k", op, values, nil, string(op))
+	r, err := New("k", op, values, nil, string(op))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestRequirementAllows(t *testing.T) {
 	for _, tt := range tests {
 		r := mustRequirement(t, tt.op, tt.values...)
 		for _, p := range tt.probes {
-			if got := r.allows(p.value, p.present); got != p.want {
+			if got := r.Allows(p.value, p.present); got != p.want {
 				t.Errorf("%s %v allows(%q, present=%v) = %v, want %v", tt.op, tt.values, p.value, p.present, got, p.want)
 			}
 		}
@@ -48,11 +48,11 @@ func TestRequirementAllows(t *testing.T) {
 }
 
 func TestRequirementIntersect(t *testing.T) {
-	in := func(v ...string) requirement { return mustRequirement(t, corev1.NodeSelectorOpIn, v...) }
-	notIn := func(v ...string) requirement { return mustRequirement(t, corev1.NodeSelectorOpNotIn, v...) }
+	in := func(v ...string) Requirement { return mustRequirement(t, corev1.NodeSelectorOpIn, v...) }
+	notIn := func(v ...string) Requirement { return mustRequirement(t, corev1.NodeSelectorOpNotIn, v...) }
 	tests := []struct {
 		name      string
-		a, b      requirement
+		a, b      Requirement
 		wantEmpty bool
 		want      []karpv1.NodeSelectorRequirementWithMinValues
 	}{
@@ -74,12 +74,12 @@ func TestRequirementIntersect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, got := range []requirement{tt.a.intersect(tt.b), tt.b.intersect(tt.a)} {
-				if got.empty() != tt.wantEmpty {
-					t.Fatalf("empty() = %v, want %v", got.empty(), tt.wantEmpty)
+			for _, got := range []Requirement{tt.a.Intersect(tt.b), tt.b.Intersect(tt.a)} {
+				if got.Empty() != tt.wantEmpty {
+					t.Fatalf("empty() = %v, want %v", got.Empty(), tt.wantEmpty)
 				}
-				if !tt.wantEmpty && !reflect.DeepEqual(got.expressions(), tt.want) {
-					t.Errorf("expressions %v, want %v", got.expressions(), tt.want)
+				if !tt.wantEmpty && !reflect.DeepEqual(got.Expressions(), tt.want) {
+					t.Errorf("expressions %v, want %v", got.Expressions(), tt.want)
 				}
 			}
 		})
@@ -95,15 +95,15 @@ func TestRequirementErrors(t *testing.T) {
 		{corev1.NodeSelectorOpLt, nil},
 		{"Near", []string{"a"}},
 	} {
-		if _, err := newRequirement("k", tt.op, tt.values, nil, "test"); err == nil {
+		if _, err := New("k", tt.op, tt.values, nil, "test"); err == nil {
 			t.Errorf("%s %v: no error", tt.op, tt.values)
 		}
 	}
 }
 
 func TestRequirementNormalizesKeys(t *testing.T) {
-	r, err := newRequirement("failure-domain.beta.kubernetes.io/zone", corev1.NodeSelectorOpIn, []string{"us-east-1a"}, nil, "test")
-	if err != nil || r.key != corev1.LabelTopologyZone {
-		t.Errorf("key %q (err %v), want %s", r.key, err, corev1.LabelTopologyZone)
+	r, err := New("failure-domain.beta.kubernetes.io/zone", corev1.NodeSelectorOpIn, []string{"us-east-1a"}, nil, "test")
+	if err != nil || r.Key != corev1.LabelTopologyZone {
+		t.Errorf("key %q (err %v), want %s", r.Key, err, corev1.LabelTopologyZone)
 	}
 }

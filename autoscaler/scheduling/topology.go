@@ -1,0 +1,632 @@
+package scheduling
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Topology keys Solve models. Zone and capacity type are offering labels:
+// a new node's value is chosen by pinning its plan to one value. Hostname
+// is one domain per node (existing or planned).
+const (
+	keyZone = iota
+	keyCapacityType
+	keyHostname
+	numTopologyKeys
+)
+
+// topologyKeys are the label keys of keyZone, keyCapacityType and
+// keyHostname.
+var topologyKeys = [numTopologyKeys]string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelHostname}
+
+// maxDomainValues is how many zone (or capacity type) values the solver
+// tracks, one bit each in a uint64; a region has far fewer zones.
+const maxDomainValues = 64
+
+// allValues is a domain value set with every value allowed.
+const allValues = ^uint64(0)
+
+// topologyKeyIndex returns the index of a topology key Solve models
+// (normalising failure-domain.beta.kubernetes.io/zone as Karpenter does).
+func topologyKeyIndex(key string) (int, bool) {
+	if n, ok := karpv1.NormalizedLabels[key]; ok {
+		key = n
+	}
+	for i, k := range topologyKeys {
+		if k == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// groupKind is what a topology group constrains.
+type groupKind int
+
+const (
+	kindSpread       groupKind = iota // topologySpreadConstraints, DoNotSchedule
+	kindAffinity                      // required pod affinity
+	kindAntiAffinity                  // required pod anti-affinity
+)
+
+// group counts, per domain of one topology key, the pods that match one
+// label selector in a set of namespaces. Pods whose constraint has the same
+// kind, key, namespaces and selector share a group.
+type group struct {
+	kind       groupKind
+	key        int
+	namespaces map[string]struct{} // nil: every namespace
+	selector   labels.Selector
+	// maxSkew and minDomains are the spread constraint's (kindSpread).
+	maxSkew, minDomains int
+	// honorAffinity and honorTaints are the spread constraint's
+	// nodeAffinityPolicy and nodeTaintsPolicy (kindSpread): whether the
+	// pod's node affinity and tolerations decide which domains count.
+	honorAffinity, honorTaints bool
+
+	// counts[d] is the number of matching pods in domain d; total is their
+	// sum.
+	counts map[int]int
+	total  int
+	// owners[d] is the number of pods in domain d that carry this
+	// anti-affinity term (kindAntiAffinity): a matching pod may not join
+	// them.
+	owners map[int]int
+	// description names the constraint in error messages.
+	description string
+}
+
+// matches reports whether pod is counted by the group.
+func (g *group) matches(pod *corev1.Pod) bool {
+	if g.namespaces != nil {
+		if _, ok := g.namespaces[pod.Namespace]; !ok {
+			return false
+		}
+	}
+	return g.selector.Matches(labels.Set(pod.Labels))
+}
+
+// constraint is one of a pod's topology constraints.
+type constraint struct {
+	g *group
+	// self: the pod matches its own selector (it counts toward its spread,
+	// and may be the first pod of a self-affine group).
+	self bool
+}
+
+// domainIndex interns the values of one topology key.
+type domainIndex struct {
+	names []string
+	index map[string]int
+}
+
+func (d *domainIndex) intern(v string) int {
+	if i, ok := d.index[v]; ok {
+		return i
+	}
+	d.index[v] = len(d.names)
+	d.names = append(d.names, v)
+	return len(d.names) - 1
+}
+
+// topology holds the groups and domains of one Solve call.
+type topology struct {
+	domains [numTopologyKeys]*domainIndex
+	groups  map[string]*group
+	// list is groups in creation order, for deterministic matching.
+	list []*group
+	// universe caches, per pod signature and spread policy, the domains a
+	// spread constraint's skew is computed over.
+	universe map[string]uint64
+}
+
+func newTopology() *topology {
+	t := &topology{groups: map[string]*group{}, universe: map[string]uint64{}}
+	for i := range t.domains {
+		t.domains[i] = &domainIndex{index: map[string]int{}}
+	}
+	return t
+}
+
+// internValues registers zone and capacity type values in sorted order, so
+// domain indexes (and tie-breaks between them) do not depend on input
+// order.
+func (t *topology) internValues(key int, values map[string]struct{}) {
+	for _, v := range sortedKeys(values) {
+		if len(t.domains[key].names) < maxDomainValues {
+			t.domains[key].intern(v)
+		}
+	}
+}
+
+// valueIndex returns the domain index of value v of an offering key, or -1
+// when it is not tracked.
+func (t *topology) valueIndex(key int, v string) int {
+	if i, ok := t.domains[key].index[v]; ok {
+		return i
+	}
+	return -1
+}
+
+// podConstraints parses the pod's topology spread constraints
+// (DoNotSchedule; ScheduleAnyway ones only when the pod is a relaxation
+// variant that made them required) and required pod (anti-)affinity terms
+// on modelled keys into groups, creating groups as needed. Constraints on
+// keys Solve does not model are skipped (Unsupported reports them).
+func (t *topology) podConstraints(pod *corev1.Pod) []constraint {
+	var out []constraint
+	add := func(g *group) {
+		if g != nil {
+			out = append(out, constraint{g: g, self: g.matches(pod)})
+		}
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			add(t.spreadGroup(pod, c))
+		}
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, term := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				add(t.termGroup(pod, kindAffinity, term))
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				add(t.termGroup(pod, kindAntiAffinity, term))
+			}
+		}
+	}
+	return out
+}
+
+// spreadGroup returns the group of one topology spread constraint, or nil
+// when its key is not modelled or its selector is invalid.
+func (t *topology) spreadGroup(pod *corev1.Pod, c corev1.TopologySpreadConstraint) *group {
+	key, ok := topologyKeyIndex(c.TopologyKey)
+	if !ok {
+		return nil
+	}
+	sel, ok := selectorWithKeys(c.LabelSelector, pod, c.MatchLabelKeys, nil)
+	if !ok {
+		return nil
+	}
+	minDomains := 1
+	if c.MinDomains != nil && *c.MinDomains > 1 {
+		minDomains = int(*c.MinDomains)
+	}
+	g := &group{
+		kind: kindSpread, key: key, selector: sel,
+		namespaces:    map[string]struct{}{pod.Namespace: {}},
+		maxSkew:       max(int(c.MaxSkew), 1),
+		minDomains:    minDomains,
+		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+		description:   fmt.Sprintf("topology spread on %s (maxSkew %d, selector %s)", topologyKeys[key], c.MaxSkew, sel),
+	}
+	return t.intern(g)
+}
+
+// termGroup returns the group of one required pod (anti-)affinity term, or
+// nil when its key is not modelled, its selector is invalid or it selects
+// namespaces by label (namespace labels are not in Solve's input).
+func (t *topology) termGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAffinityTerm) *group {
+	key, ok := topologyKeyIndex(term.TopologyKey)
+	if !ok || !emptySelector(term.NamespaceSelector) {
+		return nil
+	}
+	sel, ok := selectorWithKeys(term.LabelSelector, pod, term.MatchLabelKeys, term.MismatchLabelKeys)
+	if !ok {
+		return nil
+	}
+	g := &group{kind: kind, key: key, selector: sel}
+	switch {
+	case term.NamespaceSelector != nil && len(term.Namespaces) == 0:
+		// An empty namespaceSelector selects every namespace.
+	case len(term.Namespaces) > 0:
+		g.namespaces = map[string]struct{}{}
+		for _, ns := range term.Namespaces {
+			g.namespaces[ns] = struct{}{}
+		}
+	default:
+		g.namespaces = map[string]struct{}{pod.Namespace: {}}
+	}
+	what := "pod affinity"
+	if kind == kindAntiAffinity {
+		what = "pod anti-affinity"
+	}
+	g.description = fmt.Sprintf("%s on %s (selector %s)", what, topologyKeys[key], sel)
+	return t.intern(g)
+}
+
+// intern returns the existing group equal to g, or registers g.
+func (t *topology) intern(g *group) *group {
+	ns := "*"
+	if g.namespaces != nil {
+		ns = strings.Join(sortedKeys(g.namespaces), ",")
+	}
+	sig := fmt.Sprintf("%d|%d|%s|%s|%d|%d|%t|%t", g.kind, g.key, ns, g.selector, g.maxSkew, g.minDomains, g.honorAffinity, g.honorTaints)
+	if old, ok := t.groups[sig]; ok {
+		return old
+	}
+	g.counts, g.owners = map[int]int{}, map[int]int{}
+	t.groups[sig] = g
+	t.list = append(t.list, g)
+	return g
+}
+
+// emptySelector reports whether s is nil or selects everything.
+func emptySelector(s *metav1.LabelSelector) bool {
+	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
+}
+
+// selectorWithKeys converts a label selector and adds key=pod's value for
+// every matchLabelKeys key and key!=pod's value for every
+// mismatchLabelKeys key the pod has, as the kube-scheduler does. A nil
+// selector matches nothing.
+func selectorWithKeys(ls *metav1.LabelSelector, pod *corev1.Pod, match, mismatch []string) (labels.Selector, bool) {
+	if ls == nil {
+		return labels.Nothing(), true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, false
+	}
+	for _, keys := range []struct {
+		keys []string
+		op   selection.Operator
+	}{{match, selection.Equals}, {mismatch, selection.NotEquals}} {
+		for _, k := range keys.keys {
+			if v, ok := pod.Labels[k]; ok {
+				r, err := labels.NewRequirement(k, keys.op, []string{v})
+				if err != nil {
+					return nil, false
+				}
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	return sel, true
+}
+
+// placement is a pod's topology state for one placement attempt: the
+// constraints to honour, the groups that count it, and the allowed values
+// of the offering keys.
+type placement struct {
+	pi *podInfo
+	// constraints are the pod's own constraints and, in a strict
+	// placement, the spread constraints of other pods whose selector
+	// matches it (see solver.prepare).
+	constraints []constraint
+	// allowed[k] are the values of offering key k (zone, capacity type)
+	// the pod may land in; absentOK[k] says whether a node without the
+	// label is acceptable.
+	allowed  [keyHostname]uint64
+	absentOK [keyHostname]bool
+	// pin[k]: the pod must land in one known value of key k, because a
+	// constraint or a group that counts it depends on the value.
+	pin [keyHostname]bool
+	// score[k][v] ranks values for pinning: the pods already in domain v
+	// of the groups the pod spreads over or is counted by (lower first).
+	score [keyHostname]map[int]int
+}
+
+// prepare computes the allowed offering values of pi given the counts so
+// far. When strict, the pod also honours the spread constraints of the
+// groups that count it without being its own (pods that match another
+// Deployment's spread selector): the kube-scheduler only checks a spread
+// when it binds the pod that carries it, in any order, so a matching pod
+// piled into one domain could leave the spreading pods unschedulable.
+// Solve places pods strictly first and relaxes this only when nothing
+// else fits.
+func (s *solver) prepare(pi *podInfo, strict bool) *placement {
+	t := s.topo
+	pl := &placement{pi: pi, constraints: pi.constraints}
+	if strict {
+		for _, g := range pi.counted {
+			if g.kind == kindSpread && !pi.hasConstraint(g) {
+				pl.constraints = append(pl.constraints[:len(pl.constraints):len(pl.constraints)], constraint{g: g, self: true})
+			}
+		}
+	}
+	for k := range pl.allowed {
+		pl.allowed[k], pl.absentOK[k] = allValues, true
+	}
+	note := func(g *group) {
+		if g.key == keyHostname {
+			return
+		}
+		pl.pin[g.key] = true
+		if pl.score[g.key] == nil {
+			pl.score[g.key] = map[int]int{}
+		}
+		for d, n := range g.counts {
+			pl.score[g.key][d] += n
+		}
+	}
+	for _, c := range pl.constraints {
+		g := c.g
+		note(g)
+		if g.key == keyHostname {
+			continue
+		}
+		var ok uint64
+		switch g.kind {
+		case kindSpread:
+			pl.absentOK[g.key] = false
+			universe := s.spreadUniverse(pi, g)
+			minCount := 0
+			if bits.OnesCount64(universe) >= g.minDomains {
+				minCount = -1
+				for d := 0; d < maxDomainValues; d++ {
+					if universe&(1<<d) != 0 && (minCount < 0 || g.counts[d] < minCount) {
+						minCount = g.counts[d]
+					}
+				}
+			}
+			self := 0
+			if c.self {
+				self = 1
+			}
+			for d := 0; d < len(t.domains[g.key].names); d++ {
+				if g.counts[d]+self-max(minCount, 0) <= g.maxSkew {
+					ok |= 1 << d
+				}
+			}
+		case kindAffinity:
+			pl.absentOK[g.key] = false
+			if g.total == 0 && c.self {
+				ok = allValues
+				break
+			}
+			for d, n := range g.counts {
+				if n > 0 && d < maxDomainValues {
+					ok |= 1 << d
+				}
+			}
+		case kindAntiAffinity:
+			ok = allValues
+			for d, n := range g.counts {
+				if n > 0 && d < maxDomainValues {
+					ok &^= 1 << d
+				}
+			}
+		}
+		pl.allowed[g.key] &= ok
+	}
+	for _, g := range pi.counted {
+		note(g)
+		if g.kind == kindAntiAffinity && g.key != keyHostname {
+			for d, n := range g.owners {
+				if n > 0 && d < maxDomainValues {
+					pl.allowed[g.key] &^= 1 << d
+				}
+			}
+		}
+	}
+	return pl
+}
+
+// hostAllowed reports whether the pod may join the node with hostname
+// domain host (-1: a new node no pod is on yet).
+func (pl *placement) hostAllowed(host int) bool {
+	for _, c := range pl.constraints {
+		g := c.g
+		if g.key != keyHostname {
+			continue
+		}
+		n := 0
+		if host >= 0 {
+			n = g.counts[host]
+		}
+		switch g.kind {
+		case kindSpread:
+			// A new node is always a domain with no matching pod, so the
+			// minimum count is 0.
+			self := 0
+			if c.self {
+				self = 1
+			}
+			if n+self > g.maxSkew {
+				return false
+			}
+		case kindAffinity:
+			if n == 0 && !(g.total == 0 && c.self) {
+				return false
+			}
+		case kindAntiAffinity:
+			if n > 0 {
+				return false
+			}
+		}
+	}
+	if host >= 0 {
+		for _, g := range pl.pi.counted {
+			if g.kind == kindAntiAffinity && g.key == keyHostname && g.owners[host] > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// valueAllowed reports whether a node whose offering key k has domain v
+// (-1: no such label) is acceptable.
+func (pl *placement) valueAllowed(k, v int) bool {
+	if v < 0 {
+		return pl.absentOK[k]
+	}
+	return v >= maxDomainValues || pl.allowed[k]&(1<<v) != 0
+}
+
+// choices returns, for offering key k, the value sets to try when placing
+// on a target whose values are have: have ∩ allowed as one set when the
+// key need not be pinned, else one singleton per value, best score first.
+func (pl *placement) choices(k int, have uint64) []uint64 {
+	ok := have & pl.allowed[k]
+	if ok == 0 {
+		return nil
+	}
+	if !pl.pin[k] || bits.OnesCount64(ok) == 1 {
+		return []uint64{ok}
+	}
+	var vals []int
+	for rest := ok; rest != 0; rest &= rest - 1 {
+		vals = append(vals, bits.TrailingZeros64(rest))
+	}
+	sort.SliceStable(vals, func(a, b int) bool { return pl.score[k][vals[a]] < pl.score[k][vals[b]] })
+	out := make([]uint64, len(vals))
+	for i, v := range vals {
+		out[i] = 1 << v
+	}
+	return out
+}
+
+// record counts a placed pod in the domains of its node: dom[k] is the
+// node's domain index for each key (-1: unknown, not counted).
+func (t *topology) record(pi *podInfo, dom [numTopologyKeys]int) {
+	for _, g := range pi.counted {
+		if d := dom[g.key]; d >= 0 {
+			g.counts[d]++
+			g.total++
+		}
+	}
+	for _, g := range pi.owns {
+		if d := dom[g.key]; d >= 0 {
+			g.owners[d]++
+		}
+	}
+}
+
+// matchGroups returns the groups that count pod.
+func (t *topology) matchGroups(pod *corev1.Pod) []*group {
+	var out []*group
+	for _, g := range t.list {
+		if g.matches(pod) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// spreadUniverse returns the zone (or capacity type) values a spread
+// constraint's skew is computed over for pi: the values of the NodePools'
+// offerings and existing nodes, restricted by the pod's node affinity
+// (nodeAffinityPolicy Honor, the default) and taints (nodeTaintsPolicy
+// Honor).
+func (s *solver) spreadUniverse(pi *podInfo, g *group) uint64 {
+	// The kube-scheduler computes domains from the pod's own nodeSelector
+	// and required node affinity: not from preferences Solve made
+	// required, nor from volume requirements.
+	if pi.view != pi.pod || len(pi.volume) > 0 {
+		pi = newPodInfo(pi.pod, pi.pod, nil)
+	}
+	cacheKey := fmt.Sprintf("%d|%t|%t|%s", g.key, g.honorAffinity, g.honorTaints, pi.signature)
+	if u, ok := s.topo.universe[cacheKey]; ok {
+		return u
+	}
+	var u uint64
+	for _, p := range s.pools {
+		if p.err != nil {
+			continue
+		}
+		if g.honorTaints {
+			if _, blocked := blockingTaint(p.taints, pi.view.Spec.Tolerations); blocked {
+				continue
+			}
+		}
+		if !g.honorAffinity {
+			for i := range p.types {
+				u |= p.valuesOf(g.key, i, p.offerings[i])
+			}
+			continue
+		}
+		f := p.fit(pi)
+		for _, tf := range f.terms {
+			for i := range p.types {
+				u |= p.valuesOf(g.key, i, tf.masks[i])
+			}
+		}
+	}
+	req := pi.nodeAffinity
+	for _, n := range s.existing {
+		d := n.dom[g.key]
+		if d < 0 || d >= maxDomainValues {
+			continue
+		}
+		if g.honorTaints {
+			if _, blocked := blockingTaint(n.node.Taints, pi.view.Spec.Tolerations); blocked {
+				continue
+			}
+		}
+		if g.honorAffinity {
+			if ok, err := req.Match(n.k8sNode); err != nil || !ok {
+				continue
+			}
+		}
+		u |= 1 << d
+	}
+	s.topo.universe[cacheKey] = u
+	return u
+}
+
+// describe names the pod's constraints on topology key k, for errors.
+func (pl *placement) describe(k int) string {
+	var out []string
+	for _, c := range pl.constraints {
+		if c.g.key == k {
+			out = append(out, c.g.description)
+		}
+	}
+	for _, g := range pl.pi.counted {
+		if g.key == k && g.kind == kindAntiAffinity && len(g.owners) > 0 {
+			out = append(out, "the "+g.description+" of pods already placed")
+		}
+	}
+	if len(out) == 0 {
+		return "constraints on " + topologyKeys[k]
+	}
+	return strings.Join(out, " and ")
+}
+
+// hasConstraint reports whether g is one of the pod's own constraints.
+func (pi *podInfo) hasConstraint(g *group) bool {
+	for _, c := range pi.constraints {
+		if c.g == g {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedAntiAffinity returns the groups of pod's own required anti-affinity
+// terms: a placed pod blocks matching pods from its domains only through
+// these, never through a preference Solve made required for it.
+func (t *topology) ownedAntiAffinity(pod *corev1.Pod) []*group {
+	var out []*group
+	for _, c := range t.podConstraints(pod) {
+		if c.g.kind == kindAntiAffinity {
+			out = append(out, c.g)
+		}
+	}
+	return out
+}
+
+// hasCountedSpread reports whether a strict placement of pi adds spread
+// constraints of other pods.
+func (pi *podInfo) hasCountedSpread() bool {
+	for _, g := range pi.counted {
+		if g.kind == kindSpread && !pi.hasConstraint(g) {
+			return true
+		}
+	}
+	return false
+}

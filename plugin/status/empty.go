@@ -20,7 +20,6 @@ import (
 // the instance termination fit well within it.
 const OverdueGrace = 2 * time.Minute
 
-
 var emptyNodeColumns = []metav1.TableColumnDefinition{
 	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
 	{Name: "NodeClaim", Type: "string", Format: "name", Description: "Name of the NodeClaim whose Node has no reschedulable pod."},

@@ -24,6 +24,13 @@ const (
 	// RuleUserDataOwnedSetting (KX008, warning): a Bottlerocket or
 	// NodeConfig setting that the autoscaler sets itself and overrides.
 	RuleUserDataOwnedSetting = "KX008"
+	// RuleUserDataUninspectable (KX009, deny): a userData part that cannot
+	// be decoded or read as text (bad base64, corrupt gzip, binary,
+	// unknown transfer encoding, too deep a nesting).
+	RuleUserDataUninspectable = "KX009"
+	// RuleUserDataBase64 (KX010, deny): spec.userData that is itself
+	// base64-encoded.
+	RuleUserDataBase64 = "KX010"
 
 	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
 	// EC2NodeClass that does not exist.
@@ -83,6 +90,12 @@ var rules = []Rule{
 	{RuleUserDataOwnedSetting, "userdata-autoscaler-owned-setting", "EC2NodeClass", SeverityWarning,
 		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
 		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values."},
+	{RuleUserDataUninspectable, "userdata-uninspectable-part", "EC2NodeClass", SeverityDeny,
+		"A spec.userData MIME part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep); a part karpx cannot inspect could hide anything.",
+		"RFC 2045 section 6 (Content-Transfer-Encoding); RFC 2046 section 5.1 (nested multiparts); cloud-init documentation, \"User data formats\" (MIME multi-part, gzip compressed content)."},
+	{RuleUserDataBase64, "userdata-base64-encoded", "EC2NodeClass", SeverityDeny,
+		"spec.userData is itself base64-encoded; Karpenter base64-encodes userData for EC2, so the node would receive base64 text instead of a script or settings.",
+		"Karpenter docs, EC2NodeClasses, spec.userData (plain text, merged and encoded by Karpenter); Amazon EC2 API Reference, RunInstances UserData (base64 once)."},
 	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
 		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef."},

@@ -519,9 +519,11 @@ func headerLine(lines []string, from, to int, lname string) int {
 	return from + 1
 }
 
-// looksLikeMIME reports whether text starts (after blank lines) with a
+// LooksLikeMIME reports whether text starts (after blank lines) with a
 // MIME-Version or a multipart Content-Type header: the test the autoscaler
 // uses to choose between merging MIME and wrapping a plain script.
+func LooksLikeMIME(text string) bool { return looksLikeMIME(text) }
+
 func looksLikeMIME(text string) bool {
 	for _, l := range eachLine(text) {
 		t := strings.TrimSpace(l)

@@ -19,13 +19,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	karpapis "sigs.k8s.io/karpenter/pkg/apis"
 	"sigs.k8s.io/yaml"
+
+	"github.com/karpx/karpx/lint/crdschema"
+	"github.com/karpx/karpx/manifests/crds"
 )
 
 // The CRD tests apply objects to a real kube-apiserver (envtest) that
 // serves manifests/crds/karpenter.k8s.aws_ec2nodeclasses.yaml and
 // Karpenter's NodePool CRDs: each validation rule of upstream's
 // EC2NodeClass CRD must reject its failing case with its message, and
-// every shared Karpenter example must be accepted.
+// every shared Karpenter example must be accepted. Each case also runs
+// through kubectl karpx lint's offline validation (lint/crdschema), which
+// must reject it with the API server's own words.
 
 func repoRoot(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
@@ -137,6 +142,19 @@ var crdCases = []crdCase{
 	{"unknown amiFamily", `{amiFamily: Ubuntu}`, "Unsupported value: \"Ubuntu\""},
 }
 
+func offlineValidator(t *testing.T) *crdschema.Validator {
+	t.Helper()
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := crdschema.New(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func object(t *testing.T, spec string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -165,23 +183,45 @@ func TestEC2NodeClassCRDRules(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("control: the base object is accepted", func(t *testing.T) {
-		if err := c.Create(ctx, object(t, ""), client.DryRunAll); err != nil {
-			t.Fatalf("valid EC2NodeClass rejected: %v", err)
-		}
-		for _, spec := range []string{`{amiFamily: Custom}`, `{amiFamily: AL2023}`, `{amiFamily: AL2, amiSelectorTerms: [{id: ami-1}, {name: x, owner: self}]}`, `{role: null, instanceProfile: p}`} {
-			if err := c.Create(ctx, object(t, spec), client.DryRunAll); err != nil {
+		offline := offlineValidator(t)
+		for _, spec := range []string{"", `{amiFamily: Custom}`, `{amiFamily: AL2023}`, `{amiFamily: AL2, amiSelectorTerms: [{id: ami-1}, {name: x, owner: self}]}`, `{role: null, instanceProfile: p}`} {
+			obj := object(t, spec)
+			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
 				t.Errorf("valid EC2NodeClass with %s rejected: %v", spec, err)
+			}
+			if _, msgs := offline.ValidateObject(ctx, obj.Object); len(msgs) != 0 {
+				t.Errorf("valid EC2NodeClass with %s rejected offline: %q", spec, msgs)
 			}
 		}
 	})
+	offline := offlineValidator(t)
 	for _, tc := range crdCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.Create(ctx, object(t, tc.spec), client.DryRunAll)
+			obj := object(t, tc.spec)
+			err := c.Create(ctx, obj, client.DryRunAll)
 			if err == nil {
 				t.Fatalf("spec %s was accepted; want %q", tc.spec, tc.reject)
 			}
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.reject) {
 				t.Fatalf("spec %s: got %v; want an Invalid error containing %q", tc.spec, err, tc.reject)
+			}
+			// Differential: kubectl karpx lint's offline validation
+			// rejects it too, each message word for word as the API
+			// server's.
+			fields, msgs := offline.ValidateObject(ctx, obj.Object)
+			if len(msgs) == 0 {
+				t.Fatalf("offline validation accepts what the API server rejects: %v", err)
+			}
+			found := false
+			for i, m := range msgs {
+				full := fields[i] + ": " + m
+				if !strings.Contains(err.Error(), full) {
+					t.Errorf("offline message %q is not in the API server's error %q", full, err.Error())
+				}
+				found = found || strings.Contains(full, tc.reject)
+			}
+			if !found {
+				t.Errorf("offline messages %q lack %q", msgs, tc.reject)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package crdschema
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -9,10 +10,15 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	"k8s.io/apimachinery/pkg/runtime"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
@@ -24,6 +30,7 @@ type Validator struct {
 }
 
 type crdVersion struct {
+	namespaced bool
 	structural *structuralschema.Structural
 	schema     validation.SchemaValidator
 	cel        *cel.Validator
@@ -54,7 +61,7 @@ func New(crds ...*apiextensionsv1.CustomResourceDefinition) (*Validator, error) 
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}
-			v.versions[gvk] = &crdVersion{structural: ss, schema: sv, cel: cel.NewValidator(ss, true, celconfig.PerCallLimit)}
+			v.versions[gvk] = &crdVersion{namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, structural: ss, schema: sv, cel: cel.NewValidator(ss, true, celconfig.PerCallLimit)}
 		}
 	}
 	return v, nil
@@ -84,15 +91,51 @@ func (v *Validator) Validate(ctx context.Context, obj map[string]any) (unknown [
 	if !ok {
 		return nil, nil
 	}
-	u := runtime.DeepCopyJSON(obj)
+	// Decode as the API server does (integers as int64, not float64), on
+	// a copy.
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(nil, nil, err.Error())}
+	}
+	u := map[string]any{}
+	if err := utiljson.Unmarshal(js, &u); err != nil {
+		return nil, field.ErrorList{field.Invalid(nil, nil, err.Error())}
+	}
 	unknown = pruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	structuraldefaulting.Default(u, cv.structural)
-	if md, ok := u["metadata"].(map[string]any); !ok || (md["name"] == nil && md["generateName"] == nil) {
-		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
+	un := &unstructured.Unstructured{Object: u}
+	// kubectl sends the namespace of the request: none for a cluster-scoped
+	// kind, "default" when a namespaced object names none.
+	switch {
+	case !cv.namespaced:
+		un.SetNamespace("")
+	case un.GetNamespace() == "":
+		un.SetNamespace(metav1.NamespaceDefault)
 	}
+	// The checks of kube-apiserver's customResourceStrategy.Validate, in
+	// its order (k8s.io/apiextensions-apiserver pkg/registry/customresource).
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(un, cv.namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	errs = append(errs, validation.ValidateCustomResource(nil, u, cv.schema)...)
+	errs = append(errs, schemaobjectmeta.Validate(nil, u, cv.structural, false)...)
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, cv.structural, u)...)
+	if blocked := blockingError(errs); blocked != nil {
+		return unknown, append(errs, blocked)
+	}
 	celErrs, _ := cv.cel.Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
 	return unknown, append(errs, celErrs...)
+}
+
+// blockingError is the API server's rule for skipping CEL validation: after
+// an error of these types the object is not well-typed enough for the
+// rules, and one error says so.
+func blockingError(errs field.ErrorList) *field.Error {
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")
+		}
+	}
+	return nil
 }
 
 // ValidateObject is Validate in the form lint.LintObjects takes

@@ -298,3 +298,65 @@ func TestKarpenterExamplesAccepted(t *testing.T) {
 		t.Fatalf("only %d objects found in the examples", n)
 	}
 }
+
+// NodePools: what kubectl karpx lint's offline validation says about
+// Karpenter's NodePool CRD must be what the API server says, for the
+// NodePools of issue 14 (rejected) and for controls (accepted). A negative
+// limit passes both, which is why lint adds its own rule (KX106).
+func TestNodePoolOfflineValidationMatchesAPIServer(t *testing.T) {
+	c := startAPIServer(t)
+	ctx := context.Background()
+	offline := offlineValidator(t)
+	nodePool := func(spec string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		base := `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: np}, spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: a}, requirements: [` + spec + `]}}}}`
+		if err := yaml.Unmarshal([]byte(base), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	cases := []struct {
+		name, requirement string
+		rejected          bool
+	}{
+		{"Gt abc", `{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["abc"]}`, true},
+		{"Gt 2.5", `{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2.5"]}`, true},
+		{"minValues above values", `{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m], minValues: 3}`, true},
+		{"In without values", `{key: karpenter.k8s.aws/instance-category, operator: In}`, true},
+		{"control: Gt 2", `{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2"]}`, false},
+		{"control: minValues 2", `{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m], minValues: 2}`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := nodePool(tc.requirement)
+			err := c.Create(ctx, u, client.DryRunAll)
+			fields, msgs := offline.ValidateObject(ctx, u.Object)
+			if (err != nil) != tc.rejected || (len(msgs) > 0) != tc.rejected {
+				t.Fatalf("API server: %v; offline: %q; want rejected=%v", err, msgs, tc.rejected)
+			}
+			for i, m := range msgs {
+				if full := fields[i] + ": " + m; !strings.Contains(err.Error(), full) {
+					t.Errorf("offline message %q is not in the API server's error %q", full, err.Error())
+				}
+			}
+		})
+	}
+	t.Run("unknown field under strict field validation", func(t *testing.T) {
+		u := nodePool("")
+		u.Object["spec"].(map[string]any)["maxNodes"] = int64(3)
+		err := c.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))
+		_, msgs := offline.ValidateObject(ctx, u.Object)
+		want := `unknown field "spec.maxNodes"`
+		if err == nil || !strings.Contains(err.Error(), want) || len(msgs) != 1 || msgs[0] != want {
+			t.Fatalf("API server: %v; offline: %q; want %q from both", err, msgs, want)
+		}
+	})
+	t.Run("negative limit passes both", func(t *testing.T) {
+		u := nodePool("")
+		u.Object["spec"].(map[string]any)["limits"] = map[string]any{"cpu": "-1"}
+		err := c.Create(ctx, u, client.DryRunAll)
+		if _, msgs := offline.ValidateObject(ctx, u.Object); err != nil || len(msgs) != 0 {
+			t.Fatalf("API server: %v; offline: %q; want both to accept", err, msgs)
+		}
+	})
+}

@@ -123,9 +123,10 @@ const maxBoundaryLength = 70
 // no bootstrap needs, so that walking one costs bounded work.
 const MaxMIMEDepth = 8
 
-// MaxDecodedBytes caps the size of a part after gzip decompression: 1 MiB,
-// 64 times EC2's 16 KB userData limit, far more than any script and small
-// enough that a decompression bomb costs little to reject.
+// MaxDecodedBytes caps what gzip parts may decompress to, in total over
+// one userData document: 1 MiB, 64 times EC2's 16 KB userData limit, far
+// more than any script and small enough that decompression bombs (one
+// large, or thousands of small ones) cost little to reject.
 const MaxDecodedBytes = 1 << 20
 
 // gzipTypes are the media types cloud-init decompresses (cloud-init
@@ -168,6 +169,9 @@ type mimeScope struct {
 	line    int
 	// strict requires a closing delimiter (the top level of AL2/AL2023).
 	strict bool
+	// decoded counts the bytes gzip parts decompressed to so far, over
+	// the whole document (shared by nested scopes).
+	decoded *int
 }
 
 func (sc mimeScope) lineOf(i int) int {
@@ -187,7 +191,7 @@ func (sc mimeScope) partPath(n int) string {
 // parseMIME parses; strict=false accepts a missing closing delimiter (what
 // cloud-init, which reads a Custom family's userData unmerged, tolerates).
 func parseMIME(text string, strict bool) (*MIMEDocument, error) {
-	return parseMIMEIn(text, mimeScope{depth: 1, strict: strict})
+	return parseMIMEIn(text, mimeScope{depth: 1, strict: strict, decoded: new(int)})
 }
 
 func parseMIMEIn(text string, sc mimeScope) (*MIMEDocument, error) {
@@ -375,7 +379,7 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 			Msg: fmt.Sprintf("%s has unknown Content-Transfer-Encoding %q; use 7bit, base64 or quoted-printable", where, enc), Uninspectable: true}
 	}
 	if gzipTypes[p.MediaType] || strings.HasPrefix(body, "\x1f\x8b") {
-		dec, err := gunzip(body)
+		dec, err := gunzip(body, sc.decoded)
 		if err != nil {
 			return opaque("is gzip-compressed but does not decompress: %v", err)
 		}
@@ -383,7 +387,7 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		p.MediaType, params = "text/plain", nil
 		if looksLikeMIME(body) {
 			p.Body = body
-			doc, err := parseMIMEIn(body, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: true, line: p.BodyLine})
+			doc, err := parseMIMEIn(body, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: true, line: p.BodyLine, decoded: sc.decoded})
 			if err != nil {
 				return asUninspectable(err, where+" (gzip-compressed MIME)")
 			}
@@ -402,7 +406,7 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		if err := checkBoundary(params["boundary"]); err != nil {
 			return opaque("is %s but %v", p.MediaType, err)
 		}
-		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart}
+		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
 		if sc.encoded {
 			inner.encoded = true
 		}
@@ -434,19 +438,23 @@ func asUninspectable(err error, where string) error {
 	return &out
 }
 
-// gunzip decompresses s, failing beyond MaxDecodedBytes.
-func gunzip(s string) (string, error) {
+// gunzip decompresses s, failing when *decoded (what earlier parts of the
+// same document decompressed to) would pass MaxDecodedBytes; it adds what
+// it decompressed to *decoded.
+func gunzip(s string, decoded *int) (string, error) {
 	zr, err := gzip.NewReader(strings.NewReader(s))
 	if err != nil {
 		return "", err
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, MaxDecodedBytes+1))
+	left := MaxDecodedBytes - *decoded
+	out, err := io.ReadAll(io.LimitReader(zr, int64(left)+1))
 	if err != nil {
 		return "", err
 	}
-	if len(out) > MaxDecodedBytes {
-		return "", fmt.Errorf("more than %d bytes (1 MiB) decompressed", MaxDecodedBytes)
+	if len(out) > left {
+		return "", fmt.Errorf("more than %d bytes (1 MiB) decompressed in total", MaxDecodedBytes)
 	}
+	*decoded += len(out)
 	return string(out), nil
 }
 

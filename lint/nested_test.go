@@ -131,3 +131,27 @@ func TestCustomFamilyWithAlias(t *testing.T) {
 		t.Fatalf("Bottlerocket alias without amiFamily: got %v, want one KX002", fs)
 	}
 }
+
+// Many small gzip parts may not decompress to more than MaxDecodedBytes in
+// total: each part alone is within the limit, together they are not.
+func TestGzipBudgetIsPerDocument(t *testing.T) {
+	chunk := "#!/bin/bash\n" + strings.Repeat("# padding\n", 300<<10/10) // ~300 KiB each
+	part := "Content-Type: application/x-gzip\nContent-Transfer-Encoding: base64\n\n" + b64(gzipText(t, chunk))
+	three := mimeDoc("B", part, part, part)
+	four := mimeDoc("B", part, part, part, part)
+	if fs := CheckUserData(apisv1.AMIFamilyCustom, three); hasRule(fs, RuleUserDataUninspectable) {
+		t.Fatalf("three parts (~900 KiB) denied: %v", fs)
+	}
+	if fs := CheckUserData(apisv1.AMIFamilyCustom, four); !hasRule(fs, RuleUserDataUninspectable) {
+		t.Fatalf("four parts (~1.2 MiB decompressed) not denied: %v", fs)
+	}
+}
+
+func hasRule(fs Findings, id string) bool {
+	for _, f := range fs {
+		if f.RuleID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -242,7 +242,7 @@ func base64UserData(text string) (string, bool) {
 	}
 	out := string(dec)
 	if strings.HasPrefix(out, "\x1f\x8b") {
-		if out, err = gunzip(out); err != nil {
+		if out, err = gunzip(out, new(int)); err != nil {
 			return "", false
 		}
 	}
@@ -256,6 +256,12 @@ func base64UserData(text string) (string, bool) {
 // AMI family and returns the findings, with Field "spec.userData" and Kind
 // and Name left empty for the caller to fill.
 func CheckUserData(family, text string) Findings {
+	return checkUserData(family, text, true)
+}
+
+// checkUserData is CheckUserData; unwrap allows one level of base64
+// unwrapping (KX010), so that base64 nested in base64 costs no more.
+func checkUserData(family, text string, unwrap bool) Findings {
 	if text == "" {
 		return nil
 	}
@@ -265,12 +271,12 @@ func CheckUserData(family, text string) Findings {
 			fmt.Sprintf("is %d bytes; EC2 accepts at most %d bytes (16 KB) before base64, and the autoscaler adds its bootstrap to it", n, MaxUserDataBytes),
 			"move large files to S3 or SSM and fetch them at boot with the node role"))
 	}
-	if dec, ok := base64UserData(text); ok {
+	if dec, ok := base64UserData(text); ok && unwrap {
 		out = append(out, userDataFinding(RuleUserDataBase64, 1,
 			"is base64-encoded; Karpenter and karpx base64-encode userData themselves, so the node would receive the encoded text",
 			"put the decoded text in spec.userData"))
 		// Inspect what it hides as well, so that a secret is named.
-		for _, f := range CheckUserData(family, dec) {
+		for _, f := range checkUserData(family, dec, false) {
 			if f.RuleID != RuleUserDataSize {
 				f.Line, f.Message = 1, f.Message+" (in the base64-decoded userData)"
 				out = append(out, f)

@@ -33,9 +33,9 @@ func ParseBottlerocketTOML(text string) (*BottlerocketSettings, error) {
 			if s := pe.Position.Start; s >= 0 && s < len(text) {
 				line = 1 + strings.Count(text[:s], "\n")
 			}
-			return nil, &ParseError{"TOML", line, pe.Message}
+			return nil, &ParseError{Format: "TOML", Line: line, Msg: pe.Message}
 		}
-		return nil, &ParseError{"TOML", 0, err.Error()}
+		return nil, &ParseError{Format: "TOML", Line: 0, Msg: err.Error()}
 	}
 	return &BottlerocketSettings{Tree: tree, Lines: tomlKeyLines(text)}, nil
 }

@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"path"
 	"regexp"
 	"strings"
@@ -30,8 +31,8 @@ type segment struct {
 	// encoded means text was decoded from base64/quoted-printable: its
 	// lines do not map onto userData lines, so findings point at line.
 	encoded bool
-	// part is the 1-based MIME part number, 0 outside MIME.
-	part int
+	// part is the MIME part path ("2", "2.1"), "" outside MIME.
+	part string
 }
 
 // lineOf maps a 0-based line index inside the segment to a userData line.
@@ -45,7 +46,7 @@ func (s segment) lineOf(i int) int {
 // where describes the location for messages about encoded parts.
 func (s segment) where(i int) string {
 	if s.encoded {
-		return fmt.Sprintf(" (MIME part %d, decoded line %d)", s.part, i+1)
+		return fmt.Sprintf(" (MIME part %s, decoded line %d)", s.part, i+1)
 	}
 	return ""
 }
@@ -370,7 +371,7 @@ func scanSecrets(s segment) []Finding {
 // scanScript reports KX003 and KX007 in a script or cloud-config segment.
 func scanScript(s segment) []Finding {
 	var out []Finding
-	for i, l := range eachLine(s.text) {
+	for i, l := range logicalLines(s.text, s.kind) {
 		t := strings.TrimSpace(l)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
@@ -396,6 +397,54 @@ func scanScript(s segment) []Finding {
 		}
 	}
 	return out
+}
+
+// logicalLines yields the lines of a script with line continuations
+// joined, each with the 0-based index of its first physical line: a line
+// ending in an unescaped backslash (shell, cloud-config) or a backtick
+// (PowerShell) continues on the next, so "systemctl restart \\" then
+// "kubelet" is read as one command, as the shell reads it.
+func logicalLines(text string, kind segmentKind) iter.Seq2[int, string] {
+	cont := func(l string) (string, bool) {
+		if kind == segPowerShell {
+			if t := strings.TrimRight(l, " \t"); strings.HasSuffix(t, "`") {
+				return t[:len(t)-1], true
+			}
+			return l, false
+		}
+		n := len(l) - len(strings.TrimRight(l, `\`))
+		if n%2 == 1 {
+			return l[:len(l)-1], true
+		}
+		return l, false
+	}
+	return func(yield func(int, string) bool) {
+		first, open := 0, false
+		var joined strings.Builder // linear even for many continuations
+		for i, l := range eachLine(text) {
+			body, more := cont(l)
+			if !open && !more {
+				if !yield(i, l) { // the common case: no copy
+					return
+				}
+				continue
+			}
+			if !open {
+				first = i
+				joined.Reset()
+			}
+			joined.WriteString(body)
+			if open = more; open {
+				continue
+			}
+			if !yield(first, joined.String()) {
+				return
+			}
+		}
+		if open {
+			yield(first, joined.String())
+		}
+	}
 }
 
 // cloudConfigCommand turns a cloud-config list item ("- systemctl restart

@@ -11,14 +11,22 @@
 // # What is checked
 //
 // EC2NodeClass spec.userData is parsed in the format implied by the AMI
-// family (an amiSelectorTerms alias such as "al2023@latest" first, else
-// spec.amiFamily): MIME multipart or shell for AL2; MIME multipart, a bare
-// NodeConfig document or shell for AL2023; TOML for Bottlerocket; PowerShell
-// for Windows; anything for Custom. Each form is parsed with its own parser
-// (ParseMIME, ParseNodeConfig, ParseBottlerocketTOML, ParsePowerShell), and
-// the content is then scanned for unsafe commands and secrets. NodePools are
-// checked for the mistakes Karpenter's CRD validation lets through. The rule
-// table is returned by Rules; every rule has a stable ID (KX001…).
+// family as Karpenter decides it (spec.amiFamily when set, so Custom with an
+// alias term passes userData through verbatim; else the alias's family):
+// MIME multipart or shell for AL2; MIME multipart, a bare NodeConfig
+// document or shell for AL2023; TOML for Bottlerocket; PowerShell for
+// Windows; anything for Custom. Each form is parsed with its own parser
+// (ParseMIME, ParseNodeConfig, ParseBottlerocketTOML, ParsePowerShell).
+// MIME trees are walked recursively: nested multiparts, every
+// Content-Transfer-Encoding and gzip parts, as cloud-init reads them; a part
+// that cannot be decoded or read as text is denied (KX009), and so is
+// userData that is itself base64 (KX010). Every leaf is then scanned for
+// unsafe commands (shell line continuations joined first) and secrets. The
+// autoscaler's userData merge reads MIME with the same ParseMIME. NodePools
+// are checked for the mistakes Karpenter's CRD validation lets through;
+// `kubectl karpx lint` adds the CRD validation itself (KX011, package
+// lint/crdschema). The rule table is returned by Rules; every rule has a
+// stable ID (KX001…).
 //
 // # Findings
 //

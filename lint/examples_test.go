@@ -1,16 +1,34 @@
 package lint
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/karpx/karpx/lint/crdschema"
+	"github.com/karpx/karpx/manifests/crds"
 )
 
-// examplesDir returns ../shared/data/karpenter-examples relative to the
-// repository root (the directory holding go.mod), where the project keeps
-// Karpenter's upstream example manifests.
+func exampleSchema(t testing.TB) SchemaValidator {
+	t.Helper()
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := crdschema.New(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// examplesDir returns test/testdata/karpenter-examples under the
+// repository root (the directory holding go.mod): Karpenter's upstream
+// example manifests.
 func examplesDir(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
@@ -25,7 +43,7 @@ func examplesDir(t testing.TB) string {
 		}
 		dir = parent
 	}
-	ex := filepath.Join(dir, "..", "shared", "data", "karpenter-examples")
+	ex := filepath.Join(dir, "test", "testdata", "karpenter-examples")
 	if _, err := os.Stat(ex); err != nil {
 		t.Skipf("shared examples not found at %s: %v", ex, err)
 	}
@@ -45,10 +63,18 @@ func loadExamples(t testing.TB) map[string][]Object {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := DecodeObjects(fh, filepath.Base(f))
+		data, err := io.ReadAll(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = bytes.ReplaceAll(data, []byte("${CLUSTER_NAME}"), []byte("test"))
+		objs, skipped, err := DecodeObjects(bytes.NewReader(data), filepath.Base(f))
 		fh.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		if len(skipped) != 0 {
+			t.Fatalf("%s: skipped %+v", f, skipped)
 		}
 		if len(objs) == 0 {
 			t.Fatalf("%s: no NodePool or EC2NodeClass", f)
@@ -58,21 +84,42 @@ func loadExamples(t testing.TB) map[string][]Object {
 	return out
 }
 
-// Every shared Karpenter example must be admitted: no denial, and no
-// userData finding at all (the unsafe-content rules must not fire on
-// legitimate userData).
+// schemaRejected lists the shared examples whose NodePool Karpenter's own
+// CRD rejects on a real API server, with the API server's message:
+// windows-custom-userdata.yaml sets nodeClassRef.group to
+// "karpenter.k8s.aws/v1", which fails the pattern ^[^/]*$. lint must
+// report exactly that (KX011), and nothing else may deny.
+var schemaRejected = map[string]string{
+	"windows-custom-userdata.yaml": `spec.template.spec.nodeClassRef.group: Invalid value: "karpenter.k8s.aws/v1": spec.template.spec.nodeClassRef.group in body should match '^[^/]*$'`,
+}
+
+// Every shared Karpenter example must be admitted: no denial but the
+// API server's own schema rejection, and no userData finding at all (the
+// unsafe-content rules must not fire on legitimate userData).
 func TestSharedExamplesAdmitted(t *testing.T) {
+	schema := exampleSchema(t)
 	for name, objs := range loadExamples(t) {
 		t.Run(name, func(t *testing.T) {
-			fs := LintObjects(context.Background(), objs, nil)
+			fs := LintObjects(context.Background(), objs, nil, schema)
+			schemaDenials := 0
 			for _, f := range fs {
 				t.Logf("%s", f.Finding.String())
+				if f.RuleID == RuleCRDSchema {
+					schemaDenials++
+					if want := schemaRejected[name]; want == "" || f.Field+": "+f.Message != want {
+						t.Errorf("schema denial %q, want %q", f.Field+": "+f.Message, want)
+					}
+					continue
+				}
 				if f.Severity == SeverityDeny {
 					t.Errorf("denied: %s", f.Finding.String())
 				}
 				if f.RuleID < "KX100" {
 					t.Errorf("userData rule fired on a legitimate example: %s", f.Finding.String())
 				}
+			}
+			if want := schemaRejected[name]; want != "" && schemaDenials != 1 {
+				t.Errorf("want exactly one KX011 %q, got %d", want, schemaDenials)
 			}
 		})
 	}

@@ -53,10 +53,18 @@ func (f Finding) Location() string {
 	return f.Field
 }
 
+// head is "KX003 spec.userData line 7: ", or "KX011 " without a location.
+func (f Finding) head() string {
+	if loc := f.Location(); loc != "" {
+		return f.RuleID + " " + loc + ": "
+	}
+	return f.RuleID + " "
+}
+
 // String returns the full, human-readable finding:
 // "KX003 spec.userData line 7: <message>; fix: <fix>".
 func (f Finding) String() string {
-	s := f.RuleID + " " + f.Location() + ": " + f.Message
+	s := f.head() + f.Message
 	if f.Fix != "" {
 		s += "; fix: " + f.Fix
 	}
@@ -67,7 +75,7 @@ func (f Finding) String() string {
 // for use as an admission warning: rule ID, location and message, then the
 // fix if it still fits. The full text is in String.
 func (f Finding) Warning() string {
-	s := f.RuleID + " " + f.Location() + ": " + f.Message
+	s := f.head() + f.Message
 	if withFix := s + "; fix: " + f.Fix; f.Fix != "" && len(withFix) <= MaxWarningLength {
 		return withFix
 	}

@@ -2,14 +2,18 @@ package lint
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"mime"
 	"mime/quotedprintable"
 	"net/textproto"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseError is a userData parse failure. Line is 1-based within
@@ -22,6 +26,13 @@ type ParseError struct {
 	Line int
 	// Msg says what is wrong.
 	Msg string
+	// Uninspectable is true when the text is well-formed enough to reach
+	// the node but a part of it cannot be decoded or read (a bad
+	// Content-Transfer-Encoding, a corrupt gzip part, binary content, too
+	// deep a nesting): it is reported as RuleUserDataUninspectable rather
+	// than RuleUserDataParse, for any AMI family, because such a part could
+	// hide anything.
+	Uninspectable bool
 }
 
 // Error implements error: "MIME line 4: part 1 header ... ".
@@ -53,22 +64,78 @@ type MIMEPart struct {
 	Header textproto.MIMEHeader
 	// MediaType is the part's media type in lower case ("text/x-shellscript",
 	// "application/node.eks.aws"); "text/plain" when the part has no
-	// Content-Type, as RFC 2045 section 5.2 specifies.
+	// Content-Type, as RFC 2045 section 5.2 specifies. A gzip part that
+	// was decompressed gets the type its content shows ("#!" is
+	// text/x-shellscript, a MIME header is multipart/mixed), as cloud-init
+	// decides it.
 	MediaType string
+	// Path is the part's position in the tree: "2" for the second
+	// top-level part, "2.1" for the first part nested in it.
+	Path string
 	// HeaderLine is the 1-based line of the part's delimiter.
 	HeaderLine int
 	// BodyLine is the 1-based line where the body starts.
 	BodyLine int
-	// Body is the body after undoing any Content-Transfer-Encoding.
+	// Body is the body after undoing any Content-Transfer-Encoding and
+	// gzip compression.
 	Body string
-	// Encoded is true when Body was decoded from base64 or
-	// quoted-printable, so that its lines do not map one-to-one onto the
-	// userData lines (findings then point at BodyLine).
+	// Encoded is true when Body was decoded (base64, quoted-printable,
+	// gzip) here or in an enclosing part, so that its lines do not map
+	// one-to-one onto the userData lines (findings then point at BodyLine).
 	Encoded bool
+	// Compressed is true when Body was gunzipped.
+	Compressed bool
+	// Parts are the parts of a multipart part (a multipart/* Content-Type,
+	// or a gzip part whose content is a MIME document), parsed the same
+	// way; nil for a leaf.
+	Parts []MIMEPart
+	// RawHeader is the part's header block as written (lines joined by
+	// "\n", without the blank line that ends it); the autoscaler copies
+	// it, with RawBody, into the merged document.
+	RawHeader string
+	// RawBody is the body as written, before any decoding.
+	RawBody string
+}
+
+// Leaves returns the parts of d that have no nested parts, depth first
+// in document order.
+func (d *MIMEDocument) Leaves() []MIMEPart {
+	var out []MIMEPart
+	var walk func([]MIMEPart)
+	walk = func(ps []MIMEPart) {
+		for _, p := range ps {
+			if p.Parts != nil {
+				walk(p.Parts)
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	walk(d.Parts)
+	return out
 }
 
 // maxBoundaryLength is the longest boundary RFC 2046 section 5.1.1 allows.
 const maxBoundaryLength = 70
+
+// MaxMIMEDepth is how deeply multiparts may nest (the top-level document
+// is depth 1). cloud-init has no limit; karpx denies deeper trees, which
+// no bootstrap needs, so that walking one costs bounded work.
+const MaxMIMEDepth = 8
+
+// MaxDecodedBytes caps what gzip parts may decompress to, in total over
+// one userData document: 1 MiB, 64 times EC2's 16 KB userData limit, far
+// more than any script and small enough that decompression bombs (one
+// large, or thousands of small ones) cost little to reject.
+const MaxDecodedBytes = 1 << 20
+
+// gzipTypes are the media types cloud-init decompresses (cloud-init
+// documentation, "User data formats": gzip compressed content).
+var gzipTypes = map[string]bool{
+	"application/gzip": true, "application/gzip-compressed": true, "application/gzipped": true,
+	"application/x-compress": true, "application/x-compressed": true, "application/x-gunzip": true,
+	"application/x-gzip": true, "application/x-gzip-compressed": true,
+}
 
 // ParseMIME parses a MIME multipart document strictly, the way the autoscaler
 // (and upstream Karpenter, with Go's mime/multipart) must read it to merge
@@ -77,31 +144,74 @@ const maxBoundaryLength = 70
 // least one part, each part's headers ended by a blank line; and a closing
 // "--boundary--" line, or a last "--boundary" line followed by nothing,
 // which Go's mime/multipart also reads as the end. Lines may end in LF or
-// CRLF. On failure it returns a *ParseError naming the line.
+// CRLF.
+//
+// Every part is decoded (7bit, 8bit, binary, base64, quoted-printable),
+// gzip parts are decompressed (at most MaxDecodedBytes), and multipart
+// parts are parsed recursively (at most MaxMIMEDepth levels), so that
+// MIMEPart.Body of every leaf is the text the node runs. On failure it
+// returns a *ParseError naming the line; a part that cannot be decoded or
+// read as text has Uninspectable set.
 func ParseMIME(text string) (*MIMEDocument, error) {
 	return parseMIME(text, true)
+}
+
+// mimeScope says where a (possibly nested) multipart body sits in
+// spec.userData, for line numbers and part paths in errors.
+type mimeScope struct {
+	depth int
+	// path is the enclosing part's path ("" at the top level).
+	path string
+	// offset is added to a 0-based line index to get a userData line,
+	// unless encoded is set, when every line maps to line.
+	offset  int
+	encoded bool
+	line    int
+	// strict requires a closing delimiter (the top level of AL2/AL2023).
+	strict bool
+	// decoded counts the bytes gzip parts decompressed to so far, over
+	// the whole document (shared by nested scopes).
+	decoded *int
+}
+
+func (sc mimeScope) lineOf(i int) int {
+	if sc.encoded {
+		return sc.line
+	}
+	return sc.offset + i + 1
+}
+
+func (sc mimeScope) partPath(n int) string {
+	if sc.path == "" {
+		return strconv.Itoa(n)
+	}
+	return sc.path + "." + strconv.Itoa(n)
 }
 
 // parseMIME parses; strict=false accepts a missing closing delimiter (what
 // cloud-init, which reads a Custom family's userData unmerged, tolerates).
 func parseMIME(text string, strict bool) (*MIMEDocument, error) {
+	return parseMIMEIn(text, mimeScope{depth: 1, strict: strict, decoded: new(int)})
+}
+
+func parseMIMEIn(text string, sc mimeScope) (*MIMEDocument, error) {
 	lines := splitLines(text)
 	perr := func(line int, format string, args ...any) error {
-		return &ParseError{Format: "MIME", Line: line, Msg: fmt.Sprintf(format, args...)}
+		return &ParseError{Format: "MIME", Line: sc.lineOf(line - 1), Msg: fmt.Sprintf(format, args...)}
 	}
 	i := 0
 	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
 		i++
 	}
 	if i == len(lines) {
-		return nil, perr(0, "empty document")
+		return nil, &ParseError{Format: "MIME", Line: 0, Msg: "empty document"}
 	}
 	header, next, err := readHeader(lines, i, 0)
 	if err != nil {
-		return nil, err
+		return nil, shiftMIMEError(err, sc)
 	}
 	i = next
-	if strict && header.Get("MIME-Version") == "" {
+	if sc.strict && header.Get("MIME-Version") == "" {
 		return nil, perr(i, "no MIME-Version header; start the document with 'MIME-Version: 1.0' (RFC 2045), which is how the autoscaler recognises MIME userData")
 	}
 	ct := header.Get("Content-Type")
@@ -117,13 +227,46 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 		return nil, perr(ctLine, "Content-Type is %q; userData in MIME form must be multipart/mixed", mt)
 	}
 	boundary := params["boundary"]
-	if boundary == "" {
-		return nil, perr(ctLine, "Content-Type has no boundary parameter; add boundary=\"BOUNDARY\"")
-	}
-	if len(boundary) > maxBoundaryLength {
-		return nil, perr(ctLine, "boundary is %d characters; RFC 2046 allows at most %d", len(boundary), maxBoundaryLength)
+	if err := checkBoundary(boundary); err != nil {
+		return nil, perr(ctLine, "%s", err)
 	}
 	doc := &MIMEDocument{Header: header, MediaType: mt, Boundary: boundary}
+	doc.Parts, doc.Closed, err = parseParts(lines, i, boundary, ctLine, sc)
+	if err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func checkBoundary(boundary string) error {
+	if boundary == "" {
+		return fmt.Errorf("Content-Type has no boundary parameter; add boundary=\"BOUNDARY\"")
+	}
+	if len(boundary) > maxBoundaryLength {
+		return fmt.Errorf("boundary is %d characters; RFC 2046 allows at most %d", len(boundary), maxBoundaryLength)
+	}
+	return nil
+}
+
+// shiftMIMEError maps a line inside a nested body to a userData line.
+func shiftMIMEError(err error, sc mimeScope) error {
+	var pe *ParseError
+	if errors.As(err, &pe) && pe.Line > 0 {
+		out := *pe
+		out.Line = sc.lineOf(pe.Line - 1)
+		return &out
+	}
+	return err
+}
+
+// parseParts reads the parts of a multipart body from lines[i:] (the
+// preamble first), up to the closing delimiter. ctLine is the 1-based
+// line (within lines) of the Content-Type that declared boundary.
+func parseParts(lines []string, i int, boundary string, ctLine int, sc mimeScope) ([]MIMEPart, bool, error) {
+	perr := func(line int, format string, args ...any) error {
+		return &ParseError{Format: "MIME", Line: sc.lineOf(line - 1), Msg: fmt.Sprintf(format, args...)}
+	}
+	var parts []MIMEPart
 	delim, closeDelim := "--"+boundary, "--"+boundary+"--"
 	isDelim := func(l string) (isDelim, isClose bool) {
 		l = strings.TrimRight(l, " \t")
@@ -134,7 +277,7 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 	for i < len(lines) {
 		d, c := isDelim(lines[i])
 		if c {
-			return nil, perr(i+1, "closing delimiter %q before any part", closeDelim)
+			return nil, false, perr(i+1, "closing delimiter %q before any part", closeDelim)
 		}
 		if d {
 			break
@@ -142,7 +285,7 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 		i++
 	}
 	if i == len(lines) {
-		return nil, perr(ctLine, "boundary %q never appears; each part must start with a line %q", boundary, delim)
+		return nil, false, perr(ctLine, "boundary %q never appears; each part must start with a line %q", boundary, delim)
 	}
 	for i < len(lines) {
 		// lines[i] is a delimiter line.
@@ -152,17 +295,17 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 			// A delimiter followed only by blank lines ends the document:
 			// Go's mime/multipart (which Karpenter uses to merge) reads it
 			// as the end of the last part, so it is accepted as written.
-			if len(doc.Parts) == 0 {
-				return nil, perr(partLine, "no part after delimiter %q", delim)
+			if len(parts) == 0 {
+				return nil, false, perr(partLine, "no part after delimiter %q", delim)
 			}
-			return doc, nil
+			return parts, false, nil
 		}
-		ph, bodyStart, err := readPartHeader(lines, i, len(doc.Parts)+1, isDelim)
+		n := len(parts) + 1
+		ph, bodyStart, err := readPartHeader(lines, i, n, isDelim)
 		if err != nil {
-			return nil, err
+			return nil, false, shiftMIMEError(err, sc)
 		}
-		i = bodyStart
-		j := i
+		j := bodyStart
 		closed, delimited := false, false
 		for j < len(lines) {
 			d, c := isDelim(lines[j])
@@ -172,47 +315,147 @@ func parseMIME(text string, strict bool) (*MIMEDocument, error) {
 			}
 			j++
 		}
-		part := MIMEPart{Header: ph, HeaderLine: partLine, BodyLine: bodyStart + 1, MediaType: "text/plain"}
-		body := strings.Join(lines[bodyStart:j], "\n")
-		if pct := ph.Get("Content-Type"); pct != "" {
-			pmt, _, err := mime.ParseMediaType(pct)
-			if err != nil {
-				return nil, perr(headerLine(lines, partLine, bodyStart, "content-type"), "part %d Content-Type %q does not parse: %v", len(doc.Parts)+1, pct, err)
-			}
-			part.MediaType = pmt
+		headerEnd := bodyStart - 1 // the blank line
+		if headerEnd < i {
+			headerEnd = i
 		}
-		switch enc := strings.ToLower(strings.TrimSpace(ph.Get("Content-Transfer-Encoding"))); enc {
-		case "", "7bit", "8bit", "binary":
-			part.Body = body
-		case "base64":
-			dec, err := base64.StdEncoding.DecodeString(stripSpace(body))
-			if err != nil {
-				return nil, perr(part.BodyLine, "part %d is marked base64 but its body does not decode: %v", len(doc.Parts)+1, err)
-			}
-			part.Body, part.Encoded = string(dec), true
-		case "quoted-printable":
-			dec, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body)))
-			if err != nil {
-				return nil, perr(part.BodyLine, "part %d is marked quoted-printable but its body does not decode: %v", len(doc.Parts)+1, err)
-			}
-			part.Body, part.Encoded = string(dec), true
-		default:
-			return nil, perr(headerLine(lines, partLine, bodyStart, "content-transfer-encoding"), "part %d has unknown Content-Transfer-Encoding %q; use 7bit, base64 or quoted-printable", len(doc.Parts)+1, enc)
+		part := MIMEPart{
+			Header: ph, Path: sc.partPath(n), HeaderLine: sc.lineOf(partLine - 1), BodyLine: sc.lineOf(bodyStart),
+			MediaType: "text/plain", Encoded: sc.encoded,
+			RawHeader: strings.Join(lines[i:headerEnd], "\n"),
+			RawBody:   strings.Join(lines[bodyStart:j], "\n"),
 		}
-		doc.Parts = append(doc.Parts, part)
+		if err := decodePart(&part, lines, partLine, bodyStart, sc); err != nil {
+			return nil, false, err
+		}
+		parts = append(parts, part)
 		if !delimited {
-			if strict {
-				return nil, perr(len(lines), "no closing delimiter %q after part %d; the autoscaler cannot merge an unterminated MIME document", closeDelim, len(doc.Parts))
+			if sc.strict {
+				return nil, false, perr(len(lines), "no closing delimiter %q after part %d; the autoscaler cannot merge an unterminated MIME document", closeDelim, len(parts))
 			}
-			return doc, nil
+			return parts, false, nil
 		}
 		if closed {
-			doc.Closed = true
-			return doc, nil // the rest is the epilogue, which is ignored
+			return parts, true, nil // the rest is the epilogue, which is ignored
 		}
 		i = j
 	}
-	return doc, nil
+	return parts, false, nil
+}
+
+// decodePart undoes p's Content-Transfer-Encoding and gzip compression,
+// and parses nested multiparts. partLine and bodyStart index lines.
+func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeScope) error {
+	where := "part " + p.Path
+	opaque := func(format string, args ...any) error {
+		return &ParseError{Format: "MIME", Line: p.BodyLine, Msg: where + " " + fmt.Sprintf(format, args...), Uninspectable: true}
+	}
+	var params map[string]string
+	if pct := p.Header.Get("Content-Type"); pct != "" {
+		pmt, pp, err := mime.ParseMediaType(pct)
+		if err != nil {
+			return &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-type") - 1),
+				Msg: fmt.Sprintf("%s Content-Type %q does not parse: %v", where, pct, err), Uninspectable: sc.depth > 1}
+		}
+		p.MediaType, params = pmt, pp
+	}
+	body := p.RawBody
+	switch enc := strings.ToLower(strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding"))); enc {
+	case "", "7bit", "8bit", "binary":
+	case "base64":
+		dec, err := base64.StdEncoding.DecodeString(stripSpace(body))
+		if err != nil {
+			return opaque("is marked base64 but its body does not decode (%v); a part karpx cannot read could hide anything", err)
+		}
+		body, p.Encoded = string(dec), true
+	case "quoted-printable":
+		dec, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body)))
+		if err != nil {
+			return opaque("is marked quoted-printable but its body does not decode (%v)", err)
+		}
+		body, p.Encoded = string(dec), true
+	default:
+		return &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-transfer-encoding") - 1),
+			Msg: fmt.Sprintf("%s has unknown Content-Transfer-Encoding %q; use 7bit, base64 or quoted-printable", where, enc), Uninspectable: true}
+	}
+	if gzipTypes[p.MediaType] || strings.HasPrefix(body, "\x1f\x8b") {
+		dec, err := gunzip(body, sc.decoded)
+		if err != nil {
+			return opaque("is gzip-compressed but does not decompress: %v", err)
+		}
+		body, p.Encoded, p.Compressed = dec, true, true
+		p.MediaType, params = "text/plain", nil
+		if looksLikeMIME(body) {
+			p.Body = body
+			doc, err := parseMIMEIn(body, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: true, line: p.BodyLine, decoded: sc.decoded})
+			if err != nil {
+				return asUninspectable(err, where+" (gzip-compressed MIME)")
+			}
+			p.MediaType, p.Parts = doc.MediaType, doc.Parts
+			if p.Parts == nil {
+				p.Parts = []MIMEPart{}
+			}
+			return nil
+		}
+	}
+	p.Body = body
+	if strings.HasPrefix(p.MediaType, "multipart/") {
+		if sc.depth+1 > MaxMIMEDepth {
+			return opaque("nests multiparts more than %d levels deep", MaxMIMEDepth)
+		}
+		if err := checkBoundary(params["boundary"]); err != nil {
+			return opaque("is %s but %v", p.MediaType, err)
+		}
+		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
+		if sc.encoded {
+			inner.encoded = true
+		}
+		ps, _, err := parseParts(splitLines(body), 0, params["boundary"], 1, inner)
+		if err != nil {
+			return asUninspectable(err, where)
+		}
+		p.Parts = ps
+		return nil
+	}
+	if !utf8.ValidString(body) || strings.IndexByte(body, 0) >= 0 {
+		return opaque("(%s) is binary after decoding; only text parts can be inspected", p.MediaType)
+	}
+	return nil
+}
+
+// asUninspectable marks an error inside a nested body as Uninspectable: the
+// enclosing document is well-formed, so the node would still receive it.
+func asUninspectable(err error, where string) error {
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	out := *pe
+	if !strings.HasPrefix(out.Msg, "part ") {
+		out.Msg = where + ": " + out.Msg
+	}
+	out.Uninspectable = true
+	return &out
+}
+
+// gunzip decompresses s, failing when *decoded (what earlier parts of the
+// same document decompressed to) would pass MaxDecodedBytes; it adds what
+// it decompressed to *decoded.
+func gunzip(s string, decoded *int) (string, error) {
+	zr, err := gzip.NewReader(strings.NewReader(s))
+	if err != nil {
+		return "", err
+	}
+	left := MaxDecodedBytes - *decoded
+	out, err := io.ReadAll(io.LimitReader(zr, int64(left)+1))
+	if err != nil {
+		return "", err
+	}
+	if len(out) > left {
+		return "", fmt.Errorf("more than %d bytes (1 MiB) decompressed in total", MaxDecodedBytes)
+	}
+	*decoded += len(out)
+	return string(out), nil
 }
 
 // readHeader reads "Name: value" lines (with folded continuation lines)
@@ -229,7 +472,7 @@ func readHeader(lines []string, i, part int) (textproto.MIMEHeader, int, error) 
 		}
 		if l[0] == ' ' || l[0] == '\t' {
 			if last == "" {
-				return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("continuation line %q before any header in %s", clip(l), headerName(part))}
+				return nil, 0, &ParseError{Format: "MIME", Line: i + 1, Msg: fmt.Sprintf("continuation line %q before any header in %s", clip(l), headerName(part))}
 			}
 			vs := h[last]
 			vs[len(vs)-1] += " " + strings.TrimSpace(l)
@@ -237,12 +480,12 @@ func readHeader(lines []string, i, part int) (textproto.MIMEHeader, int, error) 
 		}
 		name, value, ok := strings.Cut(l, ":")
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, 0, &ParseError{"MIME", i + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate headers from the body", clip(l), headerName(part))}
+			return nil, 0, &ParseError{Format: "MIME", Line: i + 1, Msg: fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate headers from the body", clip(l), headerName(part))}
 		}
 		last = textproto.CanonicalMIMEHeaderKey(name)
 		h.Add(last, strings.TrimSpace(value))
 	}
-	return nil, 0, &ParseError{"MIME", len(lines), fmt.Sprintf("%s is not followed by a blank line", headerName(part))}
+	return nil, 0, &ParseError{Format: "MIME", Line: len(lines), Msg: fmt.Sprintf("%s is not followed by a blank line", headerName(part))}
 }
 
 // headerName names a header block in errors: "the MIME header" (part 0) or
@@ -264,10 +507,10 @@ func readPartHeader(lines []string, i, n int, isDelim func(string) (bool, bool))
 			break
 		}
 		if d, c := isDelim(l); d || c {
-			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%s is not followed by a blank line before the next delimiter", headerName(n))}
+			return nil, 0, &ParseError{Format: "MIME", Line: j + 1, Msg: fmt.Sprintf("%s is not followed by a blank line before the next delimiter", headerName(n))}
 		}
 		if name, _, ok := strings.Cut(l, ":"); l[0] != ' ' && l[0] != '\t' && (!ok || name == "" || strings.ContainsAny(name, " \t")) {
-			return nil, 0, &ParseError{"MIME", j + 1, fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate a part's headers from its body", clip(l), headerName(n))}
+			return nil, 0, &ParseError{Format: "MIME", Line: j + 1, Msg: fmt.Sprintf("%q in %s is not a 'Name: value' header; a blank line must separate a part's headers from its body", clip(l), headerName(n))}
 		}
 	}
 	return readHeader(lines, i, n)
@@ -284,9 +527,11 @@ func headerLine(lines []string, from, to int, lname string) int {
 	return from + 1
 }
 
-// looksLikeMIME reports whether text starts (after blank lines) with a
+// LooksLikeMIME reports whether text starts (after blank lines) with a
 // MIME-Version or a multipart Content-Type header: the test the autoscaler
 // uses to choose between merging MIME and wrapping a plain script.
+func LooksLikeMIME(text string) bool { return looksLikeMIME(text) }
+
 func looksLikeMIME(text string) bool {
 	for _, l := range eachLine(text) {
 		t := strings.TrimSpace(l)

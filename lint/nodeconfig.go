@@ -53,29 +53,29 @@ func ParseNodeConfig(text string) ([]NodeConfigDocument, error) {
 			continue
 		}
 		if root.Kind != yaml.MappingNode {
-			return nil, &ParseError{"NodeConfig", root.Line, "document is not a YAML mapping; a NodeConfig starts with 'apiVersion: " + NodeConfigAPIVersion + "'"}
+			return nil, &ParseError{Format: "NodeConfig", Line: root.Line, Msg: "document is not a YAML mapping; a NodeConfig starts with 'apiVersion: " + NodeConfigAPIVersion + "'"}
 		}
 		av, avLine := scalarAt(root, "apiVersion")
 		k, kLine := scalarAt(root, "kind")
 		switch {
 		case av == "":
-			return nil, &ParseError{"NodeConfig", root.Line, "no apiVersion; set 'apiVersion: " + NodeConfigAPIVersion + "'"}
+			return nil, &ParseError{Format: "NodeConfig", Line: root.Line, Msg: "no apiVersion; set 'apiVersion: " + NodeConfigAPIVersion + "'"}
 		case av != NodeConfigAPIVersion:
-			return nil, &ParseError{"NodeConfig", avLine, fmt.Sprintf("apiVersion is %q; nodeadm reads %q", av, NodeConfigAPIVersion)}
+			return nil, &ParseError{Format: "NodeConfig", Line: avLine, Msg: fmt.Sprintf("apiVersion is %q; nodeadm reads %q", av, NodeConfigAPIVersion)}
 		case k != NodeConfigKind:
 			line := kLine
 			if line == 0 {
 				line = root.Line
 			}
-			return nil, &ParseError{"NodeConfig", line, fmt.Sprintf("kind is %q; want %q", k, NodeConfigKind)}
+			return nil, &ParseError{Format: "NodeConfig", Line: line, Msg: fmt.Sprintf("kind is %q; want %q", k, NodeConfigKind)}
 		}
 		if spec := mapValue(root, "spec"); spec != nil && spec.Kind != yaml.MappingNode && spec.Tag != "!!null" {
-			return nil, &ParseError{"NodeConfig", spec.Line, "spec is not a mapping"}
+			return nil, &ParseError{Format: "NodeConfig", Line: spec.Line, Msg: "spec is not a mapping"}
 		}
 		docs = append(docs, NodeConfigDocument{Root: root, Line: root.Line})
 	}
 	if len(docs) == 0 {
-		return nil, &ParseError{"NodeConfig", 0, "no NodeConfig document"}
+		return nil, &ParseError{Format: "NodeConfig", Line: 0, Msg: "no NodeConfig document"}
 	}
 	return docs, nil
 }
@@ -91,7 +91,7 @@ func yamlParseError(err error) error {
 		line, _ = strconv.Atoi(m[1])
 		msg = strings.TrimSpace(strings.TrimPrefix(strings.Replace(msg, m[0], "", 1), ":"))
 	}
-	return &ParseError{"NodeConfig", line, "YAML: " + msg}
+	return &ParseError{Format: "NodeConfig", Line: line, Msg: "YAML: " + msg}
 }
 
 // mapValue returns the value node for key in mapping m, or nil.

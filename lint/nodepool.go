@@ -3,6 +3,7 @@ package lint
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 // linter passes one over the files it reads.
 type NodeClassLookup func(ctx context.Context, name string) (bool, error)
 
-// CheckNodePool runs the NodePool rules (KX101–KX105) on np. lookup may be
+// CheckNodePool runs the NodePool rules (KX101–KX106) on np. lookup may be
 // nil, which skips KX101. A nil np has no findings.
 func CheckNodePool(ctx context.Context, np *karpv1.NodePool, lookup NodeClassLookup) Findings {
 	if np == nil {
@@ -52,6 +53,21 @@ func CheckNodePool(ctx context.Context, np *karpv1.NodePool, lookup NodeClassLoo
 		}
 	}
 	out = append(out, checkRequirements(np.Spec.Template.Spec.Requirements)...)
+	names := make([]string, 0, len(np.Spec.Limits))
+	for name := range np.Spec.Limits {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if q := np.Spec.Limits[corev1.ResourceName(name)]; q.Sign() < 0 {
+			out = append(out, Finding{
+				RuleID: RuleNegativeLimit, Severity: severityOf(RuleNegativeLimit),
+				Field:   "spec.limits." + name,
+				Message: fmt.Sprintf("is %s; a negative limit is exceeded from the start, so the NodePool never launches a node", q.String()),
+				Fix:     "set a positive limit (for example cpu: \"1000\") or remove it for no limit",
+			})
+		}
+	}
 	for i, b := range np.Spec.Disruption.Budgets {
 		if b.Schedule == nil {
 			continue

@@ -1,49 +1,101 @@
 package lint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
 )
+
+// MaxObjectBytes is the largest document DecodeObjects reads: 7 MiB, the
+// karpx webhook's cap on an AdmissionReview (webhook.MaxReviewBytes), which
+// is itself above kube-apiserver's 3 MiB request limit for one object.
+const MaxObjectBytes = 7 << 20
 
 // Object is one NodePool or EC2NodeClass read from a manifest.
 type Object struct {
 	// Source is where it came from: a file name or "-" for stdin.
 	Source string `json:"source"`
-	// Document is the 1-based index of the YAML document in Source.
+	// Document is the 1-based index of the YAML or JSON document in Source.
 	Document int `json:"document"`
-	// NodePool is set for a karpenter.sh/v1 NodePool; exactly one of
-	// NodePool and EC2NodeClass is set.
+	// NodePool is set for a karpenter.sh/v1 NodePool that decodes into
+	// the Go type; at most one of NodePool and EC2NodeClass is set.
 	NodePool *karpv1.NodePool `json:"-"`
-	// EC2NodeClass is set for a karpenter.k8s.aws/v1 EC2NodeClass.
+	// EC2NodeClass is set for a karpenter.k8s.aws/v1 EC2NodeClass that
+	// decodes into the Go type.
 	EC2NodeClass *apisv1.EC2NodeClass `json:"-"`
+	// Raw is the object as decoded JSON, for schema validation.
+	Raw map[string]any `json:"-"`
+	// DecodeError is set when Raw does not decode into the Go type (a
+	// field of the wrong type); the schema validation names the field.
+	DecodeError string `json:"-"`
 }
 
 // Kind returns "NodePool" or "EC2NodeClass".
 func (o Object) Kind() string {
-	if o.NodePool != nil {
+	k, _ := o.Raw["kind"].(string)
+	switch {
+	case o.NodePool != nil:
 		return "NodePool"
+	case o.EC2NodeClass != nil:
+		return "EC2NodeClass"
 	}
-	return "EC2NodeClass"
+	return k
 }
 
 // Name returns metadata.name.
 func (o Object) Name() string {
-	if o.NodePool != nil {
+	switch {
+	case o.NodePool != nil:
 		return o.NodePool.Name
+	case o.EC2NodeClass != nil:
+		return o.EC2NodeClass.Name
 	}
-	return o.EC2NodeClass.Name
+	md, _ := o.Raw["metadata"].(map[string]any)
+	n, _ := md["name"].(string)
+	return n
+}
+
+// Skipped is a document DecodeObjects did not check, and why.
+type Skipped struct {
+	// Source is the file name or "-".
+	Source string `json:"source"`
+	// Document is the 1-based document index in Source.
+	Document int `json:"document"`
+	// APIVersion and Kind are the document's, when it has them.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	// Name is metadata.name, when present.
+	Name string `json:"name,omitempty"`
+	// Reason says why it was skipped and, for a likely mistake, the fix.
+	Reason string `json:"reason"`
+}
+
+// InputError is input that could not be read: the file, the document at
+// which reading stopped, and a short printable message.
+type InputError struct {
+	Source   string `json:"source"`
+	Document int    `json:"document,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Error implements error: "nodepool.yaml: document 3: ...".
+func (e *InputError) Error() string {
+	if e.Document > 0 {
+		return fmt.Sprintf("%s: document %d: %s", e.Source, e.Document, e.Message)
+	}
+	return e.Source + ": " + e.Message
 }
 
 // Object kinds the rules apply to, by apiVersion and kind.
@@ -52,76 +104,166 @@ var (
 	ec2NodeClassGVK = [2]string{apisv1.SchemeGroupVersion.String(), "EC2NodeClass"}
 )
 
-// DecodeObjects reads a stream of YAML or JSON documents (separated by
-// "---") and returns the NodePools (karpenter.sh/v1) and EC2NodeClasses
-// (karpenter.k8s.aws/v1) in it, in order; other kinds are skipped, and a
-// "kind: List" document is expanded. source labels the objects. An error
-// names the document that does not decode.
-func DecodeObjects(r io.Reader, source string) ([]Object, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	var out []Object
+// budgetReader fails a read once more than limit bytes were read since the
+// last reset: DecodeObjects resets it after every document, so that one
+// document (or endless input without a separator, /dev/zero) cannot grow
+// memory beyond about MaxObjectBytes.
+type budgetReader struct {
+	r         io.Reader
+	remaining int64
+}
+
+var errTooLarge = errors.New("document too large")
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.remaining <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := b.r.Read(p)
+	b.remaining -= int64(n)
+	return n, err
+}
+
+// decodeSlack is what the decoder may read ahead beyond one document
+// (its buffer), on top of MaxObjectBytes.
+const decodeSlack = 64 << 10
+
+// DecodeObjects reads a stream of YAML or JSON documents exactly as
+// kubectl does (k8s.io/apimachinery's YAMLOrJSONDecoder, which kubectl's
+// resource builder uses: YAML documents separated by "---", or JSON
+// objects back to back), expands "kind: List" documents, and returns the
+// NodePools (karpenter.sh/v1) and EC2NodeClasses (karpenter.k8s.aws/v1)
+// in order, with every other document in skipped and the reason. Empty
+// and null documents are ignored, as kubectl ignores them. A document
+// larger than MaxObjectBytes, or one that does not parse, stops the
+// stream: the error is an *InputError with a short, printable message,
+// returned with what was read before it.
+func DecodeObjects(r io.Reader, source string) (objs []Object, skipped []Skipped, err error) {
+	// The decoder peeks at the stream when it is created (JSON or YAML?),
+	// so the budget must be set before.
+	br := &budgetReader{r: r, remaining: MaxObjectBytes + decodeSlack}
+	dec := utilyaml.NewYAMLOrJSONDecoder(br, 4096)
 	for n := 1; ; n++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
+		br.remaining = MaxObjectBytes + decodeSlack
+		var ext runtime.RawExtension
+		if err := dec.Decode(&ext); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, skipped, nil
+			}
+			msg := printable(err.Error())
+			if errors.Is(err, errTooLarge) {
+				msg = fmt.Sprintf("larger than %d bytes (7 MiB, the webhook's limit per object); split the input or check that it is a manifest", MaxObjectBytes)
+			}
+			return objs, skipped, &InputError{Source: source, Document: n, Message: msg}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", source, n, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+		raw := bytes.TrimSpace(ext.Raw)
+		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 			n--
 			continue
 		}
-		objs, err := decodeDocument(doc, source, n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
+		o, s := decodeDocument(raw, source, n)
+		objs, skipped = append(objs, o...), append(skipped, s...)
 	}
 }
 
-func decodeDocument(doc []byte, source string, n int) ([]Object, error) {
-	js, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: document %d: %w", source, n, err)
+// printable makes a parser message safe and short for a terminal: invalid
+// UTF-8 and control characters are escaped, and it is cut to 200 bytes.
+func printable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) >= 0 {
+		s = strconv.QuoteToASCII(s)
+		s = s[1 : len(s)-1]
 	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil, nil
+	return truncate(s, 200)
+}
+
+// jsonKind names the JSON type of a non-object document.
+func jsonKind(js []byte) string {
+	switch js[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a boolean"
 	}
-	var tm struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
+	return "a number"
+}
+
+func decodeDocument(js []byte, source string, n int) ([]Object, []Skipped) {
+	skip := func(apiVersion, kind, name, reason string) ([]Object, []Skipped) {
+		return nil, []Skipped{{Source: source, Document: n, APIVersion: apiVersion, Kind: kind, Name: name, Reason: reason}}
 	}
-	if err := json.Unmarshal(js, &tm); err != nil {
-		return nil, fmt.Errorf("%s: document %d: not a Kubernetes object: %w", source, n, err)
+	if js[0] != '{' {
+		return skip("", "", "", fmt.Sprintf("is %s, not a Kubernetes object; kubectl rejects it (a manifest is a mapping with apiVersion, kind and metadata)", jsonKind(js)))
 	}
-	switch [2]string{tm.APIVersion, tm.Kind} {
+	var raw map[string]any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return skip("", "", "", "does not decode: "+printable(err.Error()))
+	}
+	apiVersion, _ := raw["apiVersion"].(string)
+	kind, _ := raw["kind"].(string)
+	md, _ := raw["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	switch {
+	case apiVersion == "" && kind == "":
+		return skip("", "", name, "has no apiVersion and no kind; kubectl rejects it")
+	case apiVersion == "":
+		return skip("", kind, name, "has no apiVersion; kubectl rejects it (NodePool is karpenter.sh/v1, EC2NodeClass karpenter.k8s.aws/v1)")
+	case kind == "":
+		return skip(apiVersion, "", name, "has no kind; kubectl rejects it")
+	}
+	switch [2]string{apiVersion, kind} {
 	case nodePoolGVK:
+		o := Object{Source: source, Document: n, Raw: raw}
 		np := &karpv1.NodePool{}
 		if err := json.Unmarshal(js, np); err != nil {
-			return nil, fmt.Errorf("%s: document %d: NodePool: %w", source, n, err)
+			o.DecodeError = printable(err.Error())
+		} else {
+			o.NodePool = np
 		}
-		return []Object{{Source: source, Document: n, NodePool: np}}, nil
+		return []Object{o}, nil
 	case ec2NodeClassGVK:
+		o := Object{Source: source, Document: n, Raw: raw}
 		nc := &apisv1.EC2NodeClass{}
 		if err := json.Unmarshal(js, nc); err != nil {
-			return nil, fmt.Errorf("%s: document %d: EC2NodeClass: %w", source, n, err)
+			o.DecodeError = printable(err.Error())
+		} else {
+			o.EC2NodeClass = nc
 		}
-		return []Object{{Source: source, Document: n, EC2NodeClass: nc}}, nil
+		return []Object{o}, nil
 	}
-	if strings.HasSuffix(tm.Kind, "List") && tm.Items != nil {
-		var out []Object
-		for _, item := range tm.Items {
-			objs, err := decodeDocument(item, source, n)
-			if err != nil {
-				return nil, err
+	if items, ok := raw["items"].([]any); ok && strings.HasSuffix(kind, "List") {
+		var objs []Object
+		var skipped []Skipped
+		for i, item := range items {
+			js, err := json.Marshal(item)
+			if err != nil || len(js) == 0 {
+				continue
 			}
-			out = append(out, objs...)
+			o, s := decodeDocument(js, source, n)
+			for j := range s {
+				s[j].Reason = fmt.Sprintf("(%s item %d) %s", kind, i+1, s[j].Reason)
+			}
+			objs, skipped = append(objs, o...), append(skipped, s...)
 		}
-		return out, nil
+		return objs, skipped
 	}
-	return nil, nil
+	group, version, _ := strings.Cut(apiVersion, "/")
+	for _, known := range [][2]string{nodePoolGVK, ec2NodeClassGVK} {
+		kg, kv, _ := strings.Cut(known[0], "/")
+		switch {
+		case strings.EqualFold(kind, known[1]) && group == kg && version == kv:
+			return skip(apiVersion, kind, name, fmt.Sprintf("kind %q is not served by %s (kinds are case-sensitive); did you mean %s?", kind, apiVersion, known[1]))
+		case kind == known[1] && group == kg:
+			return skip(apiVersion, kind, name, fmt.Sprintf("%s is not served by Karpenter v1 (only %s); migrate the manifest to %s", apiVersion, known[0], known[0]))
+		case kind == known[1]:
+			return skip(apiVersion, kind, name, fmt.Sprintf("apiVersion %q is not %s's; use %s", apiVersion, kind, known[0]))
+		}
+	}
+	return skip(apiVersion, kind, name, "not a NodePool or EC2NodeClass; karpx lint checks only those")
 }
 
 // ObjectFinding is a Finding with the object's source.
@@ -133,25 +275,48 @@ type ObjectFinding struct {
 	Document int `json:"document"`
 }
 
+// SchemaValidator validates an object against its CRD as the API server
+// does, returning for each error its field path and the API server's text
+// after the path, so that "path: text" is the API server's message
+// (package lint/crdschema implements it over manifests/crds).
+type SchemaValidator interface {
+	ValidateObject(ctx context.Context, obj map[string]any) (fields, messages []string)
+}
+
 // LintObjects runs every rule on objs, offline: nodeClassRef (KX101) is
-// checked against the EC2NodeClasses among objs. Findings whose rule ID is
-// in disabled are dropped. The result is in object order, each object's
+// checked against the EC2NodeClasses among objs, and, when schema is not
+// nil, each object against its CRD (KX011). Findings whose rule ID is in
+// disabled are dropped. The result is in object order, each object's
 // findings sorted.
-func LintObjects(ctx context.Context, objs []Object, disabled map[string]bool) []ObjectFinding {
+func LintObjects(ctx context.Context, objs []Object, disabled map[string]bool, schema SchemaValidator) []ObjectFinding {
 	classes := map[string]bool{}
 	for _, o := range objs {
-		if o.EC2NodeClass != nil {
-			classes[o.EC2NodeClass.Name] = true
+		if o.Kind() == "EC2NodeClass" {
+			classes[o.Name()] = true
 		}
 	}
 	lookup := func(_ context.Context, name string) (bool, error) { return classes[name], nil }
 	var out []ObjectFinding
 	for _, o := range objs {
 		var fs Findings
-		if o.NodePool != nil {
-			fs = CheckNodePool(ctx, o.NodePool, lookup)
-		} else {
-			fs = CheckEC2NodeClass(o.EC2NodeClass)
+		if schema != nil && o.Raw != nil {
+			fields, msgs := schema.ValidateObject(ctx, o.Raw)
+			for i, msg := range msgs {
+				fs = append(fs, Finding{RuleID: RuleCRDSchema, Severity: severityOf(RuleCRDSchema), Field: fields[i], Message: msg,
+					Fix: "correct the field as the message says; the API server rejects the object as written"})
+			}
+		}
+		switch {
+		case o.NodePool != nil:
+			fs = append(fs, CheckNodePool(ctx, o.NodePool, lookup)...)
+		case o.EC2NodeClass != nil:
+			fs = append(fs, CheckEC2NodeClass(o.EC2NodeClass)...)
+		case o.DecodeError != "" && len(fs) == 0:
+			fs = append(fs, Finding{RuleID: RuleCRDSchema, Severity: severityOf(RuleCRDSchema), Message: "does not decode: " + o.DecodeError,
+				Fix: "give every field the type the CRD declares"})
+		}
+		for i := range fs {
+			fs[i].Kind, fs[i].Name = o.Kind(), o.Name()
 		}
 		fs = fs.Without(disabled)
 		fs.Sort()

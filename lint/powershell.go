@@ -32,7 +32,7 @@ func ParsePowerShell(text string) (*PowerShellScript, error) {
 		}{{"<powershell>", &openLine}, {"</powershell>", &closeLine}} {
 			if n := countFoldASCII(l, c.tag); n > 0 {
 				if *c.at != 0 || n > 1 {
-					return nil, &ParseError{"PowerShell", i + 1, fmt.Sprintf("%s appears more than once; wrap the script in one <powershell>…</powershell> pair", c.tag)}
+					return nil, &ParseError{Format: "PowerShell", Line: i + 1, Msg: fmt.Sprintf("%s appears more than once; wrap the script in one <powershell>…</powershell> pair", c.tag)}
 				}
 				*c.at = i + 1
 			}
@@ -42,14 +42,14 @@ func ParsePowerShell(text string) (*PowerShellScript, error) {
 	case openLine == 0 && closeLine == 0:
 		return &PowerShellScript{Body: text, BodyLine: 1}, nil
 	case openLine == 0:
-		return nil, &ParseError{"PowerShell", closeLine, "</powershell> without an opening <powershell>"}
+		return nil, &ParseError{Format: "PowerShell", Line: closeLine, Msg: "</powershell> without an opening <powershell>"}
 	case closeLine == 0:
-		return nil, &ParseError{"PowerShell", openLine, "<powershell> is never closed; add </powershell> after the script"}
+		return nil, &ParseError{Format: "PowerShell", Line: openLine, Msg: "<powershell> is never closed; add </powershell> after the script"}
 	}
 	lo := indexFoldASCII(text, "<powershell>") + len("<powershell>")
 	hi := indexFoldASCII(text, "</powershell>")
 	if hi < lo {
-		return nil, &ParseError{"PowerShell", closeLine, "</powershell> comes before <powershell>"}
+		return nil, &ParseError{Format: "PowerShell", Line: closeLine, Msg: "</powershell> comes before <powershell>"}
 	}
 	body := text[lo:hi]
 	return &PowerShellScript{Tagged: true, Body: body, BodyLine: openLine}, nil

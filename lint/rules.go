@@ -24,6 +24,17 @@ const (
 	// RuleUserDataOwnedSetting (KX008, warning): a Bottlerocket or
 	// NodeConfig setting that the autoscaler sets itself and overrides.
 	RuleUserDataOwnedSetting = "KX008"
+	// RuleUserDataUninspectable (KX009, deny): a userData part that cannot
+	// be decoded or read as text (bad base64, corrupt gzip, binary,
+	// unknown transfer encoding, too deep a nesting).
+	RuleUserDataUninspectable = "KX009"
+	// RuleUserDataBase64 (KX010, deny): spec.userData that is itself
+	// base64-encoded.
+	RuleUserDataBase64 = "KX010"
+	// RuleCRDSchema (KX011, deny): the object fails its CRD's OpenAPI
+	// schema or CEL rules, or has unknown fields (lint only; the API
+	// server itself enforces this rule in a cluster).
+	RuleCRDSchema = "KX011"
 
 	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
 	// EC2NodeClass that does not exist.
@@ -40,6 +51,8 @@ const (
 	// RuleNodeClassRefGroup (KX105, warning): nodeClassRef.group carries a
 	// version ("karpenter.k8s.aws/v1").
 	RuleNodeClassRefGroup = "KX105"
+	// RuleNegativeLimit (KX106, deny): a negative spec.limits quantity.
+	RuleNegativeLimit = "KX106"
 )
 
 // Rule describes one check.
@@ -83,6 +96,15 @@ var rules = []Rule{
 	{RuleUserDataOwnedSetting, "userdata-autoscaler-owned-setting", "EC2NodeClass", SeverityWarning,
 		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
 		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values."},
+	{RuleUserDataUninspectable, "userdata-uninspectable-part", "EC2NodeClass", SeverityDeny,
+		"A spec.userData MIME part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep); a part karpx cannot inspect could hide anything.",
+		"RFC 2045 section 6 (Content-Transfer-Encoding); RFC 2046 section 5.1 (nested multiparts); cloud-init documentation, \"User data formats\" (MIME multi-part, gzip compressed content)."},
+	{RuleUserDataBase64, "userdata-base64-encoded", "EC2NodeClass", SeverityDeny,
+		"spec.userData is itself base64-encoded; Karpenter base64-encodes userData for EC2, so the node would receive base64 text instead of a script or settings.",
+		"Karpenter docs, EC2NodeClasses, spec.userData (plain text, merged and encoded by Karpenter); Amazon EC2 API Reference, RunInstances UserData (base64 once)."},
+	{RuleCRDSchema, "crd-schema", "NodePool, EC2NodeClass", SeverityDeny,
+		"The object fails its CRD's OpenAPI schema or x-kubernetes-validations (CEL) rules, or has fields the CRD does not declare; the API server would reject it with the same message. Checked offline by kubectl karpx lint.",
+		"manifests/crds (karpx's EC2NodeClass CRD and Karpenter's NodePool CRD); Kubernetes docs, \"Validation\" and \"Validation rules\" of CustomResourceDefinitions; kubectl --validate=strict."},
 	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
 		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef."},
@@ -98,6 +120,9 @@ var rules = []Rule{
 	{RuleNodeClassRefGroup, "nodepool-nodeclassref-group", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef.group contains a version (\"karpenter.k8s.aws/v1\"); the NodePool CRD requires a bare API group.",
 		"Karpenter NodePool CRD, nodeClassRef.group pattern ^[^/]*$."},
+	{RuleNegativeLimit, "nodepool-negative-limit", "NodePool", SeverityDeny,
+		"A spec.limits quantity is negative; the CRD's pattern allows a sign, but the NodePool is then over its limit from the start and never launches a node.",
+		"Karpenter docs, NodePools, spec.limits (a NodePool stops provisioning once its nodes' resources reach the limits)."},
 }
 
 // Rules returns the rule table in ID order. The slice is a fresh copy.

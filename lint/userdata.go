@@ -1,9 +1,11 @@
 package lint
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
 )
@@ -76,15 +78,15 @@ func ParseUserData(family, text string) (*UserData, error) {
 				return nil, err
 			}
 			ud.Format, ud.MIME = FormatMIME, doc
-			for i, p := range doc.Parts {
-				seg := segment{kind: segmentKindOf(p.MediaType), text: p.Body, line: p.BodyLine, encoded: p.Encoded, part: i + 1}
+			for _, p := range doc.Leaves() {
+				seg := segmentOf(p)
 				if seg.kind == segNodeConfig {
 					if family != apisv1.AMIFamilyAL2023 {
 						seg.kind = segOpaque // AL2 has no nodeadm; the part is ignored
 					} else {
 						docs, err := ParseNodeConfig(p.Body)
 						if err != nil {
-							return nil, shiftParseError(err, p, i+1)
+							return nil, shiftParseError(err, p)
 						}
 						for range docs {
 							ud.nodeConfigOffsets = append(ud.nodeConfigOffsets, p.BodyLine-1)
@@ -122,20 +124,24 @@ func ParseUserData(family, text string) (*UserData, error) {
 		}
 		ud.Format, ud.PowerShell = FormatPowerShell, ps
 		ud.segments = []segment{{kind: segPowerShell, text: text, line: 1}}
-	default: // Custom or unknown: never a parse error.
+	default: // Custom or unknown: passed to the node verbatim.
 		if looksLikeMIME(text) {
-			if doc, err := parseMIME(text, false); err == nil {
-				ud.Format, ud.MIME = FormatMIME, doc
-				for i, p := range doc.Parts {
-					ud.segments = append(ud.segments, segment{kind: segmentKindOf(p.MediaType), text: p.Body, line: p.BodyLine, encoded: p.Encoded, part: i + 1})
-				}
-				break
+			// cloud-init's MIME reader is lenient, so a document karpx
+			// cannot walk may still run parts on the node.
+			doc, err := parseMIME(text, false)
+			if err != nil {
+				return nil, asUninspectable(err, "the MIME document")
 			}
+			ud.Format, ud.MIME = FormatMIME, doc
+			for _, p := range doc.Leaves() {
+				ud.segments = append(ud.segments, segmentOf(p))
+			}
+			break
 		}
 		ud.Format = FormatOpaque
-		kind := segOpaque
-		if strings.HasPrefix(strings.TrimSpace(text), "#!") {
-			kind, ud.Format = segShell, FormatShell
+		kind := guessKind(text)
+		if kind == segShell {
+			ud.Format = FormatShell
 		}
 		ud.segments = []segment{{kind: kind, text: text, line: 1}}
 	}
@@ -143,13 +149,13 @@ func ParseUserData(family, text string) (*UserData, error) {
 }
 
 // shiftParseError maps a NodeConfig error inside a MIME part to userData lines.
-func shiftParseError(err error, p MIMEPart, n int) error {
+func shiftParseError(err error, p MIMEPart) error {
 	var pe *ParseError
 	if !errors.As(err, &pe) {
 		return err
 	}
 	out := *pe
-	out.Msg = fmt.Sprintf("MIME part %d (application/node.eks.aws): %s", n, pe.Msg)
+	out.Msg = fmt.Sprintf("MIME part %s (application/node.eks.aws): %s", p.Path, pe.Msg)
 	switch {
 	case p.Encoded || pe.Line == 0:
 		out.Line = p.BodyLine
@@ -159,9 +165,19 @@ func shiftParseError(err error, p MIMEPart, n int) error {
 	return &out
 }
 
-// segmentKindOf maps a MIME part media type to how it is run.
-func segmentKindOf(mediaType string) segmentKind {
+// segmentOf is the segment of a leaf MIME part.
+func segmentOf(p MIMEPart) segment {
+	return segment{kind: segmentKindOf(p.MediaType, p.Body), text: p.Body, line: p.BodyLine, encoded: p.Encoded, part: p.Path}
+}
+
+// segmentKindOf maps a MIME part media type to how it is run. A part
+// typed text/plain, application/octet-stream or x-not-multipart (also a
+// decompressed gzip part) is run by what its content starts with, as
+// cloud-init decides it (cloud-init documentation, "User data formats").
+func segmentKindOf(mediaType, body string) segmentKind {
 	switch strings.ToLower(mediaType) {
+	case "text/plain", "application/octet-stream", "text/x-not-multipart":
+		return guessKind(body)
 	case "text/x-shellscript", "text/x-sh", "text/cloud-boothook", "text/x-shellscript-per-boot",
 		"text/x-shellscript-per-instance", "text/x-shellscript-per-once":
 		return segShell
@@ -174,6 +190,22 @@ func segmentKindOf(mediaType string) segmentKind {
 	default:
 		return segOpaque
 	}
+}
+
+// guessKind reads text by its first line as cloud-init does: "#!" and
+// "#cloud-boothook" are shell, "#cloud-config" is cloud-config,
+// "<powershell>" is PowerShell; anything else is opaque.
+func guessKind(text string) segmentKind {
+	t := strings.ToLower(strings.TrimLeft(text, " \t\r\n"))
+	switch {
+	case strings.HasPrefix(t, "#!"), strings.HasPrefix(t, "#cloud-boothook"):
+		return segShell
+	case strings.HasPrefix(t, "#cloud-config"):
+		return segCloudConfig
+	case strings.HasPrefix(t, "<powershell>"):
+		return segPowerShell
+	}
+	return segOpaque
 }
 
 // looksLikeNodeConfig reports whether text reads as a YAML document with
@@ -190,10 +222,46 @@ func looksLikeNodeConfig(text string) bool {
 	return false
 }
 
-// CheckUserData runs every userData rule (KX001–KX008) on text for the given
+// base64UserData reports whether the whole of text is base64 (lines of the
+// base64 alphabet only, as `base64` wraps them) that decodes to text or to
+// gzip data, and returns the decoded text (gunzipped when compressed).
+func base64UserData(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if len(t) < 8 {
+		return "", false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\n' || c == '\r') {
+			return "", false
+		}
+	}
+	dec, err := base64.StdEncoding.DecodeString(stripSpace(t))
+	if err != nil {
+		return "", false
+	}
+	out := string(dec)
+	if strings.HasPrefix(out, "\x1f\x8b") {
+		if out, err = gunzip(out, new(int)); err != nil {
+			return "", false
+		}
+	}
+	if !utf8.ValidString(out) || strings.IndexByte(out, 0) >= 0 {
+		return "", false
+	}
+	return out, true
+}
+
+// CheckUserData runs every userData rule (KX001–KX010) on text for the given
 // AMI family and returns the findings, with Field "spec.userData" and Kind
 // and Name left empty for the caller to fill.
 func CheckUserData(family, text string) Findings {
+	return checkUserData(family, text, true)
+}
+
+// checkUserData is CheckUserData; unwrap allows one level of base64
+// unwrapping (KX010), so that base64 nested in base64 costs no more.
+func checkUserData(family, text string, unwrap bool) Findings {
 	if text == "" {
 		return nil
 	}
@@ -203,6 +271,19 @@ func CheckUserData(family, text string) Findings {
 			fmt.Sprintf("is %d bytes; EC2 accepts at most %d bytes (16 KB) before base64, and the autoscaler adds its bootstrap to it", n, MaxUserDataBytes),
 			"move large files to S3 or SSM and fetch them at boot with the node role"))
 	}
+	if dec, ok := base64UserData(text); ok && unwrap {
+		out = append(out, userDataFinding(RuleUserDataBase64, 1,
+			"is base64-encoded; Karpenter and karpx base64-encode userData themselves, so the node would receive the encoded text",
+			"put the decoded text in spec.userData"))
+		// Inspect what it hides as well, so that a secret is named.
+		for _, f := range checkUserData(family, dec, false) {
+			if f.RuleID != RuleUserDataSize {
+				f.Line, f.Message = 1, f.Message+" (in the base64-decoded userData)"
+				out = append(out, f)
+			}
+		}
+		return out
+	}
 	ud, err := ParseUserData(family, text)
 	if err != nil {
 		var pe *ParseError
@@ -210,9 +291,15 @@ func CheckUserData(family, text string) Findings {
 		if errors.As(err, &pe) {
 			line, msg = pe.Line, pe.Format+": "+pe.Msg
 		}
-		out = append(out, userDataFinding(RuleUserDataParse, line,
-			fmt.Sprintf("does not parse as %s userData: %s", familyLabel(family), msg),
-			formatHint(family)))
+		if pe != nil && pe.Uninspectable {
+			out = append(out, userDataFinding(RuleUserDataUninspectable, line,
+				"has a part karpx cannot decode or read: "+msg,
+				"send every part as text (7bit, base64 or quoted-printable, optionally gzip) in a MIME tree at most 8 levels deep"))
+		} else {
+			out = append(out, userDataFinding(RuleUserDataParse, line,
+				fmt.Sprintf("does not parse as %s userData: %s", familyLabel(family), msg),
+				formatHint(family)))
+		}
 		// Still look for unsafe content in the raw text, read as a script.
 		kind := segShell
 		if strings.HasPrefix(family, "Windows") {

@@ -470,7 +470,7 @@ var schemaRejected = map[string]string{
 // rejected by karpx.
 func TestSharedExamplesAdmitted(t *testing.T) {
 	requireSuite(t)
-	dir := filepath.Join(suite.root, "..", "shared", "data", "karpenter-examples")
+	dir := filepath.Join(suite.root, "test", "testdata", "karpenter-examples")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
 		t.Skipf("no shared examples in %s", dir)

@@ -48,22 +48,45 @@ type EC2NodeClassList struct {
 }
 
 // EC2NodeClassSpec is the desired configuration of the instances launched for
-// this class. Field names and semantics follow karpenter.k8s.aws/v1.
+// this class. Field names and semantics follow karpenter.k8s.aws/v1, and so
+// do its validation rules (aws/karpenter-provider-aws, EC2NodeClass CRD):
+// exactly one of role and instanceProfile; no switch from instanceProfile to
+// role on update; amiFamily required unless an alias term is given, and
+// when both are given amiFamily is the alias's family or Custom.
+//
+// +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
+// +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this.",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
+// +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances may launch in; terms
 	// are ORed, and the fields within one term are ANDed.
+	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms cannot be empty",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",rule="!self.all(x, has(x.id) && has(x.tags))"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
 	// SecurityGroupSelectorTerms select the security groups attached to
 	// instances; terms are ORed.
+	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms cannot be empty",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
+	// +kubebuilder:validation:XValidation:message="'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
 	// CapacityReservationSelectorTerms select on-demand capacity reservations
 	// that may be used.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID)))"
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -72,6 +95,10 @@ type EC2NodeClassSpec struct {
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
 	// AMISelectorTerms select the AMIs; an alias term ("al2023@latest") stands
 	// alone and resolves through the public SSM parameters of that family.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",rule="!(self.exists(x, has(x.alias)) && self.size() != 1)"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
 	// +required
@@ -88,20 +115,32 @@ type EC2NodeClassSpec struct {
 	UserData *string `json:"userData,omitempty"`
 	// Role is the IAM role name used for the generated instance profile.
 	// Exactly one of role and instanceProfile is set.
+	// +kubebuilder:validation:XValidation:message="role cannot be empty",rule="self != ''"
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing IAM instance profile name.
+	// +kubebuilder:validation:XValidation:message="instanceProfile cannot be empty",rule="self != ''"
 	// +optional
 	InstanceProfile *string `json:"instanceProfile,omitempty"`
 	// Tags are added to every resource karpx creates for this class
 	// (instances, volumes, launch templates).
 	// +kubebuilder:validation:XValidation:message="empty tag keys aren't supported",rule="self.all(k, k != '')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching eks:eks-cluster-name",rule="self.all(k, k !='eks:eks-cluster-name')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching kubernetes.io/cluster/",rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodepool",rule="self.all(k, k != 'karpenter.sh/nodepool')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodeclaim",rule="self.all(k, k !='karpenter.sh/nodeclaim')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// Kubelet configures the kubelet on the launched nodes.
+	// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
+	// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
+	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
-	// BlockDeviceMappings override the AMI family's default volumes.
+	// BlockDeviceMappings override the AMI family's default volumes; at
+	// most one may be the root volume.
+	// +kubebuilder:validation:XValidation:message="must have only one blockDeviceMappings with rootVolume",rule="self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1"
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
@@ -125,6 +164,7 @@ type EC2NodeClassSpec struct {
 // SubnetSelectorTerm selects subnets by tags or by ID.
 type SubnetSelectorTerm struct {
 	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
 	// +kubebuilder:validation:MaxProperties=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -137,6 +177,7 @@ type SubnetSelectorTerm struct {
 // SecurityGroupSelectorTerm selects security groups by tags, ID or name.
 type SecurityGroupSelectorTerm struct {
 	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
 	// +kubebuilder:validation:MaxProperties=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -151,9 +192,12 @@ type SecurityGroupSelectorTerm struct {
 
 // CapacityReservationSelectorTerm selects capacity reservations by tags or ID.
 type CapacityReservationSelectorTerm struct {
+	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
 	// +kubebuilder:validation:MaxProperties=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a capacity reservation ID, for example "cr-0123456789abcdef0".
 	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
 	// +optional
 	ID string `json:"id,omitempty"`
@@ -172,9 +216,12 @@ type AMISelectorTerm struct {
 	// release. An alias term may not be combined with other terms.
 	// +kubebuilder:validation:MaxLength=30
 	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
+	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
+	// +kubebuilder:validation:XValidation:message="windows families may only specify version 'latest'",rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// Tags is a map of key/value tags to match; "*" matches any value.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
 	// +kubebuilder:validation:MaxProperties=20
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -225,18 +272,25 @@ type KubeletConfiguration struct {
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
 	// SystemReserved reserves resources for OS daemons (cpu, memory,
 	// ephemeral-storage, pid quantities).
+	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved reserves resources for Kubernetes daemons.
+	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard are hard eviction thresholds ("memory.available": "100Mi").
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
 	// +optional
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
 	// EvictionSoft are soft eviction thresholds.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
 	// +optional
 	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
 	// EvictionSoftGracePeriod is the grace period per soft threshold.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
 	// +optional
 	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
 	// EvictionMaxPodGracePeriod is the longest pod termination grace, in seconds, during soft eviction.
@@ -271,6 +325,9 @@ type BlockDeviceMapping struct {
 }
 
 // BlockDevice is an EBS volume's settings, as in EC2's EbsBlockDevice.
+// A snapshot or a size is required.
+//
+// +kubebuilder:validation:XValidation:message="snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
 type BlockDevice struct {
 	// +optional
 	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
@@ -286,7 +343,10 @@ type BlockDevice struct {
 	// Throughput is gp3 throughput in MiB/s.
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
-	// VolumeInitializationRate is in MiB/s.
+	// VolumeInitializationRate is in MiB/s, 100-300 (EC2 CreateVolume,
+	// VolumeInitializationRate).
+	// +kubebuilder:validation:Minimum:=100
+	// +kubebuilder:validation:Maximum:=300
 	// +optional
 	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
 	// VolumeSize is a quantity such as "100Gi".
@@ -379,18 +439,22 @@ type NodeSelectorRequirement struct {
 	Values   []string `json:"values,omitempty"`
 }
 
-// AMIFamilyName returns the AMI family this class boots: the family of its
-// alias term when there is one, else spec.amiFamily, else "" (unknown).
+// AMIFamilyName returns the AMI family this class boots, as Karpenter
+// decides it: spec.amiFamily when set (with an alias term the CRD allows
+// only the alias's family or Custom, and Custom means userData is passed
+// through verbatim while the alias still selects the images), else the
+// family of the alias term, else "" (unknown; the CRD requires one of the
+// two).
 func (in *EC2NodeClass) AMIFamilyName() string {
+	if in.Spec.AMIFamily != nil {
+		return *in.Spec.AMIFamily
+	}
 	for _, t := range in.Spec.AMISelectorTerms {
 		if t.Alias != "" {
 			if f, _, err := t.Family(); err == nil {
 				return f
 			}
 		}
-	}
-	if in.Spec.AMIFamily != nil {
-		return *in.Spec.AMIFamily
 	}
 	return ""
 }

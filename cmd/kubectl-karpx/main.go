@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -13,6 +14,12 @@ import (
 func main() {
 	root := cmd.NewCmdKarpx(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := root.Execute(); err != nil {
+		// Commands with their own exit status (lint: 2 when nothing was
+		// checked) say so through ExitCode.
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }

@@ -3,6 +3,7 @@ package lint
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,11 +11,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	kxlint "github.com/karpx/karpx/lint"
+	"github.com/karpx/karpx/lint/crdschema"
+	"github.com/karpx/karpx/manifests/crds"
 )
 
 // Output formats accepted by -o.
@@ -70,8 +74,17 @@ unsafe content; NodePools are checked against the instance-type catalogue,
 their disruption budget schedules and their nodeClassRef, which must name an
 EC2NodeClass present in the same input.
 
+Input is read as kubectl reads it: YAML documents separated by "---", JSON
+objects back to back, and List kinds. Every document that is not checked
+(another kind, karpenter.sh/v1beta1, a misspelt kind, no apiVersion) is
+reported with the reason. A document may be at most 7 MiB. Each object is
+also validated offline against its CRD (OpenAPI schema, CEL rules, unknown
+fields), so what the API server would reject is rejected here with the
+same message (KX011).
+
 Exit status: 0 when nothing would be denied (warnings allowed), 1 when a
-finding would be denied or the input cannot be read.
+finding would be denied or input cannot be read, 2 when the input holds no
+NodePool or EC2NodeClass at all.
 
 Rules:
 %s`
@@ -157,7 +170,8 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Report is the JSON output (-o json).
+// Report is the JSON output (-o json), written even when input cannot be
+// read.
 type Report struct {
 	// Objects is the number of NodePools and EC2NodeClasses checked.
 	Objects int `json:"objects"`
@@ -165,30 +179,76 @@ type Report struct {
 	Denied bool `json:"denied"`
 	// Findings lists every finding with its file and document index.
 	Findings []kxlint.ObjectFinding `json:"findings"`
+	// Skipped lists the documents that were not checked, and why.
+	Skipped []kxlint.Skipped `json:"skipped"`
+	// Errors lists input that could not be read.
+	Errors []kxlint.InputError `json:"errors"`
 }
 
-// Run reads the input, lints it and writes the report to Out. It returns
-// a *DeniedError when a finding denies, or an error naming the file that
-// cannot be read or decoded.
+// InputError is returned by Options.Run when some input could not be read
+// (after the report has been written): exit status 1.
+type InputError struct {
+	// Errors is the number of unreadable inputs (at least 1).
+	Errors int
+}
+
+// Error implements error.
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%d input(s) could not be read", e.Errors)
+}
+
+// ExitCode is the process exit status: 1.
+func (e *InputError) ExitCode() int { return 1 }
+
+// NothingCheckedError is returned by Options.Run when the input held no
+// NodePool or EC2NodeClass: exit status 2, so that CI notices a lint run
+// over the wrong files.
+type NothingCheckedError struct {
+	// Skipped is the number of documents skipped.
+	Skipped int
+}
+
+// Error implements error.
+func (e *NothingCheckedError) Error() string {
+	return fmt.Sprintf("nothing checked: no NodePool (karpenter.sh/v1) or EC2NodeClass (karpenter.k8s.aws/v1) in the input (%d document(s) skipped)", e.Skipped)
+}
+
+// ExitCode is the process exit status: 2.
+func (e *NothingCheckedError) ExitCode() int { return 2 }
+
+// schemaValidator is built once from manifests/crds.
+var schemaValidator = sync.OnceValues(func() (*crdschema.Validator, error) {
+	all, err := crds.All()
+	if err != nil {
+		return nil, err
+	}
+	return crdschema.New(all...)
+})
+
+// Run reads the input, lints it and writes the report to Out (warnings
+// about skipped documents and unreadable input go to ErrOut in text mode;
+// under -o json everything is in the JSON on Out). It returns a
+// *DeniedError when a finding denies, an *InputError when input could not
+// be read, and a *NothingCheckedError when nothing was checked.
 func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	schema, err := schemaValidator()
+	if err != nil {
+		return fmt.Errorf("loading the embedded CRDs: %w", err)
+	}
+	report := Report{Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}, Errors: []kxlint.InputError{}}
 	var objs []kxlint.Object
 	for _, name := range o.Filenames {
-		got, err := o.read(name)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, got...)
+		o.read(name, &objs, &report)
 	}
-	findings := kxlint.LintObjects(ctx, objs, o.disabled)
-	report := Report{Objects: len(objs), Findings: findings}
-	if report.Findings == nil {
-		report.Findings = []kxlint.ObjectFinding{}
+	if findings := kxlint.LintObjects(ctx, objs, o.disabled, schema); findings != nil {
+		report.Findings = findings
 	}
+	report.Objects = len(objs)
 	denials, warnings := 0, 0
-	for _, f := range findings {
+	for _, f := range report.Findings {
 		if f.Severity == kxlint.SeverityDeny {
 			denials++
 		} else {
@@ -204,28 +264,67 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	default:
-		for _, f := range findings {
+		for _, s := range report.Skipped {
+			what := s.Kind
+			if s.Name != "" {
+				what += "/" + s.Name
+			}
+			if what != "" {
+				what += " "
+			}
+			fmt.Fprintf(o.ErrOut, "warning: %s (document %d) %sskipped: %s\n", s.Source, s.Document, what, s.Reason)
+		}
+		for _, e := range report.Errors {
+			fmt.Fprintf(o.ErrOut, "error: %s\n", e.Error())
+		}
+		for _, f := range report.Findings {
 			fmt.Fprintf(o.Out, "%s (document %d) %s/%s: %s %s\n", f.Source, f.Document, f.Kind, f.Name, f.Severity, f.Finding.String())
 		}
-		fmt.Fprintf(o.Out, "%d object(s) checked: %d denial(s), %d warning(s)\n", len(objs), denials, warnings)
+		fmt.Fprintf(o.Out, "%d object(s) checked: %d denial(s), %d warning(s), %d document(s) skipped, %d input error(s)\n",
+			len(objs), denials, warnings, len(report.Skipped), len(report.Errors))
 	}
-	if denials > 0 {
+	switch {
+	case denials > 0:
 		return &DeniedError{Denials: denials}
+	case len(report.Errors) > 0:
+		return &InputError{Errors: len(report.Errors)}
+	case len(objs) == 0:
+		return &NothingCheckedError{Skipped: len(report.Skipped)}
 	}
 	return nil
 }
 
-// read decodes one -f argument.
-func (o *Options) read(name string) ([]kxlint.Object, error) {
+// read decodes one -f argument into objs, recording skipped documents and
+// unreadable input in report.
+func (o *Options) read(name string, objs *[]kxlint.Object, report *Report) {
+	fail := func(source string, err error) {
+		var ie *kxlint.InputError
+		if errors.As(err, &ie) {
+			report.Errors = append(report.Errors, *ie)
+			return
+		}
+		report.Errors = append(report.Errors, kxlint.InputError{Source: source, Message: shortPathError(err)})
+	}
+	decode := func(r io.Reader, source string) {
+		got, skipped, err := kxlint.DecodeObjects(r, source)
+		*objs = append(*objs, got...)
+		report.Skipped = append(report.Skipped, skipped...)
+		if err != nil {
+			fail(source, err)
+		}
+	}
 	if name == "-" {
-		return kxlint.DecodeObjects(o.In, "-")
+		decode(o.In, "-")
+		return
 	}
 	info, err := os.Stat(name)
 	if err != nil {
-		return nil, err
+		fail(name, err)
+		return
 	}
 	if !info.IsDir() {
-		return readFile(name)
+		readFile(name, decode, fail)
+		return
 	}
 	var files []string
 	err = filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
@@ -245,27 +344,33 @@ func (o *Options) read(name string) ([]kxlint.Object, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		fail(name, err)
 	}
 	sort.Strings(files)
-	var out []kxlint.Object
 	for _, f := range files {
-		objs, err := readFile(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
+		readFile(f, decode, fail)
 	}
-	return out, nil
 }
 
-func readFile(name string) ([]kxlint.Object, error) {
+func readFile(name string, decode func(io.Reader, string), fail func(string, error)) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
+		fail(name, err)
+		return
 	}
 	defer f.Close()
-	return kxlint.DecodeObjects(io.Reader(f), name)
+	decode(f, name)
+}
+
+// shortPathError drops the path that *fs.PathError repeats ("open x: no
+// such file or directory" becomes "no such file or directory"), since the
+// source is printed next to it.
+func shortPathError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // ruleTable renders the rules for the help text.

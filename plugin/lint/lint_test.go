@@ -26,11 +26,7 @@ func examplesDir(t *testing.T) string {
 		}
 		dir = filepath.Dir(dir)
 	}
-	ex := filepath.Join(dir, "..", "shared", "data", "karpenter-examples")
-	if _, err := os.Stat(ex); err != nil {
-		t.Skipf("shared examples not found at %s", ex)
-	}
-	return ex
+	return filepath.Join(dir, "test", "testdata", "karpenter-examples")
 }
 
 func run(t *testing.T, stdin string, args ...string) (string, error) {
@@ -45,13 +41,25 @@ func run(t *testing.T, stdin string, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// The shared examples pass, except the one NodePool Karpenter's own CRD
+// rejects on a real API server (windows-custom-userdata.yaml,
+// nodeClassRef.group "karpenter.k8s.aws/v1"), which lint must reject with
+// the API server's message.
 func TestLintExamplesPass(t *testing.T) {
-	out, err := run(t, "", "-f", examplesDir(t))
-	if err != nil {
-		t.Fatalf("examples denied: %v\n%s", err, out)
+	out, err := run(t, "", "-f", examplesDir(t), "-o", "json")
+	var r Report
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil {
+		t.Fatalf("bad JSON: %v\n%s", jerr, out)
 	}
-	if !strings.Contains(out, "0 denial(s)") {
-		t.Fatalf("unexpected output:\n%s", out)
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Denials != 1 || len(r.Skipped) != 0 || len(r.Errors) != 0 || r.Objects < 30 {
+		t.Fatalf("want exactly one denial, nothing skipped: %v\n%s", err, out)
+	}
+	for _, f := range r.Findings {
+		if f.Severity == "deny" && (f.RuleID != "KX011" || !strings.HasSuffix(f.Source, "windows-custom-userdata.yaml") ||
+			f.Field != "spec.template.spec.nodeClassRef.group" || !strings.HasPrefix(f.Message, `Invalid value: "karpenter.k8s.aws/v1"`)) {
+			t.Errorf("unexpected denial %+v", f)
+		}
 	}
 }
 
@@ -60,6 +68,9 @@ kind: EC2NodeClass
 metadata:
   name: bad
 spec:
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
   amiSelectorTerms: [{alias: al2023@latest}]
   userData: |
     #!/bin/bash

@@ -4,7 +4,9 @@
 // What is merged, per family:
 //
 //   - AL2023: a MIME multipart document. The parts of the user's userData
-//     come first (a MIME document is split into its parts; anything else
+//     come first (a MIME document is split into its top-level parts with
+//     lint.ParseMIME, the parser the admission webhook uses, and each part
+//     is copied with its headers and body as written; anything else
 //     becomes one part, typed application/node.eks.aws when it is a
 //     NodeConfig and text/x-shellscript otherwise), then karpx's
 //     NodeConfig (application/node.eks.aws) with spec.cluster (name,

@@ -1,13 +1,8 @@
 package userdata
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/mail"
 	"sort"
 	"strings"
 
@@ -16,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/lint"
 )
 
 // Boundary is the fixed MIME boundary of generated documents; fixed so that
@@ -76,13 +72,13 @@ func Generate(o Options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return joinParts(append(parts, part{ContentTypeNodeConfig, nc})), nil
+		return joinParts(append(parts, part{"Content-Type: " + ContentTypeNodeConfig, nc})), nil
 	case v1.AMIFamilyAL2:
 		parts, err := splitParts(custom, false)
 		if err != nil {
 			return "", err
 		}
-		return joinParts(append(parts, part{ContentTypeShell, bootstrapScript(o)})), nil
+		return joinParts(append(parts, part{"Content-Type: " + ContentTypeShell, bootstrapScript(o)})), nil
 	case v1.AMIFamilyBottlerocket:
 		return bottlerocket(o, custom)
 	case v1.AMIFamilyCustom:
@@ -91,51 +87,43 @@ func Generate(o Options) (string, error) {
 	return "", fmt.Errorf("spec.amiFamily %q: karpx generates userData for AL2023, AL2, Bottlerocket and Custom only", o.Family)
 }
 
+// part is one MIME part of the merged document: its header block as
+// written (one "Name: value" per line) and its body as written.
 type part struct {
-	contentType string
-	body        string
+	header string
+	body   string
 }
 
 // splitParts returns the MIME parts of custom userData, or one part when it
-// is not MIME. nodeConfigAware types a bare NodeConfig as such.
+// is not MIME. nodeConfigAware types a bare NodeConfig as such. MIME is
+// read with lint.ParseMIME, the parser the admission webhook and `kubectl
+// karpx lint` use, so what they admit is what is merged; each top-level
+// part is copied as written (headers such as Content-Transfer-Encoding,
+// and nested multiparts, included).
 func splitParts(custom string, nodeConfigAware bool) ([]part, error) {
 	if strings.TrimSpace(custom) == "" {
 		return nil, nil
 	}
-	if !strings.HasPrefix(strings.TrimSpace(custom), "MIME-Version:") {
+	if !lint.LooksLikeMIME(custom) {
 		ct := ContentTypeShell
 		if nodeConfigAware && strings.Contains(custom, "node.eks.aws/") && strings.Contains(custom, "NodeConfig") {
 			ct = ContentTypeNodeConfig
 		}
-		return []part{{ct, custom}}, nil
+		return []part{{"Content-Type: " + ct, custom}}, nil
 	}
-	msg, err := mail.ReadMessage(bufio.NewReader(strings.NewReader(strings.TrimSpace(custom) + "\n")))
+	doc, err := lint.ParseMIME(custom)
 	if err != nil {
-		return nil, fmt.Errorf("spec.userData: reading MIME headers: %w", err)
+		return nil, fmt.Errorf("spec.userData: %w", err)
 	}
-	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") || params["boundary"] == "" {
-		return nil, fmt.Errorf("spec.userData: MIME document needs a multipart Content-Type with a boundary")
-	}
-	var parts []part
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		p, err := r.NextPart()
-		if err == io.EOF {
-			break
+	parts := make([]part, 0, len(doc.Parts))
+	for _, p := range doc.Parts {
+		header := p.RawHeader
+		if p.Header.Get("Content-Type") == "" {
+			// A part without a type is text/plain (RFC 2045); karpx has
+			// always run such parts as shell scripts.
+			header = strings.TrimPrefix(header+"\nContent-Type: "+ContentTypeShell, "\n")
 		}
-		if err != nil {
-			return nil, fmt.Errorf("spec.userData: reading MIME part %d: %w", len(parts)+1, err)
-		}
-		body, err := io.ReadAll(p)
-		if err != nil {
-			return nil, fmt.Errorf("spec.userData: reading MIME part %d: %w", len(parts)+1, err)
-		}
-		ct := p.Header.Get("Content-Type")
-		if ct == "" {
-			ct = ContentTypeShell
-		}
-		parts = append(parts, part{ct, string(body)})
+		parts = append(parts, part{header, p.RawBody})
 	}
 	return parts, nil
 }
@@ -144,7 +132,7 @@ func joinParts(parts []part) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=%q\n\n", Boundary)
 	for _, p := range parts {
-		fmt.Fprintf(&b, "--%s\nContent-Type: %s\n\n%s", Boundary, p.contentType, p.body)
+		fmt.Fprintf(&b, "--%s\n%s\n\n%s", Boundary, p.header, p.body)
 		if !strings.HasSuffix(p.body, "\n") {
 			b.WriteString("\n")
 		}

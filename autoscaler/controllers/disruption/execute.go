@@ -86,8 +86,9 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 	return true, nil
 }
 
-// announce logs the decision and records it as events on the NodeClaim and
-// its Node, and as the NodeClaim's DisruptionReason condition.
+// announce logs the decision and records it as events (on the NodeClaim
+// DisruptionTerminating or DisruptionLaunching, as Karpenter names them; on
+// the Node Disrupting) and as the NodeClaim's DisruptionReason condition.
 func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate, replacements string) {
 	what := "deleting"
 	if replacements != "" {
@@ -96,7 +97,11 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 	msg := fmt.Sprintf("Disrupting by %s (reason %s, %s): %s", cmd.method, cmd.reason, what, cmd.message)
 	logr.FromContextOrDiscard(ctx).Info("disrupting", "NodeClaim", cand.name(), "NodePool", cand.pool.Name, "Node", cand.node.Name,
 		"method", cmd.method, "reason", cmd.reason, "decision", cmd.decision(), "replacements", replacements, "detail", cmd.message)
-	c.recorder.Event(cand.nc, corev1.EventTypeNormal, "DisruptionLaunching"+map[bool]string{true: "Replacement", false: ""}[replacements != ""], msg)
+	reason := "DisruptionTerminating"
+	if replacements != "" {
+		reason = "DisruptionLaunching"
+	}
+	c.recorder.Event(cand.nc, corev1.EventTypeNormal, reason, msg)
 	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Disrupting", msg)
 	stored := cand.nc.DeepCopy()
 	cand.nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, cmd.reason, msg)

@@ -4,10 +4,12 @@
 // triggers the Provisioner. The Provisioner batches triggers (an idle window
 // and a maximum window, as Karpenter's BATCH_IDLE_DURATION and
 // BATCH_MAX_DURATION), then reads the whole current state — pending pods,
-// NodePools with their instance types, and every NodeClaim that is still on
-// its way (launching, registering, initialising) — and asks
-// autoscaler/scheduling where the pods go. Pods that fit on in-flight
-// NodeClaims are not provisioned for again; the rest become new NodeClaims.
+// NodePools with their instance types, every live Node with its pods and
+// free capacity, and every NodeClaim still on its way (launching,
+// registering) — through autoscaler/clusterstate, and asks
+// autoscaler/scheduling where the pods go. Pods that fit on existing or
+// in-flight nodes are not provisioned for again; the rest become new
+// NodeClaims.
 // The pass is level-triggered: it keeps no memory between passes beyond
 // waiting until its own creations are visible in the informer cache, and a
 // periodic resync re-runs it so that no lost event can wedge it.

@@ -4,14 +4,18 @@
 //	              capacity and the instance's labels are recorded.
 //	Registered  – a Node with that providerID joined; karpx syncs the
 //	              NodeClaim's labels and taints onto it, removes the
-//	              karpenter.sh/unregistered taint and owns the Node.
+//	              karpenter.sh/unregistered taint, owns the Node and adds
+//	              the karpenter.sh/termination finalizer to it.
 //	Initialized – the Node is Ready, its startup taints and the known
 //	              ephemeral taints are gone, and every requested extended
 //	              resource is allocatable.
 //
 // A NodeClaim whose Node has not registered within the registration TTL is
-// deleted; deletion (the karpenter.sh/termination finalizer) terminates the
-// instance, then deletes the Node. Launch errors become Warning events on the
+// deleted, and so is a registered NodeClaim whose Node is gone. Deletion (the
+// karpenter.sh/termination finalizer) deletes the Node, which package
+// termination drains through the Eviction API and whose instance it
+// terminates; the NodeClaim is released once the Node is gone and EC2
+// reports the instance shutting-down or terminated. Launch errors become Warning events on the
 // NodeClaim and a backoff, never a hot loop; only ICE (insufficient
 // capacity) deletes the NodeClaim at once, so the provisioner re-plans with
 // other offerings.

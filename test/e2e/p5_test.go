@@ -22,21 +22,12 @@ import (
 	"github.com/karpx/karpx/catalog"
 )
 
-// p5Manifest: one EC2NodeClass and three NodePools. "empty" is WhenEmpty
+// p5Manifest: three NodePools of the EC2NodeClass "p5". "empty" is WhenEmpty
 // with consolidateAfter 30s, as in the field report; "under" and "guard"
 // are WhenEmptyOrUnderutilized (10s, to keep the test short). Every pool
 // may use all of its nodes at once (budget 100%), so the figures measure
 // the controller, not the budget.
 const p5Manifest = `
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: p5}
-spec:
-  role: KarpenterNodeRole-CLUSTER
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: empty}
@@ -88,7 +79,7 @@ type p5Env struct {
 
 func newP5Env(t *testing.T, tweak func(*operator.Options)) (*p5Env, func()) {
 	e := newEnvWithoutAutoscaler(t, "karpx-p5")
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(p5Manifest, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("p5", e.name)+"---\n"+p5Manifest), "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the P5 manifest: %v", err)
 	}
 	ds := &appsv1.DaemonSet{

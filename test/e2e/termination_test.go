@@ -18,15 +18,6 @@ import (
 // terminationManifest: one NodePool that never consolidates, so only the
 // test's deletions remove nodes.
 const terminationManifest = `
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: term}
-spec:
-  role: KarpenterNodeRole-CLUSTER
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: term}
@@ -49,7 +40,7 @@ spec:
 // left behind.
 func TestTerminationThroughEveryDeletionPath(t *testing.T) {
 	e := newEnv(t, "karpx-term")
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(terminationManifest, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("term", e.name)+"---\n"+terminationManifest), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	web := deployment("web", 4, "300m", "256Mi")

@@ -48,6 +48,23 @@ func newEnv(t *testing.T, clusterName string) *env {
 // tweak and its logger wrapped by wrapLog (either may be nil).
 func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
+	return newEnvWith(t, clusterName, envOptions{tweak: tweak, wrapLog: wrapLog})
+}
+
+// envOptions change newEnvWith's defaults; every field may be zero.
+type envOptions struct {
+	// tweak changes the autoscaler's options.
+	tweak func(*operator.Options)
+	// wrapLog wraps the autoscaler's logger.
+	wrapLog func(logr.Logger) logr.Logger
+	// sim changes the simulator's configuration before it starts.
+	sim func(*ec2sim.Config)
+}
+
+// newEnvWith is newEnv with the changes of o.
+func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
+	t.Helper()
+	tweak, wrapLog := o.tweak, o.wrapLog
 	c := cluster.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -65,7 +82,11 @@ func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Option
 		t.Fatal(err)
 	}
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: log.WithName("ec2sim")})
+	simCfg := ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: log.WithName("ec2sim")}
+	if o.sim != nil {
+		o.sim(&simCfg)
+	}
+	sim, err := ec2sim.New(simCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

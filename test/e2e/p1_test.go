@@ -30,6 +30,11 @@ import (
 const (
 	p1Scale     = 20
 	p1Simulated = 30 * time.Minute
+	// p1Neighbours is the share of every EC2 bucket the account's other
+	// clients use (CI, Terraform, other controllers): the simulator leaves
+	// 40% of each bucket's size and refill rate to karpx
+	// (ec2sim.ThrottleConfig.Neighbours).
+	p1Neighbours = 0.6
 )
 
 // p1Manifests: a healthy pair and a pair whose userData makes instances
@@ -127,6 +132,7 @@ func (q quotaCounter) WithName(name string) logr.LogSink {
 }
 
 type p1Result struct {
+	requests               int64 // karpx's calls answered by the simulator
 	throttled, quotaErrors int64
 	worst                  map[string]float64 // action → worst window rate / refill
 	healthyIntact          bool
@@ -138,7 +144,7 @@ type p1Result struct {
 func runP1(t *testing.T, protected bool) p1Result {
 	var quota atomic.Int64
 	scaled := func(d time.Duration) time.Duration { return d / p1Scale }
-	e := newEnvWithLog(t, "karpx-p1", func(o *operator.Options) {
+	e := newEnvWith(t, "karpx-p1", envOptions{sim: func(c *ec2sim.Config) { c.Throttle.Neighbours = p1Neighbours }, tweak: func(o *operator.Options) {
 		o.RegistrationTTL = scaled(15 * time.Minute)
 		o.LaunchBackoffBase = scaled(30 * time.Second)
 		o.LaunchBackoffMax = scaled(10 * time.Minute)
@@ -156,7 +162,7 @@ func runP1(t *testing.T, protected bool) p1Result {
 			o.EC2Batching = false
 			o.Budget.Disabled = true
 		}
-	}, func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) })
+	}, wrapLog: func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) }})
 
 	manifests := strings.ReplaceAll(p1Manifests, "CLUSTER", e.name)
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
@@ -197,8 +203,10 @@ func runP1(t *testing.T, protected bool) p1Result {
 	start := time.Now()
 	for time.Since(start) < p1Simulated/p1Scale {
 		time.Sleep(time.Second)
-		if throttled := sample(); !protected && throttled > 0 {
-			break // the control has shown what it must; stop the storm
+		if throttled := sample(); !protected && throttled > 0 && quota.Load() > 0 {
+			// The control has shown P1's signature, RequestLimitExceeded
+			// and then the SDK's retry quota errors; stop the storm.
+			break
 		}
 	}
 	worst := map[string]float64{}
@@ -212,7 +220,11 @@ func runP1(t *testing.T, protected bool) p1Result {
 		}
 	}
 
-	res := p1Result{worst: worst, quotaErrors: quota.Load(), throttled: throttledTotal(e)}
+	res := p1Result{worst: worst, quotaErrors: quota.Load()}
+	for _, st := range e.sim.Stats() {
+		res.requests += st.Requests
+		res.throttled += st.Throttled
+	}
 	for _, in := range e.sim.Instances() {
 		if in.Tags[karpv1.NodePoolLabelKey] == "broken" {
 			res.brokenLaunches++
@@ -228,8 +240,9 @@ func runP1(t *testing.T, protected bool) p1Result {
 	for _, a := range actions {
 		rates = append(rates, fmt.Sprintf("%s=%.0f%%", a, 100*worst[a]))
 	}
-	scenarioLogf(t, "scenario P1: protected=%v simulated=%s scale=%d throttled=%d sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
-		protected, p1Simulated, p1Scale, res.throttled, res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
+	scenarioLogf(t, "scenario P1: protected=%v neighbours=%.0f%% simulated=%s scale=%d elapsed=%s requests=%d throttled=%d (%.2f%%) sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
+		protected, 100*p1Neighbours, p1Simulated, p1Scale, time.Since(start).Round(time.Second), res.requests, res.throttled,
+		100*float64(res.throttled)/float64(max(res.requests, 1)), res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
 
 	if protected {
 		var np karpv1.NodePool
@@ -258,14 +271,6 @@ func runP1(t *testing.T, protected bool) p1Result {
 	return res
 }
 
-func throttledTotal(e *env) int64 {
-	var n int64
-	for _, st := range e.sim.Stats() {
-		n += st.Throttled
-	}
-	return n
-}
-
 // healthySnapshot identifies the healthy pods and their nodes; any
 // deletion or replacement changes it.
 func healthySnapshot(t *testing.T, e *env) string {
@@ -286,14 +291,20 @@ func healthySnapshot(t *testing.T, e *env) string {
 	return strings.Join(parts, ",")
 }
 
-// TestScenarioP1RetryStorm: nodes of one NodePool never join; karpx must
-// stay far inside the EC2 API budget for 30 simulated minutes, never be
-// throttled, keep the healthy nodes and pods, and say on the NodePool what
-// is wrong and which field to fix.
+// TestScenarioP1RetryStorm: nodes of one NodePool never join, and the
+// account's other clients use 60% of every EC2 bucket; karpx must stay far
+// inside the EC2 API budget for 30 simulated minutes, be throttled on at
+// most 1% of its calls (its adaptive budget learns the share left from the
+// first RequestLimitExceeded answers), never run out of SDK retry quota,
+// keep the healthy nodes and pods, and say on the NodePool what is wrong
+// and which field to fix.
 func TestScenarioP1RetryStorm(t *testing.T) {
 	res := runP1(t, true)
-	if res.throttled != 0 {
-		t.Errorf("simulator answered RequestLimitExceeded %d times", res.throttled)
+	if res.requests == 0 {
+		t.Fatal("the simulator answered no calls")
+	}
+	if 100*res.throttled > res.requests {
+		t.Errorf("simulator answered RequestLimitExceeded %d times for %d calls, want <= 1%%", res.throttled, res.requests)
 	}
 	if res.quotaErrors != 0 {
 		t.Errorf("controller hit the SDK retry quota %d times", res.quotaErrors)
@@ -309,11 +320,16 @@ func TestScenarioP1RetryStorm(t *testing.T) {
 }
 
 // TestScenarioP1RetryStormControl runs the same scenario with karpx's
-// protections switched off; EC2 must answer RequestLimitExceeded, or the
-// scenario could not tell a protected autoscaler from an unprotected one.
+// protections switched off; EC2 must answer RequestLimitExceeded and the
+// SDK must fail calls with "retry quota exceeded", the field's signature,
+// or the scenario could not tell a protected autoscaler from an
+// unprotected one.
 func TestScenarioP1RetryStormControl(t *testing.T) {
 	res := runP1(t, false)
 	if res.throttled == 0 {
 		t.Errorf("no RequestLimitExceeded without protections: the scenario does not reproduce P1")
+	}
+	if res.quotaErrors == 0 {
+		t.Errorf("no 'retry quota exceeded' without protections: the scenario does not reproduce P1's signature")
 	}
 }

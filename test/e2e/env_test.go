@@ -59,6 +59,9 @@ type envOptions struct {
 	wrapLog func(logr.Logger) logr.Logger
 	// sim changes the simulator's configuration before it starts.
 	sim func(*ec2sim.Config)
+	// logs, when set, records every line the autoscaler and the simulator
+	// log.
+	logs *logRecorder
 }
 
 // newEnvWith is newEnv with the changes of o.
@@ -82,7 +85,11 @@ func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 		t.Fatal(err)
 	}
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-	simCfg := ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: log.WithName("ec2sim")}
+	simLog := log.WithName("ec2sim")
+	if o.logs != nil {
+		simLog = o.logs.wrap(log).WithName("ec2sim")
+	}
+	simCfg := ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: simLog}
 	if o.sim != nil {
 		o.sim(&simCfg)
 	}
@@ -96,6 +103,9 @@ func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	}
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
 	karpxLog := log.WithName("karpx")
+	if o.logs != nil {
+		karpxLog = o.logs.wrap(log).WithName("karpx")
+	}
 	if wrapLog != nil {
 		karpxLog = wrapLog(karpxLog)
 	}

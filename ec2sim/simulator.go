@@ -192,8 +192,9 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		s.metrics.observe(serviceEC2, "Unknown", 0, &APIError{Code: "MalformedQueryString"}, false)
-		writeXMLError(w, reqID, newError("MalformedQueryString", "%v", err))
+		e := errMalformedQuery(err.Error())
+		s.metrics.observe(serviceEC2, "Unknown", 0, e, false)
+		writeXMLError(w, reqID, e)
 		return
 	}
 	s.responseDelay()
@@ -208,6 +209,8 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		apiErr = newError(CodeInvalidAction, "The action %s is not valid for this web service.", name)
 	case p.str("Version") == "":
 		apiErr = errMissingParameter("Version")
+	default:
+		apiErr = checkQuery(r.Form) // strict.go
 	}
 	if apiErr != nil {
 		counted := "Unknown"

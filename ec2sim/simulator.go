@@ -25,6 +25,7 @@ type Simulator struct {
 	log     logr.Logger
 	clock   clock.WithTicker
 	throttl *throttler
+	idem    *idempotency
 	faults  *Faults
 	metrics *metrics
 
@@ -55,6 +56,7 @@ func New(cfg Config) (*Simulator, error) {
 		log:             cfg.Logger.WithName("ec2sim"),
 		clock:           cfg.Clock,
 		throttl:         newThrottler(cfg.Throttle),
+		idem:            newIdempotency(),
 		faults:          newFaults(cfg.Seed),
 		ids:             newIDGen(cfg.Seed),
 		instances:       map[string]*instance{},
@@ -276,7 +278,7 @@ func (s *Simulator) dispatch(req *request) (body any, apiErr *APIError) {
 			return nil, newError(CodeDryRunOperation, "Request would have succeeded, but DryRun flag is set.")
 		}
 	}
-	out, err := spec.handle(s, req)
+	out, err := s.idem.do(req, func() (any, error) { return spec.handle(s, req) }) // idempotency.go
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {

@@ -84,4 +84,3 @@ func TestSSMRefusesUnpublishedVersions(t *testing.T) {
 		t.Errorf("a published version: %v", err)
 	}
 }
-

@@ -18,7 +18,11 @@ import (
 // 64 ASCII characters. The SDK sends one token for all the retries of a
 // call (it fills ClientToken with a UUID when the caller leaves it empty),
 // so a call whose answer was lost (LoseAnswers) and retried by the SDK
-// launches once.
+// launches once. Only answers that launched an instance are remembered: a
+// fleet that launched nothing (every offering InsufficientInstanceCapacity)
+// may be retried with the same token once capacity is back, which is what
+// a caller retrying the same NodeClaim needs (a simplification: EC2 does not
+// document what it keeps of an instant fleet that launched nothing).
 
 // maxClientToken is the longest ClientToken EC2 accepts, in characters.
 const maxClientToken = 64
@@ -98,7 +102,7 @@ func (id *idempotency) do(req *request, handle func() (any, error)) (any, error)
 	}
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if token != "" {
+	if token != "" && launchedAny(body) {
 		id.results[key] = idemResult{paramsHash: hash, body: body}
 	}
 	if id.lose[action] > 0 {
@@ -136,4 +140,15 @@ func shallowCopy(body any) any {
 	c := reflect.New(v.Elem().Type())
 	c.Elem().Set(v.Elem())
 	return c.Interface()
+}
+
+// launchedAny reports whether a CreateFleet or RunInstances answer holds an
+// instance.
+func launchedAny(body any) bool {
+	switch b := body.(type) {
+	case *createFleetResponse:
+		return len(b.Instances) > 0
+	default:
+		return true
+	}
 }

@@ -127,6 +127,21 @@ bench-webhook: tools build ## Admission latency of the running webhook at WEBHOO
 		-karpx.load-rps $(WEBHOOK_LOAD_RPS) -karpx.load-duration $(WEBHOOK_LOAD_DURATION) \
 		-karpx.webhook-binary $(BIN)/karpx-webhook
 
+# Fuzzing: each target for FUZZTIME; seeds in each package's testdata/fuzz.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	go test -run '^$$' -fuzz '^FuzzQuery$$' -fuzztime $(FUZZTIME) ./ec2sim
+	go test -run '^$$' -fuzz '^FuzzSSMGetParameter$$' -fuzztime $(FUZZTIME) ./ec2sim
+
+# The chaos suite, long version (five times the pods and faults of the
+# short version `make test` runs); figures in docs/reliability.md.
+.PHONY: chaos
+chaos: tools build ## Run the chaos suite (TestChaos*) on the real control plane; prints one "chaos <fault>:" line each.
+	@mkdir -p _output && rm -f _output/chaos.log
+	PATH="$(BIN):$$PATH" KARPX_CHAOS_LONG=1 KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log go test -count=1 -timeout 30m -run '^TestChaos' ./test/e2e
+	@cat _output/chaos.log
+
 .PHONY: install-plugin
 install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).
 	install -m 0755 $(BIN)/kubectl-karpx $$(go env GOPATH)/bin/kubectl-karpx

@@ -35,6 +35,16 @@ const (
 	// 40% of each bucket's size and refill rate to karpx
 	// (ec2sim.ThrottleConfig.Neighbours).
 	p1Neighbours = 0.6
+	// p1Storm is the number of pods for the broken NodePool, each needing
+	// a node of its own, as after a migration from Cluster Autoscaler. The
+	// unprotected control launches them concurrently, one CreateFleet
+	// each: 150 against the 20 tokens the neighbours leave in EC2's
+	// mutating bucket makes about 130 throttled answers in the first
+	// second and two SDK retries each (5 retry-quota tokens per retry),
+	// more than the SDK's 500-token retry quota, in every run. With 50
+	// pods the control was throttled 32 times in 90 s and never ran out
+	// of retry quota.
+	p1Storm = 150
 )
 
 // p1Manifests: a healthy pair and a pair whose userData makes instances
@@ -183,7 +193,7 @@ func runP1(t *testing.T, protected bool) p1Result {
 	})
 	healthyBefore := healthySnapshot(t, e)
 
-	storm := deployment("storm", 50, "1500m", "512Mi")
+	storm := deployment("storm", p1Storm, "1500m", "512Mi")
 	storm.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "broken"}
 	if err := e.kube.Create(e.ctx, storm); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,13 @@ const (
 	// (50 tokens at 5/s); two minutes keep the average rate after a
 	// throttle well below the rate that caused it.
 	DefaultAdaptiveRecovery = 2 * time.Minute
+	// DefaultAdaptiveStart is the factor a bucket starts at, growing to 1
+	// over the recovery time: a client that has just started does not
+	// know how much of the account's buckets its neighbours use, so, like
+	// TCP's slow start, it begins below its configured share. Half of the
+	// default fraction is a quarter of AWS's bucket, which fits beside
+	// neighbours using up to 75% of it.
+	DefaultAdaptiveStart = 0.5
 )
 
 // adaptState is a bucket's adaptation, guarded by bucket.mu.
@@ -59,6 +66,20 @@ type adaptState struct {
 	decreasedAt time.Time
 	// decreases counts decreases since the bucket was created.
 	decreases int64
+	// throttled is true once AWS throttled the bucket's action (before,
+	// decreasedAt is the start of the slow start).
+	throttled bool
+}
+
+// startAdaptation starts b at the start factor, growing from now.
+func (b *bucket) startAdaptation(start float64, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.adapt = adaptState{factor: start, low: start, decreasedAt: now}
+	b.applyLocked(now)
+	// A new bucket is full at its starting size.
+	size, _ := b.effectiveLocked()
+	b.lim.SetBurstAt(now, int(size))
 }
 
 // onThrottled slows b down after AWS throttled its action at now: unless a
@@ -73,13 +94,14 @@ func (b *bucket) onThrottled(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.recoverLocked(now)
-	if !b.adapt.decreasedAt.IsZero() && now.Sub(b.adapt.decreasedAt) < b.adaptHold {
+	if b.adapt.throttled && now.Sub(b.adapt.decreasedAt) < b.adaptHold {
 		return false
 	}
 	b.adapt.factor = max(b.adaptMin, b.adapt.factor*b.adaptDecrease)
 	b.adapt.low = b.adapt.factor
 	b.adapt.decreasedAt = now
 	b.adapt.decreases++
+	b.adapt.throttled = true
 	b.applyLocked(now)
 	if t := b.lim.TokensAt(now); t > 0 {
 		b.lim.AllowN(now, int(math.Floor(t)))
@@ -123,5 +145,8 @@ func (b *bucket) adaptation(now time.Time) (factor, size, refill float64, decrea
 	defer b.mu.Unlock()
 	b.recoverLocked(now)
 	size, refill = b.effectiveLocked()
-	return b.adapt.factor, size, refill, b.adapt.decreases, b.adapt.decreasedAt
+	if b.adapt.throttled {
+		last = b.adapt.decreasedAt
+	}
+	return b.adapt.factor, size, refill, b.adapt.decreases, last
 }

@@ -20,7 +20,7 @@ import (
 // bucket comes back to its configured rate after the recovery time.
 func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour})
+	api := budget.New(e.Client, budget.Options{AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 		}
 	}
 
-	fast := budget.New(e.Client, budget.Options{AdaptiveRecovery: 2 * time.Second})
+	fast := budget.New(e.Client, budget.Options{AdaptiveRecovery: 2 * time.Second, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 	run := func(adaptiveOff bool) (throttled, failed int64) {
 		e := ec2apitest.Start(t, ec2sim.Config{Throttle: ec2sim.ThrottleConfig{Neighbours: 0.6,
 			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{ec2sim.CategoryNonMutating: {Size: fastAWS.Size, RefillPerSecond: fastAWS.RefillPerSecond}}}}, ec2api.Config{})
-		api := budget.New(e.Client, budget.Options{AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour,
+		api := budget.New(e.Client, budget.Options{AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
 			Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: fastAWS}})
 		for i := range 200 {
 			if _, err := api.DescribeAvailabilityZones(context.Background(), &ec2.DescribeAvailabilityZonesInput{}, fastRetries(3)); err != nil {
@@ -95,5 +95,20 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 	}
 	if fixed < 5 {
 		t.Errorf("fixed budget throttled %d times: the scenario does not need adaptation", fixed)
+	}
+}
+
+// TestAdaptiveSlowStart: a new budget starts at half its configured share
+// and grows to all of it over the recovery time.
+func TestAdaptiveSlowStart(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := budget.New(e.Client, budget.Options{AdaptiveRecovery: time.Second})
+	a := actionOf(t, api.Snapshot(), "CreateFleet", budget.Mutating)
+	if math.Abs(a.Adaptive.Factor-budget.DefaultAdaptiveStart) > 0.05 || a.Adaptive.Size != 12 || a.Tokens > 12.5 || a.Adaptive.LastSlowdown != nil {
+		t.Errorf("new CreateFleet bucket %+v, want the slow start's 12 of 25 tokens", a)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", budget.Mutating); a.Adaptive.Factor != 1 || a.Adaptive.Size != 25 {
+		t.Errorf("after the recovery time: %+v, want all 25 tokens", a.Adaptive)
 	}
 }

@@ -74,6 +74,11 @@ type Options struct {
 	// AdaptiveRecovery is the time a slowed bucket takes to return
 	// linearly to its configured rate. Zero means DefaultAdaptiveRecovery.
 	AdaptiveRecovery time.Duration
+	// AdaptiveStart, in (0, 1], is the share of its configured size and
+	// rate a bucket starts at, growing linearly to all of it over
+	// AdaptiveRecovery (a slow start). Zero means DefaultAdaptiveStart; 1
+	// starts at the configured rate.
+	AdaptiveStart float64
 	// Registerer receives the metrics (see the Metric* constants), e.g.
 	// controller-runtime's metrics.Registry. Nil registers nothing;
 	// Snapshot works either way.
@@ -131,6 +136,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.AdaptiveRecovery == 0 {
 		o.AdaptiveRecovery = DefaultAdaptiveRecovery
 	}
+	if o.AdaptiveStart == 0 {
+		o.AdaptiveStart = DefaultAdaptiveStart
+	}
+	if !(o.AdaptiveStart > 0 && o.AdaptiveStart <= 1) {
+		return o, fmt.Errorf("adaptive start %v is not in (0, 1]", o.AdaptiveStart)
+	}
 	if o.SpeculativeReserve >= 1 {
 		return o, fmt.Errorf("speculative reserve %v is not in [0, 1)", o.SpeculativeReserve)
 	}
@@ -184,6 +195,9 @@ func New(next ec2api.API, opts Options) *API {
 	add := func(action string, cat Category, unfiltered bool) {
 		k := bucketKey{action, unfiltered}
 		b := newBucket(action, cat, unfiltered, aws[cat], opts.Fraction, &opts)
+		if !b.adaptOff && opts.AdaptiveStart < 1 {
+			b.startAdaptation(opts.AdaptiveStart, time.Now())
+		}
 		a.buckets[k], a.stats[k] = b, &counters{}
 		a.order = append(a.order, b)
 	}

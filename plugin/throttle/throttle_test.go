@@ -33,7 +33,7 @@ func sample() budget.Status {
 		Actions: []budget.ActionStatus{
 			{Action: "CreateFleet", Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
 				Adaptive: budget.Adaptive{Factor: 0.5, Size: 12, RefillPerSecond: 1.25, Slowdowns: 1},
-				Counts: budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
+				Counts:   budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
 			{Action: "DescribeSpotPriceHistory", Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
 				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},

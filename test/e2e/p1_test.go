@@ -20,8 +20,8 @@ import (
 )
 
 // p1Scale compresses time in the P1 scenario: every duration of the
-// autoscaler's own (registration TTL, backoffs, garbage collection, batch
-// windows) is
+// autoscaler's own (registration TTL, backoffs, garbage collection; not
+// the provisioning batch windows, see runP1) is
 // divided by it, so 30 simulated minutes take 30/p1Scale real minutes
 // (90 s). EC2's token buckets are not compressed: call rates are averaged
 // over sliding 60-s windows of real time, each of which holds 20 simulated
@@ -160,8 +160,12 @@ func runP1(t *testing.T, protected bool) p1Result {
 		o.LaunchBackoffMax = scaled(10 * time.Minute)
 		o.GCPeriod = scaled(2 * time.Minute)
 		o.GCGrace = scaled(5 * time.Minute)
-		o.BatchIdleDuration = scaled(time.Second)
-		o.BatchMaxDuration = scaled(10 * time.Second)
+		// The provisioning batch windows are not compressed: like EC2's
+		// token buckets, they bound a rate of API calls per real second
+		// (compressed to 50 ms / 500 ms, a 150-pod scale-up became about
+		// 100 CreateFleet calls in a minute instead of a few).
+		o.BatchIdleDuration = time.Second
+		o.BatchMaxDuration = 10 * time.Second
 		if !protected {
 			// The documented flag combination of the control run:
 			// --launch-health=false --ec2-batching=false

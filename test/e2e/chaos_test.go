@@ -265,28 +265,34 @@ func TestChaosThrottlingBurst(t *testing.T) {
 		c.sim.Faults().Clear()
 		c.sim.SetThrottle(ec2sim.ThrottleConfig{})
 	}, func(c *chaosEnv) string {
-		_, throttled := simErrors(c.sim)
-		return fmt.Sprintf("injected=%d throttled=%d", burst, throttled)
+		errs, throttled := simErrors(c.sim)
+		return fmt.Sprintf("injected=%d errorAnswers=%d bucketThrottled=%d", burst, errs, throttled)
 	})
 }
 
-// TestChaosInsufficientCapacity: the preferred (cheapest) offering,
-// m5.large, has no capacity in any zone; launches fall back to the next
-// offering, and the ICE is remembered, so CreateFleet does not ask for
-// m5.large again and again.
+// TestChaosInsufficientCapacity: the preferred offering, the instance type
+// the first scale-up used, has no capacity in any zone; launches fall back
+// to the next offering, and the ICE is remembered (UnavailableOfferingsTTL),
+// so CreateFleet does not ask for it again and again.
 func TestChaosInsufficientCapacity(t *testing.T) {
 	var fleets0 int64
+	var preferred string
 	runChaos(t, "insufficient-capacity", func(c *chaosEnv) {
 		fleets0 = c.sim.Stats()["CreateFleet"].Requests
-		if err := c.sim.Faults().AddCapacity(ec2sim.CapacityFault{InstanceType: "m5.large"}); err != nil {
+		for _, in := range c.sim.Instances() {
+			if in.State == "running" {
+				preferred = in.InstanceType
+			}
+		}
+		if err := c.sim.Faults().AddCapacity(ec2sim.CapacityFault{InstanceType: preferred}); err != nil {
 			t.Fatal(err)
 		}
 	}, func(c *chaosEnv) {
-		// Still without m5.large: the ICE's TTL outlives the test.
+		// Still without the preferred type: the ICE's TTL outlives the test.
 	}, func(c *chaosEnv) string {
 		fallback := 0
 		for _, in := range c.sim.Instances() {
-			if in.State == "running" && in.InstanceType != "m5.large" {
+			if in.State == "running" && in.InstanceType != preferred {
 				fallback++
 			}
 		}
@@ -295,9 +301,9 @@ func TestChaosInsufficientCapacity(t *testing.T) {
 			t.Errorf("%d CreateFleet calls for %d pods: the ICE is not remembered", fleets, c.replicas())
 		}
 		if fallback == 0 {
-			t.Error("no instance of a fallback offering")
+			t.Errorf("no instance of a fallback offering (preferred %s has no capacity)", preferred)
 		}
-		return fmt.Sprintf("createFleetAfterICE=%d fallbackInstances=%d", fleets, fallback)
+		return fmt.Sprintf("preferred=%s createFleetAfterICE=%d fallbackInstances=%d", preferred, fleets, fallback)
 	})
 }
 

@@ -17,14 +17,11 @@ import (
 // request or MaxTimeout after its first, whichever comes first, or when it
 // holds MaxItems items.
 //
-// CreateFleet: 100ms idle, 1s max. Karpenter's AWS provider uses 35ms
-// idle: its provisioner creates a scale-up's NodeClaims within milliseconds
-// of each other. karpx's NodeClaims reach CreateFleet through the API
-// server and one lifecycle reconcile each, tens of milliseconds apart on a
-// busy control plane: with 35ms, a 150-NodeClaim scale-up (test/e2e P1)
-// made about 110 CreateFleet calls in a minute, 38% of EC2's mutating
-// refill rate. The 1s cap bounds the delay added to a launch that takes
-// about a minute to become a Node.
+// CreateFleet: 35ms idle, 1s max, as Karpenter's AWS provider. karpx's
+// provisioner creates a scale-up's NodeClaims within milliseconds of each
+// other, and each one's launch reaches CreateFleet after a few cached
+// lookups, so 35ms of quiet means the burst is over; the 1s cap bounds the
+// delay added to a launch that takes about a minute to become a Node.
 // MaxItems 1,000 instances (Karpenter's cap), which also bounds how many
 // NodeClaims one failed call (say, no capacity in any pool) fails at once.
 //
@@ -37,7 +34,7 @@ import (
 // InstanceIds and gets the same cap, which keeps a request's query string
 // near 20 KB.
 const (
-	CreateFleetIdleTimeout        = 100 * time.Millisecond
+	CreateFleetIdleTimeout        = 35 * time.Millisecond
 	CreateFleetMaxTimeout         = time.Second
 	CreateFleetMaxItems           = 1000
 	DescribeInstancesIdleTimeout  = 100 * time.Millisecond

@@ -125,7 +125,7 @@ func TestBadInputCausesNoLaunch(t *testing.T) {
 	if err := e.kube.Create(e.ctx, steady); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(90*time.Second, "the healthy pod Running", func(ctx context.Context) (bool, error) {
+	e.eventually(180*time.Second, "the healthy pod Running", func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, e.kube, "steady") == 1, nil
 	})
 	// Let the first launch's deferred work (tags, status) settle.
@@ -184,7 +184,7 @@ func TestBadInputCausesNoLaunch(t *testing.T) {
 	if _, err := e.cluster.Kubectl(e.ctx, nil, "scale", "deployment/steady", "--replicas=2"); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(90*time.Second, "2 healthy pods Running beside the bad objects", func(ctx context.Context) (bool, error) {
+	e.eventually(180*time.Second, "2 healthy pods Running beside the bad objects", func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, e.kube, "steady") == 2, nil
 	})
 	scenarioLogf(t, "bad input: %d objects (%d refused by the API server: %s), 20 s with their pods pending: ec2Calls=%d (launch/mutating=%d) %v badNodeClaims=%d; healthy pool provisioned",

@@ -322,3 +322,21 @@ func TestChaosLostLaunchAnswers(t *testing.T) {
 		return fmt.Sprintf("lost=%d idempotentReplays=%d", lost, c.sim.IdempotentReplays())
 	})
 }
+
+// TestChaosControlPlaneRestart: the whole control plane (kube-apiserver,
+// etcd, kube-controller-manager, kube-scheduler, kwok) stops for 5 s and
+// starts again while the workload scales up; the autoscaler's clients see
+// connection errors and must resume without losing or duplicating
+// anything.
+func TestChaosControlPlaneRestart(t *testing.T) {
+	var down time.Duration
+	runChaos(t, "control-plane-restart", func(c *chaosEnv) {
+		start := time.Now()
+		if err := c.cluster.Restart(c.ctx, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		down = time.Since(start)
+	}, func(*chaosEnv) {}, func(*chaosEnv) string {
+		return fmt.Sprintf("apiServerDown=%s", down.Round(100*time.Millisecond))
+	})
+}

@@ -101,6 +101,13 @@ func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The simulator logs its shutdown through t: the test must not end
+	// before (a log after the end panics the test binary). Runs after the
+	// autoscaler's cleanup, registered later.
+	t.Cleanup(func() {
+		cancel()
+		<-sim.Stopped()
+	})
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
 	karpxLog := log.WithName("karpx")
 	if o.logs != nil {

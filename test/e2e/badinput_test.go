@@ -85,6 +85,7 @@ spec:
     metadata: {labels: {tier: bad-huge-label, huge: "` + strings.Repeat("x", 4096) + `"}}
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
 `,
 	"zero-limits": `apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -95,6 +96,7 @@ spec:
     metadata: {labels: {tier: bad-zero-limits}}
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
 `,
 	"negative-limits": `apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -105,6 +107,7 @@ spec:
     metadata: {labels: {tier: bad-negative-limits}}
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
 `,
 }
 

@@ -151,7 +151,9 @@ FUZZ_TARGETS := \
 	./lint:FuzzDecodeObjects \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \
-	./lint:FuzzParseMIME
+	./lint:FuzzParseMIME \
+	./ec2sim:FuzzQuery \
+	./ec2sim:FuzzSSMGetParameter
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 	@for target in $(FUZZ_TARGETS); do \
@@ -159,6 +161,14 @@ fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 		echo "--- fuzz $$name in $$pkg for $(FUZZ_TIME)"; \
 		go test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
+
+# The chaos suite, long version (five times the pods and faults of the
+# short version `make test` runs); figures in docs/reliability.md.
+.PHONY: chaos
+chaos: tools build ## Run the chaos suite (TestChaos*) on the real control plane; prints one "chaos <fault>:" line each.
+	@mkdir -p _output && rm -f _output/chaos.log
+	PATH="$(BIN):$$PATH" KARPX_CHAOS_LONG=1 KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log go test -count=1 -timeout 30m -run '^TestChaos' ./test/e2e
+	@cat _output/chaos.log
 
 .PHONY: install-plugin
 install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).

@@ -80,8 +80,12 @@ func (s *Simulator) registerAdmin(mux *http.ServeMux) {
 			if !readJSON(w, r, &tc) {
 				return
 			}
+			if err := tc.validateNeighbours(); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				return
+			}
 			s.SetThrottle(tc)
-			s.log.Info("Throttling changed", "disabled", tc.Disabled)
+			s.log.Info("Throttling changed", "disabled", tc.Disabled, "neighbours", tc.Neighbours)
 		default:
 			methodNotAllowed(w)
 			return

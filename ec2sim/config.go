@@ -215,6 +215,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
+	if err := cfg.Throttle.validateNeighbours(); err != nil {
+		return cfg, err
+	}
 	cfg.Throttle = cfg.Throttle.withDefaults()
 	ids := newIDGen(cfg.Seed ^ 0x5eed)
 	vpc := ids.next("vpc-")

@@ -25,6 +25,7 @@ type Simulator struct {
 	log     logr.Logger
 	clock   clock.WithTicker
 	throttl *throttler
+	idem    *idempotency
 	faults  *Faults
 	metrics *metrics
 
@@ -55,6 +56,7 @@ func New(cfg Config) (*Simulator, error) {
 		log:             cfg.Logger.WithName("ec2sim"),
 		clock:           cfg.Clock,
 		throttl:         newThrottler(cfg.Throttle),
+		idem:            newIdempotency(),
 		faults:          newFaults(cfg.Seed),
 		ids:             newIDGen(cfg.Seed),
 		instances:       map[string]*instance{},
@@ -192,8 +194,9 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		s.metrics.observe(serviceEC2, "Unknown", 0, &APIError{Code: "MalformedQueryString"}, false)
-		writeXMLError(w, reqID, newError("MalformedQueryString", "%v", err))
+		e := errMalformedQuery(err.Error())
+		s.metrics.observe(serviceEC2, "Unknown", 0, e, false)
+		writeXMLError(w, reqID, e)
 		return
 	}
 	s.responseDelay()
@@ -208,6 +211,8 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		apiErr = newError(CodeInvalidAction, "The action %s is not valid for this web service.", name)
 	case p.str("Version") == "":
 		apiErr = errMissingParameter("Version")
+	default:
+		apiErr = checkQuery(r.Form) // strict.go
 	}
 	if apiErr != nil {
 		counted := "Unknown"
@@ -273,7 +278,7 @@ func (s *Simulator) dispatch(req *request) (body any, apiErr *APIError) {
 			return nil, newError(CodeDryRunOperation, "Request would have succeeded, but DryRun flag is set.")
 		}
 	}
-	out, err := spec.handle(s, req)
+	out, err := s.idem.do(req, func() (any, error) { return spec.handle(s, req) }) // idempotency.go
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {

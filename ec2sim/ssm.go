@@ -37,6 +37,9 @@ func (s *Simulator) getParameter(req *request) (any, error) {
 	if in.Name == "" {
 		return nil, newError("ValidationException", "1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null")
 	}
+	if e := checkParameterName(in.Name); e != nil {
+		return nil, e
+	}
 	name := in.Name
 	// A "name:version" selector is accepted for version 1, the only one.
 	if i := strings.LastIndexByte(name, ':'); i > 0 && !strings.HasPrefix(name, "arn:") {
@@ -53,7 +56,7 @@ func (s *Simulator) getParameter(req *request) (any, error) {
 		return &ssmGetParameterOutput{Parameter: out}, nil
 	}
 	img, ok := publicImageForParameter(name)
-	if !ok {
+	if !ok || !publishedKubernetesVersion(name) {
 		return nil, newError("ParameterNotFound", "Parameter %s not found.", name)
 	}
 	s.mu.Lock()

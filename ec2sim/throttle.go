@@ -55,6 +55,11 @@ type ThrottleConfig struct {
 	// "DescribeInstances", or "DescribeInstances/unfiltered" for its
 	// unfiltered bucket).
 	Actions map[string]Bucket `json:"actions,omitempty"`
+	// Neighbours is the share, in [0, NeighbourShareMax], of every bucket
+	// (size and refill rate) consumed by the account's other clients; see
+	// neighbours.go. Zero means the simulator's callers have the account
+	// to themselves.
+	Neighbours float64 `json:"neighbours,omitempty"`
 }
 
 // DefaultThrottleConfig returns the documented EC2 and SSM limits for an
@@ -91,7 +96,7 @@ func DefaultRefillRate(action string) (perSecond float64, ok bool) {
 
 func (tc ThrottleConfig) withDefaults() ThrottleConfig {
 	def := DefaultThrottleConfig()
-	out := ThrottleConfig{Disabled: tc.Disabled, Categories: def.Categories, Actions: map[string]Bucket{}}
+	out := ThrottleConfig{Disabled: tc.Disabled, Neighbours: tc.Neighbours, Categories: def.Categories, Actions: map[string]Bucket{}}
 	for c, b := range tc.Categories {
 		out.Categories[c] = b
 	}
@@ -136,6 +141,7 @@ func (t *throttler) allow(action string, cat ThrottleCategory, unfiltered bool, 
 		if !ok {
 			spec = t.cfg.Categories[cat]
 		}
+		spec = t.cfg.leftByNeighbours(spec)
 		b = &bucketState{Bucket: spec, tokens: spec.Size, last: now}
 		t.buckets[key] = b
 	}

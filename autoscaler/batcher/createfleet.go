@@ -2,6 +2,8 @@ package batcher
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -31,9 +33,12 @@ type fleetRequest struct {
 // errors (the per-override errors, such as InsufficientInstanceCapacity,
 // concern every caller's offerings). A caller for which too few instances
 // were launched gets fewer, or none, and the errors. A failed call fails
-// every caller. Requests with a ClientToken, DryRun or a Type other than
-// instant are not merged. A merged call runs with the first request's
-// optFns.
+// every caller. Requests with DryRun or a Type other than instant are not
+// merged. A merged call of requests that all carry a ClientToken carries
+// mergedToken of theirs, so that the same callers retrying the same launch
+// get EC2's first answer again instead of a second set of instances; a
+// merged call of others leaves the token to the SDK (one per call, kept
+// across its retries). A merged call runs with the first request's optFns.
 func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	res, err := a.fleet.Add(ctx, &fleetRequest{in: in, optFns: optFns})
 	if err != nil {
@@ -68,7 +73,7 @@ func fleetCapacity(in *ec2.CreateFleetInput) int32 {
 // tags removed and tags sorted.
 func (a *API) fleetKey(r *fleetRequest) (string, bool) {
 	in := r.in
-	if in.Type != ec2types.FleetTypeInstant || aws.ToBool(in.DryRun) || in.ClientToken != nil ||
+	if in.Type != ec2types.FleetTypeInstant || aws.ToBool(in.DryRun) ||
 		in.TargetCapacitySpecification == nil || fleetCapacity(in) < 1 {
 		return "", false
 	}
@@ -76,9 +81,11 @@ func (a *API) fleetKey(r *fleetRequest) (string, bool) {
 }
 
 // mergeable returns a copy of in with total capacity total, without the
-// deferred tags, tags sorted by key. It shares the other fields with in.
+// deferred tags and ClientToken, tags sorted by key. It shares the other
+// fields with in.
 func (a *API) mergeable(in *ec2.CreateFleetInput, total int32) *ec2.CreateFleetInput {
 	c := *in
+	c.ClientToken = nil
 	tcs := *in.TargetCapacitySpecification
 	tcs.TotalTargetCapacity = aws.Int32(total)
 	c.TargetCapacitySpecification = &tcs
@@ -120,6 +127,7 @@ func (a *API) execFleet(ctx context.Context, reqs []*fleetRequest) []Result[flee
 	in, merged := reqs[0].in, len(reqs) > 1
 	if merged {
 		in = a.mergeable(in, total)
+		in.ClientToken = mergedToken(reqs)
 	}
 	out, err := a.next.CreateFleet(ctx, in, reqs[0].optFns...)
 	if err != nil {
@@ -159,6 +167,21 @@ func (a *API) execFleet(ctx context.Context, reqs []*fleetRequest) []Result[flee
 			"requested", total, "surplus", extra)
 	}
 	return results
+}
+
+// mergedToken returns the ClientToken of a merged CreateFleet: "karpx-"
+// and 40 hex digits of the SHA-256 of the requests' tokens, in order (58
+// characters, within EC2's 64), or nil when a request has none.
+func mergedToken(reqs []*fleetRequest) *string {
+	h := sha256.New()
+	for _, r := range reqs {
+		if r.in.ClientToken == nil {
+			return nil
+		}
+		h.Write([]byte(*r.in.ClientToken))
+		h.Write([]byte{0})
+	}
+	return aws.String("karpx-" + hex.EncodeToString(h.Sum(nil))[:40])
 }
 
 // instanceIDs lists the instances of a CreateFleet answer.

@@ -78,9 +78,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	log := logr.FromContextOrDiscard(ctx)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme(),
-		Logger:                  logr.FromContextOrDiscard(ctx),
+		Scheme: Scheme(),
+		Logger: log,
+		// Runnables (the provisioner, the garbage collector) get their
+		// context from BaseContext; without it they would get
+		// context.Background(), where logr.FromContextOrDiscard finds no
+		// logger and every line they log is dropped. Controllers' reconcile
+		// contexts carry the manager's Logger already.
+		BaseContext:             func() context.Context { return logr.NewContext(context.Background(), log) },
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElection,

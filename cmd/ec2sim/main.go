@@ -49,6 +49,7 @@ func run() error {
 		pendingDelay = flags.Duration("pending-delay", 200*time.Millisecond, "time from launch to running")
 		retention    = flags.Duration("terminated-retention", 5*time.Minute, "how long terminated instances stay visible")
 		throttle     = flags.Bool("throttle", true, "apply EC2's request token buckets (RequestLimitExceeded)")
+		neighbours   = flags.Float64("neighbours", 0, "share of every EC2/SSM token bucket, in [0, 0.99], used by the account's other clients")
 		seed         = flags.Uint64("seed", 1, "seed of resource ids and probabilistic faults")
 		verbose      = flags.Bool("v", false, "debug logging (every launch, termination and injected fault)")
 	)
@@ -66,7 +67,7 @@ func run() error {
 	cfg := ec2sim.Config{
 		Region: *region, AccountID: *account, ClusterName: *cluster, KubernetesVersion: *k8sVersion,
 		BootDelay: *bootDelay, PendingDelay: *pendingDelay, TerminatedRetention: *retention,
-		Throttle: ec2sim.ThrottleConfig{Disabled: !*throttle}, MarkReady: *markReady, Seed: *seed, Logger: log,
+		Throttle: ec2sim.ThrottleConfig{Disabled: !*throttle, Neighbours: *neighbours}, MarkReady: *markReady, Seed: *seed, Logger: log,
 	}
 	if *zones != "" {
 		cfg.Zones = strings.Split(*zones, ",")

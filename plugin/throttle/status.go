@@ -52,10 +52,31 @@ type CategoryStatus struct {
 	RefillPerSecond float64 `json:"refillPerSecond"`
 	// Tokens is the lowest token count among the category's buckets.
 	Tokens float64 `json:"tokens"`
+	// AdaptiveFactor is the lowest share, in (0, 1], of their configured
+	// rate the category's buckets run at after slowing down on throttled
+	// answers; 0 from controllers without an adaptive budget.
+	AdaptiveFactor float64 `json:"adaptiveFactor"`
+	// Slowdowns is the number of slow-downs of the category's buckets.
+	Slowdowns int64 `json:"slowdowns"`
 	// Counts add up the category's buckets.
 	Counts
 	// WaitP99Seconds is the 99th percentile client-side wait in seconds.
 	WaitP99Seconds float64 `json:"waitP99Seconds"`
+}
+
+// Adaptive is a bucket's adaptation to throttled answers.
+type Adaptive struct {
+	// Factor is the share, in (0, 1], of the configured size and refill
+	// rate the bucket runs at now; 0 from controllers without one.
+	Factor float64 `json:"factor"`
+	// Size is the bucket's capacity now, in requests.
+	Size float64 `json:"size"`
+	// RefillPerSecond is the bucket's refill rate now, in requests per second.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Slowdowns is the number of slow-downs after throttled answers.
+	Slowdowns int64 `json:"slowdowns"`
+	// LastSlowdown is the time of the last slow-down, if any.
+	LastSlowdown *time.Time `json:"lastSlowdown,omitempty"`
 }
 
 // ActionStatus is one client-side bucket.
@@ -70,6 +91,8 @@ type ActionStatus struct {
 	RefillPerSecond float64 `json:"refillPerSecond"`
 	// Tokens is the bucket's token count.
 	Tokens float64 `json:"tokens"`
+	// Adaptive is the bucket's adaptation to throttled answers.
+	Adaptive Adaptive `json:"adaptive"`
 	// Counts are the bucket's counters.
 	Counts
 	// WaitP50Seconds is the median client-side wait in seconds.

@@ -14,6 +14,7 @@ var categoryColumns = []metav1.TableColumnDefinition{
 	{Name: "Bucket", Type: "string", Description: "Size of each client-side bucket of the category, in requests."},
 	{Name: "Refill/s", Type: "string", Description: "Refill rate of each bucket, in requests per second."},
 	{Name: "Tokens", Type: "string", Description: "Tokens left in the category's emptiest bucket."},
+	{Name: "Rate", Type: "string", Description: "Share of its configured rate the category's slowest bucket runs at after RequestLimitExceeded answers, and the number of slow-downs."},
 	{Name: "Requests", Type: "integer", Description: "Calls sent to AWS since the controller started."},
 	{Name: "Throttled", Type: "integer", Description: "Throttled answers (RequestLimitExceeded and other throttle codes)."},
 	{Name: "Retries", Type: "integer", Description: "SDK attempts beyond the first."},
@@ -29,6 +30,7 @@ var actionColumns = []metav1.TableColumnDefinition{
 	{Name: "Bucket", Type: "string", Description: "Size of the bucket, in requests."},
 	{Name: "Refill/s", Type: "string", Description: "Refill rate, in requests per second."},
 	{Name: "Tokens", Type: "string", Description: "Tokens left."},
+	{Name: "Rate", Type: "string", Description: "Share of the configured rate the bucket runs at after RequestLimitExceeded answers, and the number of slow-downs."},
 	{Name: "Requests", Type: "integer", Description: "Calls sent to AWS."},
 	{Name: "Throttled", Type: "integer", Description: "Throttled answers."},
 	{Name: "Retries", Type: "integer", Description: "SDK attempts beyond the first."},
@@ -65,7 +67,7 @@ func categoryTable(st *Status) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: categoryColumns}
 	for _, c := range st.Categories {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			c.Category, number(c.Size), number(c.RefillPerSecond), tokens(c.Tokens, st.Enabled),
+			c.Category, number(c.Size), number(c.RefillPerSecond), tokens(c.Tokens, st.Enabled), adaptive(c.AdaptiveFactor, c.Slowdowns, st.Enabled),
 			c.Requests, c.Throttled, c.Retries, seconds(c.WaitP99Seconds),
 			c.Errors, c.QuotaErrors, c.Exhausted,
 		}})
@@ -77,7 +79,7 @@ func actionTable(st *Status) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: actionColumns}
 	for _, a := range st.Actions {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			a.Action, a.Category, number(a.Size), number(a.RefillPerSecond), tokens(a.Tokens, st.Enabled),
+			a.Action, a.Category, number(a.Size), number(a.RefillPerSecond), tokens(a.Tokens, st.Enabled), adaptive(a.Adaptive.Factor, a.Adaptive.Slowdowns, st.Enabled),
 			a.Requests, a.Throttled, a.Retries, a.Errors, a.QuotaErrors, a.Exhausted,
 			seconds(a.WaitP50Seconds), seconds(a.WaitP99Seconds),
 		}})
@@ -94,6 +96,23 @@ func tokens(v float64, enabled bool) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// adaptive prints a bucket's adaptation: "100%" when it runs at its
+// configured rate, "25% (3 slow-downs)" or "50% (1 slow-down)" after throttled answers, "-" when
+// buckets are off or the controller reports none.
+func adaptive(factor float64, slowdowns int64, enabled bool) string {
+	if !enabled || factor <= 0 {
+		return "-"
+	}
+	out := strconv.FormatFloat(100*factor, 'f', 0, 64) + "%"
+	switch {
+	case slowdowns == 1:
+		out += " (1 slow-down)"
+	case slowdowns > 1:
+		out += fmt.Sprintf(" (%d slow-downs)", slowdowns)
+	}
+	return out
 }
 
 // seconds prints a wait as a duration rounded to the millisecond: 0s,

@@ -25,14 +25,15 @@ func sample() budget.Status {
 	return budget.Status{
 		Enabled: true, Fraction: 0.5,
 		Categories: []budget.CategoryStatus{
-			{Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
+			{Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24, AdaptiveFactor: 0.5, Slowdowns: 1,
 				Counts: budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP99Seconds: 0.4},
-			{Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
+			{Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25, AdaptiveFactor: 1,
 				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
 		Actions: []budget.ActionStatus{
 			{Action: "CreateFleet", Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
-				Counts: budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
+				Adaptive: budget.Adaptive{Factor: 0.5, Size: 12, RefillPerSecond: 1.25, Slowdowns: 1},
+				Counts:   budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
 			{Action: "DescribeSpotPriceHistory", Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
 				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
@@ -95,9 +96,9 @@ func TestTableThroughServiceProxy(t *testing.T) {
 	}
 	for _, want := range []string{
 		"EC2 API budget: 50% of AWS's documented request rates, 912 requests, 1 throttled, 0 retry-quota errors.",
-		"CATEGORY       BUCKET   REFILL/S   TOKENS   REQUESTS   THROTTLED   RETRIES   WAIT-P99",
-		"mutating       25       2.5        24.0     12         1           1         400ms",
-		"non-mutating   50       10         3.2      900        0           0         2.5s",
+		"CATEGORY       BUCKET   REFILL/S   TOKENS   RATE                REQUESTS   THROTTLED   RETRIES   WAIT-P99",
+		"mutating       25       2.5        24.0     50% (1 slow-down)   12         1           1         400ms",
+		"non-mutating   50       10         3.2      100%                900        0           0         2.5s",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

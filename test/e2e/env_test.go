@@ -51,18 +51,35 @@ func newEnv(t *testing.T, clusterName string) *env {
 // tweak and its logger wrapped by wrapLog (either may be nil).
 func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
-	return startEnv(t, clusterName, true, tweak, wrapLog)
+	return newEnvWith(t, clusterName, envOptions{tweak: tweak, wrapLog: wrapLog})
 }
 
 // newEnvWithoutAutoscaler is newEnv without the autoscaler: the test starts
 // (and stops, restarts) its own with startAutoscaler.
 func newEnvWithoutAutoscaler(t *testing.T, clusterName string) *env {
 	t.Helper()
-	return startEnv(t, clusterName, false, nil, nil)
+	return newEnvWith(t, clusterName, envOptions{noAutoscaler: true})
 }
 
-func startEnv(t *testing.T, clusterName string, start bool, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
+// envOptions change newEnvWith's defaults; every field may be zero.
+type envOptions struct {
+	// tweak changes the autoscaler's options.
+	tweak func(*operator.Options)
+	// wrapLog wraps the autoscaler's logger.
+	wrapLog func(logr.Logger) logr.Logger
+	// sim changes the simulator's configuration before it starts.
+	sim func(*ec2sim.Config)
+	// logs, when set, records every line the autoscaler and the simulator
+	// log.
+	logs *logRecorder
+	// noAutoscaler leaves the autoscaler to the test (startAutoscaler).
+	noAutoscaler bool
+}
+
+// newEnvWith is newEnv with the changes of o.
+func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	t.Helper()
+	tweak, wrapLog := o.tweak, o.wrapLog
 	c := cluster.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -80,7 +97,15 @@ func startEnv(t *testing.T, clusterName string, start bool, tweak func(*operator
 		t.Fatal(err)
 	}
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: log.WithName("ec2sim")})
+	simLog := log.WithName("ec2sim")
+	if o.logs != nil {
+		simLog = o.logs.wrap(log).WithName("ec2sim")
+	}
+	simCfg := ec2sim.Config{ClusterName: clusterName, Kube: kube, Logger: simLog}
+	if o.sim != nil {
+		o.sim(&simCfg)
+	}
+	sim, err := ec2sim.New(simCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +113,21 @@ func startEnv(t *testing.T, clusterName string, start bool, tweak func(*operator
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The simulator logs its shutdown through t: the test must not end
+	// before (a log after the end panics the test binary). Runs after the
+	// autoscaler's cleanup, registered later.
+	t.Cleanup(func() {
+		cancel()
+		<-sim.Stopped()
+	})
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName, log: log}
-	if !start {
+	if o.noAutoscaler {
 		return e
 	}
 	karpxLog := log.WithName("karpx")
+	if o.logs != nil {
+		karpxLog = o.logs.wrap(log).WithName("karpx")
+	}
 	if wrapLog != nil {
 		karpxLog = wrapLog(karpxLog)
 	}

@@ -51,6 +51,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	inst, err := c.instances.Launch(ctx, instance.LaunchRequest{
 		NodeClaimName: nodeClaim.Name,
+		NodeClaimUID:  string(nodeClaim.UID),
 		CapacityType:  capacityType,
 		Configs:       configs,
 		Tags:          c.instanceTags(r.class, nodeClaim),

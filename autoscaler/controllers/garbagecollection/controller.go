@@ -112,7 +112,7 @@ func (c *Collector) Pass(ctx context.Context) {
 			continue
 		}
 		log.Info("terminated orphaned instance: no NodeClaim claims it", "providerID", id, "NodeClaim", in.Name,
-			"unclaimedFor", now.Sub(first).Round(time.Second).String())
+			"NodePool", in.Labels[karpv1.NodePoolLabelKey], "unclaimedFor", now.Sub(first).Round(time.Second).String())
 	}
 	c.orphanSince = orphanSince
 

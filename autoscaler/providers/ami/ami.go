@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/karpx/karpx/apis/v1"
@@ -96,8 +95,8 @@ type Provider struct {
 	api        ec2api.API
 	k8sVersion string
 	mu         sync.Mutex
-	ssmCache   *expirable.LRU[string, string]
-	amiCache   *expirable.LRU[string, []AMI]
+	ssmCache   cache.Store[string, string]
+	amiCache   cache.Store[string, []AMI]
 	now        func() time.Time
 }
 
@@ -110,8 +109,8 @@ func NewProvider(api ec2api.API, kubernetesVersion string, ttls cache.TTLs) *Pro
 	return &Provider{
 		api:        api,
 		k8sVersion: kubernetesVersion,
-		ssmCache:   expirable.NewLRU[string, string](cache.SSMEntries, nil, ttls.SSM),
-		amiCache:   expirable.NewLRU[string, []AMI](cache.NodeClassEntries, nil, ttls.Default),
+		ssmCache:   cache.New[string, string](cache.SSMEntries, ttls.SSM),
+		amiCache:   cache.New[string, []AMI](cache.NodeClassEntries, ttls.Default),
 		now:        time.Now,
 	}
 }

@@ -25,6 +25,12 @@ type bucket struct {
 	reserve float64
 	// specWait is the longest a Speculative call queues.
 	specWait time.Duration
+	// Adaptation to throttled answers (adaptive.go); the adapt* fields
+	// are Options' and do not change.
+	adaptOff                 bool
+	adaptDecrease, adaptMin  float64
+	adaptHold, adaptRecovery time.Duration
+	adapt                    adaptState
 
 	mu      sync.Mutex
 	queues  [len(priorities)][]*waiter
@@ -46,6 +52,9 @@ func newBucket(action string, cat Category, unfiltered bool, aws Bucket, fractio
 		lim:      rate.NewLimiter(rate.Limit(spec.RefillPerSecond), int(spec.Size)),
 		reserve:  math.Floor(spec.Size * opts.SpeculativeReserve),
 		specWait: opts.SpeculativeMaxWait,
+		adaptOff: opts.Disabled || opts.AdaptiveDisabled, adaptDecrease: opts.AdaptiveDecrease,
+		adaptMin: opts.AdaptiveMinFactor, adaptHold: opts.AdaptiveHold, adaptRecovery: opts.AdaptiveRecovery,
+		adapt: adaptState{factor: 1, low: 1},
 	}
 }
 
@@ -66,6 +75,7 @@ func (b *bucket) need(p Priority) float64 {
 func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error) {
 	start := time.Now()
 	b.mu.Lock()
+	b.recoverLocked(start)
 	if b.queuedAtOrAbove(p) == 0 && b.lim.TokensAt(start) >= b.need(p) {
 		b.lim.AllowN(start, 1)
 		b.mu.Unlock()
@@ -143,6 +153,7 @@ func (b *bucket) dispatch() {
 	defer b.mu.Unlock()
 	now := time.Now()
 	b.timer, b.timerAt = nil, time.Time{}
+	b.recoverLocked(now)
 	for {
 		w := b.headLocked()
 		if w == nil || b.lim.TokensAt(now) < b.need(w.prio) {

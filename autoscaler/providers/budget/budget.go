@@ -55,6 +55,30 @@ type Options struct {
 	// Speculative calls must leave. Zero means DefaultSpeculativeReserve;
 	// negative means none.
 	SpeculativeReserve float64
+	// AdaptiveDisabled keeps every bucket at its configured size and rate
+	// even when AWS throttles its action (see adaptive.go). Default false:
+	// a throttled action's bucket slows down.
+	AdaptiveDisabled bool
+	// AdaptiveDecrease, in (0, 1), multiplies a bucket's size and refill
+	// rate when AWS throttles its action. Zero means
+	// DefaultAdaptiveDecrease.
+	AdaptiveDecrease float64
+	// AdaptiveMinFactor, in (0, 1], is the lowest share of its configured
+	// size and rate a bucket slows down to. Zero means
+	// DefaultAdaptiveMinFactor.
+	AdaptiveMinFactor float64
+	// AdaptiveHold is the time after a slow-down during which further
+	// throttled answers do not slow the bucket again. Zero means
+	// DefaultAdaptiveHold.
+	AdaptiveHold time.Duration
+	// AdaptiveRecovery is the time a slowed bucket takes to return
+	// linearly to its configured rate. Zero means DefaultAdaptiveRecovery.
+	AdaptiveRecovery time.Duration
+	// AdaptiveStart, in (0, 1], is the share of its configured size and
+	// rate a bucket starts at, growing linearly to all of it over
+	// AdaptiveRecovery (a slow start). Zero means DefaultAdaptiveStart; 1
+	// starts at the configured rate.
+	AdaptiveStart float64
 	// Registerer receives the metrics (see the Metric* constants), e.g.
 	// controller-runtime's metrics.Registry. Nil registers nothing;
 	// Snapshot works either way.
@@ -75,6 +99,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"share of AWS's documented EC2/SSM request token buckets (size and refill rate) karpx may use, in (0, 1]")
 	fs.BoolVar(&o.Disabled, "aws-api-budget-disabled", o.Disabled,
 		"send EC2/SSM calls without client-side token buckets (metrics are still counted)")
+	fs.BoolVar(&o.AdaptiveDisabled, "aws-api-budget-adaptive-disabled", o.AdaptiveDisabled,
+		"keep each client-side bucket at its configured rate even when AWS answers RequestLimitExceeded")
 }
 
 // withDefaults validates o and fills in its defaults.
@@ -92,6 +118,30 @@ func (o Options) withDefaults() (Options, error) {
 		o.SpeculativeReserve = DefaultSpeculativeReserve
 	}
 	o.SpeculativeReserve = max(o.SpeculativeReserve, 0)
+	if o.AdaptiveDecrease == 0 {
+		o.AdaptiveDecrease = DefaultAdaptiveDecrease
+	}
+	if !(o.AdaptiveDecrease > 0 && o.AdaptiveDecrease < 1) {
+		return o, fmt.Errorf("adaptive decrease %v is not in (0, 1)", o.AdaptiveDecrease)
+	}
+	if o.AdaptiveMinFactor == 0 {
+		o.AdaptiveMinFactor = DefaultAdaptiveMinFactor
+	}
+	if !(o.AdaptiveMinFactor > 0 && o.AdaptiveMinFactor <= 1) {
+		return o, fmt.Errorf("adaptive minimum factor %v is not in (0, 1]", o.AdaptiveMinFactor)
+	}
+	if o.AdaptiveHold == 0 {
+		o.AdaptiveHold = DefaultAdaptiveHold
+	}
+	if o.AdaptiveRecovery == 0 {
+		o.AdaptiveRecovery = DefaultAdaptiveRecovery
+	}
+	if o.AdaptiveStart == 0 {
+		o.AdaptiveStart = DefaultAdaptiveStart
+	}
+	if !(o.AdaptiveStart > 0 && o.AdaptiveStart <= 1) {
+		return o, fmt.Errorf("adaptive start %v is not in (0, 1]", o.AdaptiveStart)
+	}
 	if o.SpeculativeReserve >= 1 {
 		return o, fmt.Errorf("speculative reserve %v is not in [0, 1)", o.SpeculativeReserve)
 	}
@@ -145,6 +195,9 @@ func New(next ec2api.API, opts Options) *API {
 	add := func(action string, cat Category, unfiltered bool) {
 		k := bucketKey{action, unfiltered}
 		b := newBucket(action, cat, unfiltered, aws[cat], opts.Fraction, &opts)
+		if !b.adaptOff && opts.AdaptiveStart < 1 {
+			b.startAdaptation(opts.AdaptiveStart, time.Now())
+		}
 		a.buckets[k], a.stats[k] = b, &counters{}
 		a.order = append(a.order, b)
 	}
@@ -273,6 +326,11 @@ func (c *call) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 		c.a.metrics.throttled.WithLabelValues(c.b.action).Inc()
 		c.st.add(func(s *counters) { s.throttled++ })
 		c.a.log.V(1).Info("Throttled by AWS", "action", c.b.action, "code", code, "attempt", c.attempts.Load())
+		if c.b.onThrottled(time.Now()) {
+			factor, size, refill, _, _ := c.b.adaptation(time.Now())
+			c.a.log.Info("Slowed down the client-side budget after a throttled answer", "action", c.b.action,
+				"code", code, "factor", factor, "size", size, "refillPerSecond", refill)
+		}
 	}
 	return out, md, err
 }

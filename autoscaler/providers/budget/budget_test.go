@@ -240,7 +240,9 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 func TestMetricsCountRetriesAndThrottling(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.Client, budget.Options{Registerer: reg})
+	// Adaptation off: the bucket keeps its tokens after throttled answers
+	// (TestAdaptiveSlowsDownAndRecovers covers the adaptive budget).
+	api := budget.New(e.Client, budget.Options{Registerer: reg, AdaptiveDisabled: true})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,8 @@ type ActionStatus struct {
 	RefillPerSecond float64 `json:"refillPerSecond"`
 	// Tokens is the number of tokens in the bucket now.
 	Tokens float64 `json:"tokens"`
+	// Adaptive is the bucket's adaptation to throttled answers.
+	Adaptive Adaptive `json:"adaptive"`
 	// Counts are the bucket's counters since the API was created.
 	Counts
 	// WaitP50Seconds and WaitP99Seconds are quantiles of the client-side
@@ -59,6 +61,24 @@ type ActionStatus struct {
 	WaitP50Seconds float64 `json:"waitP50Seconds"`
 	// WaitP99Seconds: see WaitP50Seconds.
 	WaitP99Seconds float64 `json:"waitP99Seconds"`
+}
+
+// Adaptive is the state of a bucket that slows down when AWS throttles
+// its action (see adaptive.go).
+type Adaptive struct {
+	// Factor is the share, in (0, 1], of the configured size and refill
+	// rate the bucket runs at now; 1 means not slowed down.
+	Factor float64 `json:"factor"`
+	// Size is the bucket's capacity now, in requests.
+	Size float64 `json:"size"`
+	// RefillPerSecond is the bucket's refill rate now, in requests per
+	// second.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Slowdowns is the number of times the bucket slowed down after a
+	// throttled answer.
+	Slowdowns int64 `json:"slowdowns"`
+	// LastSlowdown is the time of the last slow-down, if any.
+	LastSlowdown *time.Time `json:"lastSlowdown,omitempty"`
 }
 
 // CategoryStatus sums the buckets of one category.
@@ -74,6 +94,11 @@ type CategoryStatus struct {
 	// Tokens is the lowest number of tokens among the category's buckets
 	// now: the bucket closest to running dry.
 	Tokens float64 `json:"tokens"`
+	// AdaptiveFactor is the lowest Adaptive.Factor among the category's
+	// buckets: 1 when none is slowed down.
+	AdaptiveFactor float64 `json:"adaptiveFactor"`
+	// Slowdowns adds up the category's Adaptive.Slowdowns.
+	Slowdowns int64 `json:"slowdowns"`
 	// Counts add up the category's buckets.
 	Counts
 	// WaitP99Seconds is the 99th percentile of the client-side wait, in
@@ -117,17 +142,24 @@ func (a *API) Snapshot() Status {
 		waits := append([]float64(nil), c.waits...)
 		c.mu.Unlock()
 		tokens := b.tokens()
+		factor, size, refill, slowdowns, last := b.adaptation(st.Time)
+		adaptive := Adaptive{Factor: factor, Size: size, RefillPerSecond: refill, Slowdowns: slowdowns}
+		if !last.IsZero() {
+			adaptive.LastSlowdown = &last
+		}
 		if cat == nil || cat.Category != b.category {
 			flush()
-			cat = &CategoryStatus{Category: b.category, Size: b.spec.Size, RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens}
+			cat = &CategoryStatus{Category: b.category, Size: b.spec.Size, RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens, AdaptiveFactor: 1}
 			catWaits = nil
 		}
 		cat.Tokens = min(cat.Tokens, tokens)
+		cat.AdaptiveFactor = min(cat.AdaptiveFactor, factor)
+		cat.Slowdowns += slowdowns
 		cat.add(counts)
 		catWaits = append(catWaits, waits...)
 		st.Totals.add(counts)
 		st.Actions = append(st.Actions, ActionStatus{Action: b.action, Category: b.category, Size: b.spec.Size,
-			RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens, Counts: counts,
+			RefillPerSecond: b.spec.RefillPerSecond, Tokens: tokens, Adaptive: adaptive, Counts: counts,
 			WaitP50Seconds: quantile(waits, 0.5), WaitP99Seconds: quantile(waits, 0.99)})
 	}
 	flush()

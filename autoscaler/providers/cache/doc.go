@@ -3,6 +3,8 @@
 // its source, so that the trade-off between EC2 API load and staleness can
 // be reviewed in one place.
 //
-// The providers themselves use github.com/hashicorp/golang-lru/v2/expirable
-// with these values; this package has no code.
+// The providers build their caches with New (store.go): a
+// github.com/hashicorp/golang-lru/v2/expirable LRU with these lifetimes, or
+// a real bypass, holding nothing, when caches are off (NoCaching). TermResolver
+// (terms.go) resolves selector terms through one.
 package cache

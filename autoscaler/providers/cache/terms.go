@@ -6,8 +6,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // TermResolver resolves EC2NodeClass selector terms (subnets, security
@@ -17,15 +15,15 @@ import (
 // safe for concurrent use.
 type TermResolver[Term, T any] struct {
 	mu    sync.Mutex
-	cache *expirable.LRU[string, []T]
+	cache Store[string, []T]
 	id    func(T) string
 	less  func(a, b T) bool
 }
 
 // NewTermResolver returns a resolver caching NodeClassEntries results for
-// ttl. id keys the union; less orders the result.
+// ttl (nothing when ttl is 0: see New). id keys the union; less orders the result.
 func NewTermResolver[Term, T any](ttl time.Duration, id func(T) string, less func(a, b T) bool) *TermResolver[Term, T] {
-	return &TermResolver[Term, T]{cache: expirable.NewLRU[string, []T](NodeClassEntries, nil, ttl), id: id, less: less}
+	return &TermResolver[Term, T]{cache: New[string, []T](NodeClassEntries, ttl), id: id, less: less}
 }
 
 // Resolve returns the cached result for terms, or calls lookup for each

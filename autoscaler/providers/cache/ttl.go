@@ -62,7 +62,7 @@ const (
 )
 
 // TTLs are the lifetimes the providers use; DefaultTTLs returns the
-// constants above. Only the P1 control scenario changes them (NoCaching),
+// constants above. Only the P1 control scenario changes them (NoCaching, zero TTLs: no cache),
 // to show what an autoscaler without caches does to the EC2 API budget.
 type TTLs struct {
 	// Default is DefaultTTL: subnets, security groups, AMIs, launch templates.
@@ -80,13 +80,7 @@ func DefaultTTLs() TTLs {
 	return TTLs{Default: DefaultTTL, InstanceTypes: InstanceTypesTTL, SpotPrice: SpotPriceTTL, SSM: SSMTTL}
 }
 
-// NoCachingTTL is the lifetime NoCaching gives every entry: a hundredth of a
-// second, so that practically every lookup goes to EC2. It cannot be
-// smaller: the expirable LRU treats 0 as "never expire" and sweeps every
-// TTL/100, which must stay a sane ticker period.
-const NoCachingTTL = 10 * time.Millisecond
-
-// NoCaching returns TTLs of NoCachingTTL: practically every lookup goes to EC2.
-func NoCaching() TTLs {
-	return TTLs{Default: NoCachingTTL, InstanceTypes: NoCachingTTL, SpotPrice: NoCachingTTL, SSM: NoCachingTTL}
-}
+// NoCaching returns TTLs of zero: every Store built from them with New is a
+// bypass, so every lookup goes to EC2 (the P1 control run's
+// --ec2-caches=false).
+func NoCaching() TTLs { return TTLs{} }

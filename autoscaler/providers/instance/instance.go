@@ -2,6 +2,9 @@ package instance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -91,6 +94,13 @@ type LaunchConfig struct {
 type LaunchRequest struct {
 	// NodeClaimName names the NodeClaim, for tags and errors.
 	NodeClaimName string
+	// NodeClaimUID is the NodeClaim's metadata.uid. When set, CreateFleet
+	// carries a ClientToken derived from it and from the request (see
+	// ClientToken), so that the same NodeClaim asking for the same launch
+	// again (a retry after a lost answer, a controller restarted between
+	// CreateFleet and the NodeClaim's status write) gets EC2's first
+	// answer instead of a second instance.
+	NodeClaimUID string
 	// CapacityType is "on-demand" or "spot".
 	CapacityType string
 	// Configs are the launch templates with their candidates.
@@ -211,6 +221,28 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
+// ClientToken returns the CreateFleet idempotency token of the NodeClaim
+// with uid for request in (whose ClientToken is ignored): "karpx-" and 40
+// hex digits of the SHA-256 of the uid and the request, 46 characters
+// (EC2 accepts up to 64; "Ensuring idempotency in Amazon EC2 API
+// requests"). The request is part of it because EC2 answers a token reused
+// with other parameters with IdempotentParameterMismatch: a NodeClaim that
+// falls back to other offerings after InsufficientInstanceCapacity makes a
+// new request.
+func ClientToken(uid string, in *ec2.CreateFleetInput) string {
+	c := *in
+	c.ClientToken = nil
+	body, err := json.Marshal(&c)
+	if err != nil {
+		body = []byte(fmt.Sprintf("%+v", c))
+	}
+	h := sha256.New()
+	h.Write([]byte(uid))
+	h.Write([]byte{0})
+	h.Write(body)
+	return "karpx-" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
 // fleetInput builds the CreateFleet request of req.
 func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(req.Configs))
@@ -240,6 +272,9 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
 		},
 		Context: req.Context,
+	}
+	if req.NodeClaimUID != "" {
+		in.ClientToken = aws.String(ClientToken(req.NodeClaimUID, in))
 	}
 	if req.CapacityType == cloudprovider.CapacityTypeSpot {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}

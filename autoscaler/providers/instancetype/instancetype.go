@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -53,12 +52,12 @@ type Provider struct {
 	now         func() time.Time
 
 	mu        sync.Mutex
-	infoCache *expirable.LRU[string, []Info]
-	spotCache *expirable.LRU[string, map[string]float64]
+	infoCache cache.Store[string, []Info]
+	spotCache cache.Store[string, map[string]float64]
 	// lastSpot is the last complete spot price answer, served while the
 	// EC2 API budget refuses a speculative refresh.
 	lastSpot map[string]float64
-	zoneIDs  *expirable.LRU[string, map[string]string]
+	zoneIDs  cache.Store[string, map[string]string]
 }
 
 // NewProvider returns a Provider over api that consults unavailable for
@@ -68,9 +67,9 @@ func NewProvider(api ec2api.API, unavailable *UnavailableOfferings, ttls cache.T
 		api:         api,
 		unavailable: unavailable,
 		now:         time.Now,
-		infoCache:   expirable.NewLRU[string, []Info](1, nil, ttls.InstanceTypes),
-		spotCache:   expirable.NewLRU[string, map[string]float64](1, nil, ttls.SpotPrice),
-		zoneIDs:     expirable.NewLRU[string, map[string]string](1, nil, ttls.InstanceTypes),
+		infoCache:   cache.New[string, []Info](1, ttls.InstanceTypes),
+		spotCache:   cache.New[string, map[string]float64](1, ttls.SpotPrice),
+		zoneIDs:     cache.New[string, map[string]string](1, ttls.InstanceTypes),
 	}
 }
 

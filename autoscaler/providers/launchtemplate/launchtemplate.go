@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/karpx/karpx/apis/v1"
@@ -65,13 +64,13 @@ type Provider struct {
 	clusterName string
 	log         logr.Logger
 	mu          sync.Mutex
-	known       *expirable.LRU[string, struct{}]
+	known       cache.Store[string, struct{}]
 }
 
 // NewProvider returns a Provider for the cluster clusterName.
 func NewProvider(api ec2api.API, clusterName string, log logr.Logger, ttls cache.TTLs) *Provider {
 	return &Provider{api: api, clusterName: clusterName, log: log,
-		known: expirable.NewLRU[string, struct{}](cache.LaunchTemplateEntries, nil, ttls.Default)}
+		known: cache.New[string, struct{}](cache.LaunchTemplateEntries, ttls.Default)}
 }
 
 // Ensure returns the name of the launch template with content t, creating

@@ -1,0 +1,152 @@
+package budget
+
+import (
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// This file makes each client-side bucket adaptive. A fixed Fraction of
+// AWS's documented rates cannot keep karpx from being throttled: EC2's
+// buckets are shared by every client of the account and region (CI,
+// Terraform, other controllers), and karpx cannot see how much of them the
+// others use. A RequestLimitExceeded answer is the only signal EC2 gives, so
+// a bucket that receives one slows down, multiplicatively, and comes back to
+// its configured rate linearly over AdaptiveRecovery.
+//
+// Why not aws-sdk-go-v2's retry.AdaptiveMode: its client-side rate limiter
+// is one token bucket per SDK client, for every operation of the client,
+// while EC2 throttles each action in its own bucket, so a throttled CreateTags
+// would slow DescribeInstances and the NodeClaim lifecycle's reads with it;
+// it has no priorities (Critical termination calls would queue behind
+// Speculative catalogue refreshes); and its state is unexported, so it can
+// be neither shown in `kubectl karpx throttle` nor tested. The algorithm
+// here is the same family (decrease on throttle, grow back with time), per
+// action, in front of the SDK's standard retryer, which still retries.
+
+// Defaults of the adaptive budget (Options.Adaptive*).
+const (
+	// DefaultAdaptiveDecrease is the factor a bucket's size and refill rate
+	// are multiplied by when AWS throttles its action: half, as TCP's
+	// congestion control and the SDK's adaptive mode (CUBIC's beta of 0.7
+	// is gentler; EC2's buckets refill in seconds, so a faster retreat
+	// costs little).
+	DefaultAdaptiveDecrease = 0.5
+	// DefaultAdaptiveMinFactor is the lowest share of the configured bucket
+	// a bucket slows down to: 1/16, i.e. 0.31 CreateFleet calls per second
+	// at the default fraction, still enough to launch.
+	DefaultAdaptiveMinFactor = 1.0 / 16
+	// DefaultAdaptiveHold is the time after a decrease during which more
+	// throttled answers do not decrease again: answers to calls already in
+	// flight report the same congestion.
+	DefaultAdaptiveHold = time.Second
+	// DefaultAdaptiveRecovery is the time a bucket takes to come back from
+	// its last decrease to its configured rate, linearly, if AWS does not
+	// throttle it again. EC2's mutating bucket refills from empty in 10 s
+	// (50 tokens at 5/s); two minutes keep the average rate after a
+	// throttle well below the rate that caused it.
+	DefaultAdaptiveRecovery = 2 * time.Minute
+	// DefaultAdaptiveStart is the factor a bucket starts at, growing to 1
+	// over the recovery time: a client that has just started does not
+	// know how much of the account's buckets its neighbours use, so, like
+	// TCP's slow start, it begins below its configured share. Half of the
+	// default fraction is a quarter of AWS's bucket, which fits beside
+	// neighbours using up to 75% of it.
+	DefaultAdaptiveStart = 0.5
+)
+
+// adaptState is a bucket's adaptation, guarded by bucket.mu.
+type adaptState struct {
+	// factor is the current share of spec, in [minFactor, 1].
+	factor float64
+	// low is factor right after the last decrease.
+	low float64
+	// decreasedAt is the time of the last decrease, zero if none.
+	decreasedAt time.Time
+	// decreases counts decreases since the bucket was created.
+	decreases int64
+	// throttled is true once AWS throttled the bucket's action (before,
+	// decreasedAt is the start of the slow start).
+	throttled bool
+}
+
+// startAdaptation starts b at the start factor, growing from now.
+func (b *bucket) startAdaptation(start float64, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.adapt = adaptState{factor: start, low: start, decreasedAt: now}
+	b.applyLocked(now)
+	// A new bucket is full at its starting size.
+	size, _ := b.effectiveLocked()
+	b.lim.SetBurstAt(now, int(size))
+}
+
+// onThrottled slows b down after AWS throttled its action at now: unless a
+// decrease happened within the hold time, size and refill are multiplied
+// by the decrease factor (not below the minimum) and the tokens left are
+// dropped, since EC2's own bucket is empty. It reports whether b slowed
+// down.
+func (b *bucket) onThrottled(now time.Time) bool {
+	if b.adaptOff {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recoverLocked(now)
+	if b.adapt.throttled && now.Sub(b.adapt.decreasedAt) < b.adaptHold {
+		return false
+	}
+	b.adapt.factor = max(b.adaptMin, b.adapt.factor*b.adaptDecrease)
+	b.adapt.low = b.adapt.factor
+	b.adapt.decreasedAt = now
+	b.adapt.decreases++
+	b.adapt.throttled = true
+	b.applyLocked(now)
+	if t := b.lim.TokensAt(now); t > 0 {
+		b.lim.AllowN(now, int(math.Floor(t)))
+	}
+	return true
+}
+
+// recoverLocked grows b's factor linearly from its last decrease back to 1
+// over the recovery time.
+func (b *bucket) recoverLocked(now time.Time) {
+	if b.adapt.factor >= 1 {
+		return
+	}
+	f := 1.0
+	if b.adaptRecovery > 0 {
+		f = min(1, b.adapt.low+(1-b.adapt.low)*now.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds())
+	}
+	if f != b.adapt.factor {
+		b.adapt.factor = f
+		b.applyLocked(now)
+	}
+}
+
+// applyLocked sets the limiter to spec scaled by the current factor.
+func (b *bucket) applyLocked(now time.Time) {
+	size, refill := b.effectiveLocked()
+	b.lim.SetLimitAt(now, rate.Limit(refill))
+	b.lim.SetBurstAt(now, int(size))
+}
+
+// effectiveLocked returns the size (whole tokens, at least one) and refill
+// rate b runs at now.
+func (b *bucket) effectiveLocked() (size, refill float64) {
+	return max(1, math.Floor(b.spec.Size*b.adapt.factor)), b.spec.RefillPerSecond * b.adapt.factor
+}
+
+// adaptation returns b's factor, effective size and refill, and number of
+// decreases, recovered to now.
+func (b *bucket) adaptation(now time.Time) (factor, size, refill float64, decreases int64, last time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recoverLocked(now)
+	size, refill = b.effectiveLocked()
+	if b.adapt.throttled {
+		last = b.adapt.decreasedAt
+	}
+	return b.adapt.factor, size, refill, b.adapt.decreases, last
+}

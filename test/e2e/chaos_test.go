@@ -47,6 +47,9 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: chaos}
 spec:
+  # Consolidation off: these faults must not cost a healthy node, and a
+  # cheaper packing (two m5.large onto one c5.xlarge) would be counted as one.
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
   template:
     metadata: {labels: {tier: chaos}}
     spec:

@@ -71,6 +71,11 @@ type pool struct {
 	used      vector
 	hasLimits bool
 
+	// relaxMinValues lets narrow accept candidates short of minValues
+	// (MinValuesPolicy BestEffort, on the retry after strict placement
+	// failed).
+	relaxMinValues bool
+
 	// err says why the NodePool cannot take any pod.
 	err error
 	// fits caches filter results by pod signature.

@@ -26,7 +26,7 @@
 // them (init and sidecar containers, overhead, one "pods"); startupTaints
 // and karpenter.sh/unregistered never block a pod; NodePool requirements
 // with In, NotIn, Exists, DoesNotExist, Gt, Gte, Lt, Lte and minValues
-// (strict); labels instance types do not carry checked against the
+// (Strict, or BestEffort relaxation as Input.MinValuesPolicy says); labels instance types do not carry checked against the
 // NodePool's labels and requirements; weights; limits (cpu, memory, nodes,
 // any resource; absurd ones such as memory: 100Ei are unlimited); existing
 // nodes and open plans used before a new node. Topology, on
@@ -50,5 +50,5 @@
 // spread counts matching pods on every node of a domain, where the
 // kube-scheduler (nodeAffinityPolicy Honor) counts only those on nodes
 // matching the pod's node affinity; hostname spread assumes a new node can
-// always be added (minimum 0); minValues has no BestEffort relaxation.
+// always be added (minimum 0).
 package scheduling

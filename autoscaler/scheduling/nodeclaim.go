@@ -24,7 +24,9 @@ const apiVersion = apis.Group + "/v1"
 //     karpenter.sh and k8s.aws domains) with an In requirement, its first
 //     value;
 //   - annotations: the template annotations plus karpenter.sh/nodepool-hash
-//     and karpenter.sh/nodepool-hash-version, which drift detection compares;
+//     and karpenter.sh/nodepool-hash-version, which drift detection compares,
+//     and karpenter.sh/nodeclaim-min-values-relaxed: "true" when
+//     MinValuesRelaxed;
 //   - an owner reference to the NodePool, so deleting it deletes the
 //     NodeClaim;
 //   - spec: Requirements, Requests (as resources.requests), and the
@@ -58,6 +60,9 @@ func (p NodeClaimPlan) NodeClaim() *karpv1.NodeClaim {
 	}
 	annotations[karpv1.NodePoolHashAnnotationKey] = np.Hash()
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
+	if p.MinValuesRelaxed {
+		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
+	}
 
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(p.Requirements))
 	for i := range p.Requirements {

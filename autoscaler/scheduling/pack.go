@@ -122,7 +122,7 @@ func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname
 		return out, misfitResources
 	case len(out.types) == 0:
 		return out, misfitLimits
-	case p.checkMinValues(out) != nil:
+	case !p.relaxMinValues && p.checkMinValues(out) != nil:
 		return out, misfitMinValues
 	}
 	return out, fits

@@ -67,6 +67,24 @@ func (pl *plan) finish() NodeClaimPlan {
 		}
 	}
 	out.Requirements = pl.requirements(names, zones, capacityTypes)
+	// BestEffort minValues: lower each minValues the kept types cannot
+	// meet to the number of values they offer.
+	for _, r := range p.minValues {
+		kept := candidates{types: order, masks: make([]uint64, len(order))}
+		for k, i := range order {
+			kept.masks[k] = mask[i]
+		}
+		n := len(p.distinctValues(r.Key, kept, 0))
+		if n >= r.MinValues {
+			continue
+		}
+		out.MinValuesRelaxed = true
+		for k := range out.Requirements {
+			if e := &out.Requirements[k]; e.Key == r.Key && e.MinValues != nil && *e.MinValues > n {
+				e.MinValues = &n
+			}
+		}
+	}
 	return out
 }
 

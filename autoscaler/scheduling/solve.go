@@ -30,7 +30,7 @@ import (
 func Solve(in Input) Result {
 	d := newDims()
 	d.add(corev1.ResourceList{corev1.ResourcePods: {}})
-	s := &solver{topo: newTopology()}
+	s := &solver{topo: newTopology(), bestEffort: in.MinValuesPolicy == MinValuesPolicyBestEffort}
 
 	// Every pod Solve places, with its relaxation variants; the strictest
 	// variant first.
@@ -120,6 +120,22 @@ type solver struct {
 	// hosts counts hostname domains handed out (existing nodes, then
 	// plans).
 	hosts int
+	// bestEffort is MinValuesPolicy BestEffort.
+	bestEffort bool
+}
+
+// placeRelaxingMinValues retries a pod that fits nowhere with minValues
+// relaxed (MinValuesPolicy BestEffort), and reports whether it fit.
+func (s *solver) placeRelaxingMinValues(pi *podInfo) bool {
+	for _, p := range s.pools {
+		p.relaxMinValues = true
+	}
+	defer func() {
+		for _, p := range s.pools {
+			p.relaxMinValues = false
+		}
+	}()
+	return s.place(pi, false) == nil
 }
 
 // newHost returns a new hostname domain index.
@@ -234,6 +250,11 @@ func (s *solver) placeVariants(pi *podInfo, views []*corev1.Pod, vol map[types.U
 		}
 		if pi.hasCountedSpread() {
 			if err2 := s.place(pi, false); err2 == nil {
+				return nil
+			}
+		}
+		if s.bestEffort {
+			if s.placeRelaxingMinValues(pi) {
 				return nil
 			}
 		}

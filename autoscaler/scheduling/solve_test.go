@@ -512,6 +512,44 @@ func TestMinValues(t *testing.T) {
 			t.Errorf("reason %v, want a minValues explanation", err)
 		}
 	})
+	t.Run("BestEffort relaxes minValues only when the pod fits nowhere else", func(t *testing.T) {
+		np := withMin(catalog.LabelInstanceCategory, 3, "c", "m", "r")
+		for _, tt := range []struct {
+			name    string
+			pods    []*corev1.Pod
+			relaxed bool
+		}{
+			{name: "pods fit with minValues kept: not relaxed", pods: pods(3, "any", "1", "1Gi")},
+			{name: "a pod needing category c joins the open plan, relaxed to 1 value", pods: []*corev1.Pod{
+				pod("only-c", "1", "1Gi", nodeSelector(catalog.LabelInstanceCategory, "c")), pod("any", "8", "16Gi"),
+			}, relaxed: true},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				in := scheduling.Input{Pods: tt.pods, NodePools: []scheduling.NodePoolInput{pool(np)}, MinValuesPolicy: scheduling.MinValuesPolicyBestEffort}
+				res := solve(t, in)
+				if len(res.Unschedulable) != 0 || len(res.NewNodeClaims) != 1 {
+					t.Fatalf("%d NodeClaims, unschedulable %v; want 1 NodeClaim", len(res.NewNodeClaims), res.Unschedulable)
+				}
+				p := res.NewNodeClaims[0]
+				var mv *int
+				for _, r := range p.Requirements {
+					if r.Key == catalog.LabelInstanceCategory {
+						mv = r.MinValues
+					}
+				}
+				want := 3
+				if tt.relaxed {
+					want = 1
+				}
+				if p.MinValuesRelaxed != tt.relaxed || mv == nil || *mv != want {
+					t.Errorf("MinValuesRelaxed %t, category minValues %v; want %t and %d", p.MinValuesRelaxed, mv, tt.relaxed, want)
+				}
+				if got := p.NodeClaim().Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]; (got == "true") != tt.relaxed {
+					t.Errorf("min-values-relaxed annotation %q, want it iff relaxed", got)
+				}
+			})
+		}
+	})
 	t.Run("plan closes before breaking minValues", func(t *testing.T) {
 		// Big pods: the more a plan holds, the fewer families fit.
 		np := withMin(catalog.LabelInstanceFamily, 20)

@@ -74,12 +74,12 @@ type group struct {
 
 	// counts[d] is the number of matching pods in domain d; total is their
 	// sum.
-	counts map[int]int
+	counts domainCounts
 	total  int
 	// owners[d] is the number of pods in domain d that carry this
 	// anti-affinity term (kindAntiAffinity): a matching pod may not join
 	// them.
-	owners map[int]int
+	owners domainCounts
 	// description names the constraint in error messages.
 	description string
 }
@@ -257,7 +257,6 @@ func (t *topology) intern(g *group) *group {
 	if old, ok := t.groups[sig]; ok {
 		return old
 	}
-	g.counts, g.owners = map[int]int{}, map[int]int{}
 	t.groups[sig] = g
 	t.list = append(t.list, g)
 	return g
@@ -367,8 +366,8 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 			if bits.OnesCount64(universe) >= g.minDomains {
 				minCount = -1
 				for d := 0; d < maxDomainValues; d++ {
-					if universe&(1<<d) != 0 && (minCount < 0 || g.counts[d] < minCount) {
-						minCount = g.counts[d]
+					if universe&(1<<d) != 0 && (minCount < 0 || g.counts.get(d) < minCount) {
+						minCount = g.counts.get(d)
 					}
 				}
 			}
@@ -377,7 +376,7 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 				self = 1
 			}
 			for d := 0; d < len(t.domains[g.key].names); d++ {
-				if g.counts[d]+self-max(minCount, 0) <= g.maxSkew {
+				if g.counts.get(d)+self-max(minCount, 0) <= g.maxSkew {
 					ok |= 1 << d
 				}
 			}
@@ -425,7 +424,7 @@ func (pl *placement) hostAllowed(host int) bool {
 		}
 		n := 0
 		if host >= 0 {
-			n = g.counts[host]
+			n = g.counts.get(host)
 		}
 		switch g.kind {
 		case kindSpread:
@@ -450,7 +449,7 @@ func (pl *placement) hostAllowed(host int) bool {
 	}
 	if host >= 0 {
 		for _, g := range pl.pi.counted {
-			if g.kind == kindAntiAffinity && g.key == keyHostname && g.owners[host] > 0 {
+			if g.kind == kindAntiAffinity && g.key == keyHostname && g.owners.get(host) > 0 {
 				return false
 			}
 		}
@@ -495,13 +494,13 @@ func (pl *placement) choices(k int, have uint64) []uint64 {
 func (t *topology) record(pi *podInfo, dom [numTopologyKeys]int) {
 	for _, g := range pi.counted {
 		if d := dom[g.key]; d >= 0 {
-			g.counts[d]++
+			g.counts.inc(d)
 			g.total++
 		}
 	}
 	for _, g := range pi.owns {
 		if d := dom[g.key]; d >= 0 {
-			g.owners[d]++
+			g.owners.inc(d)
 		}
 	}
 }
@@ -587,7 +586,7 @@ func (pl *placement) describe(k int) string {
 		}
 	}
 	for _, g := range pl.pi.counted {
-		if g.key == k && g.kind == kindAntiAffinity && len(g.owners) > 0 {
+		if g.key == k && g.kind == kindAntiAffinity && g.owners.any() {
 			out = append(out, "the "+g.description+" of pods already placed")
 		}
 	}
@@ -625,6 +624,32 @@ func (t *topology) ownedAntiAffinity(pod *corev1.Pod) []*group {
 func (pi *podInfo) hasCountedSpread() bool {
 	for _, g := range pi.counted {
 		if g.kind == kindSpread && !pi.hasConstraint(g) {
+			return true
+		}
+	}
+	return false
+}
+
+// domainCounts counts pods per domain index; domains never counted are 0.
+type domainCounts []int
+
+func (c domainCounts) get(d int) int {
+	if d < 0 || d >= len(c) {
+		return 0
+	}
+	return c[d]
+}
+
+func (c *domainCounts) inc(d int) {
+	if d >= len(*c) {
+		*c = append(*c, make([]int, d+1-len(*c))...)
+	}
+	(*c)[d]++
+}
+
+func (c domainCounts) any() bool {
+	for _, n := range c {
+		if n > 0 {
 			return true
 		}
 	}

@@ -48,7 +48,24 @@ type Input struct {
 	// volumetopology). They are ANDed with every required node affinity
 	// term of the pod.
 	VolumeRequirements map[types.UID][]corev1.NodeSelectorRequirement
+	// MinValuesPolicy is what Solve does when a pod fits no NodeClaim
+	// that keeps a NodePool's minValues: Strict ("" too) leaves the pod
+	// unschedulable; BestEffort plans the NodeClaim with the values that
+	// are left, lowers minValues to that count and marks the plan
+	// (NodeClaimPlan.MinValuesRelaxed). Strict placements are always tried
+	// first. Source: Karpenter's --min-values-policy (MIN_VALUES_POLICY),
+	// default Strict.
+	MinValuesPolicy MinValuesPolicy
 }
+
+// MinValuesPolicy is Input.MinValuesPolicy: "Strict" or "BestEffort".
+type MinValuesPolicy string
+
+// The minValues policies, named as Karpenter's --min-values-policy values.
+const (
+	MinValuesPolicyStrict     MinValuesPolicy = "Strict"
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
 
 // NodePoolInput is one NodePool with what it may launch.
 type NodePoolInput struct {
@@ -138,4 +155,10 @@ type NodeClaimPlan struct {
 	// available offering of InstanceTypes[0]: what the node costs if EC2
 	// launches the cheapest option.
 	PriceUSDPerHour float64
+	// MinValuesRelaxed is set when Input.MinValuesPolicy is BestEffort and
+	// the plan keeps fewer values of a key than the NodePool's minValues;
+	// Requirements then carry the lowered minValues, and NodeClaim adds
+	// the karpenter.sh/nodeclaim-min-values-relaxed: "true" annotation, as
+	// Karpenter does.
+	MinValuesRelaxed bool
 }

@@ -86,8 +86,9 @@ type MIMEPart struct {
 	// Compressed is true when Body was gunzipped.
 	Compressed bool
 	// Parts are the parts of a multipart part (a multipart/* Content-Type,
-	// or a gzip part whose content is a MIME document), parsed the same
-	// way; nil for a leaf.
+	// or a gzip part whose content is a MIME document), or the one
+	// encapsulated part of a message/rfc822 part, parsed the same way; nil
+	// for a leaf.
 	Parts []MIMEPart
 	// RawHeader is the part's header block as written (lines joined by
 	// "\n", without the blank line that ends it); the autoscaler copies
@@ -147,8 +148,9 @@ var gzipTypes = map[string]bool{
 // CRLF.
 //
 // Every part is decoded (7bit, 8bit, binary, base64, quoted-printable),
-// gzip parts are decompressed (at most MaxDecodedBytes), and multipart
-// parts are parsed recursively (at most MaxMIMEDepth levels), so that
+// gzip parts are decompressed (at most MaxDecodedBytes), and multipart and
+// message/rfc822 parts are parsed recursively (at most MaxMIMEDepth
+// levels), so that
 // MIMEPart.Body of every leaf is the text the node runs. On failure it
 // returns a *ParseError naming the line; a part that cannot be decoded or
 // read as text has Uninspectable set.
@@ -399,6 +401,31 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		}
 	}
 	p.Body = body
+	if p.MediaType == "message/rfc822" {
+		// An encapsulated message: cloud-init (Python's email walk) runs
+		// the parts inside it, so it is read as one nested part with its
+		// own header.
+		if sc.depth+1 > MaxMIMEDepth {
+			return opaque("nests messages more than %d levels deep", MaxMIMEDepth)
+		}
+		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
+		innerLines := splitLines(body)
+		h, next, err := readHeader(innerLines, 0, 1)
+		if err != nil {
+			return asUninspectable(shiftMIMEError(err, inner), where+" (message/rfc822)")
+		}
+		child := MIMEPart{
+			Header: h, Path: inner.partPath(1), HeaderLine: inner.lineOf(0), BodyLine: inner.lineOf(next),
+			MediaType: "text/plain", Encoded: inner.encoded,
+			RawHeader: strings.Join(innerLines[:max(next-1, 0)], "\n"),
+			RawBody:   strings.Join(innerLines[next:], "\n"),
+		}
+		if err := decodePart(&child, innerLines, 1, next, inner); err != nil {
+			return asUninspectable(err, where+" (message/rfc822)")
+		}
+		p.Parts = []MIMEPart{child}
+		return nil
+	}
 	if strings.HasPrefix(p.MediaType, "multipart/") {
 		if sc.depth+1 > MaxMIMEDepth {
 			return opaque("nests multiparts more than %d levels deep", MaxMIMEDepth)

@@ -388,14 +388,17 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		body, p.Encoded, p.Compressed = dec, true, true
 		p.MediaType, params = "text/plain", nil
 		if looksLikeMIME(body) {
+			// A compressed MIME document (cloud-init reads decompressed
+			// content as it reads userData): its header block and body
+			// are read as the part's own, at the part's level.
 			p.Body = body
-			doc, err := parseMIMEIn(body, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: true, line: p.BodyLine, decoded: sc.decoded})
+			child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded})
 			if err != nil {
 				return asUninspectable(err, where+" (gzip-compressed MIME)")
 			}
-			p.MediaType, p.Parts = doc.MediaType, doc.Parts
+			p.MediaType, p.Parts = child.MediaType, child.Parts
 			if p.Parts == nil {
-				p.Parts = []MIMEPart{}
+				p.Parts = []MIMEPart{child}
 			}
 			return nil
 		}
@@ -408,19 +411,8 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		if sc.depth+1 > MaxMIMEDepth {
 			return opaque("nests messages more than %d levels deep", MaxMIMEDepth)
 		}
-		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
-		innerLines := splitLines(body)
-		h, next, err := readHeader(innerLines, 0, 1)
+		child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded})
 		if err != nil {
-			return asUninspectable(shiftMIMEError(err, inner), where+" (message/rfc822)")
-		}
-		child := MIMEPart{
-			Header: h, Path: inner.partPath(1), HeaderLine: inner.lineOf(0), BodyLine: inner.lineOf(next),
-			MediaType: "text/plain", Encoded: inner.encoded,
-			RawHeader: strings.Join(innerLines[:max(next-1, 0)], "\n"),
-			RawBody:   strings.Join(innerLines[next:], "\n"),
-		}
-		if err := decodePart(&child, innerLines, 1, next, inner); err != nil {
 			return asUninspectable(err, where+" (message/rfc822)")
 		}
 		p.Parts = []MIMEPart{child}
@@ -448,6 +440,30 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		return opaque("(%s) is binary after decoding; only text parts can be inspected", p.MediaType)
 	}
 	return nil
+}
+
+// encapsulated reads body, a header block and a body (a message/rfc822
+// part's content, or a decompressed MIME document), as one part at scope
+// sc: the part's path is path+".1", and bodyStart is the index of body's
+// first line in the enclosing lines (for line numbers when not encoded).
+func encapsulated(body string, bodyStart int, path string, sc mimeScope) (MIMEPart, error) {
+	sc.path = path
+	sc.offset += bodyStart
+	lines := splitLines(body)
+	h, next, err := readHeader(lines, 0, 1)
+	if err != nil {
+		return MIMEPart{}, shiftMIMEError(err, sc)
+	}
+	child := MIMEPart{
+		Header: h, Path: sc.partPath(1), HeaderLine: sc.lineOf(0), BodyLine: sc.lineOf(next),
+		MediaType: "text/plain", Encoded: sc.encoded,
+		RawHeader: strings.Join(lines[:max(next-1, 0)], "\n"),
+		RawBody:   strings.Join(lines[next:], "\n"),
+	}
+	if err := decodePart(&child, lines, 1, next, sc); err != nil {
+		return MIMEPart{}, err
+	}
+	return child, nil
 }
 
 // asUninspectable marks an error inside a nested body as Uninspectable: the

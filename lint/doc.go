@@ -17,7 +17,8 @@
 // document or shell for AL2023; TOML for Bottlerocket; PowerShell for
 // Windows; anything for Custom. Each form is parsed with its own parser
 // (ParseMIME, ParseNodeConfig, ParseBottlerocketTOML, ParsePowerShell).
-// MIME trees are walked recursively: nested multiparts, every
+// MIME trees are walked recursively: nested multiparts and message/rfc822
+// parts, every
 // Content-Transfer-Encoding and gzip parts, as cloud-init reads them; a part
 // that cannot be decoded or read as text is denied (KX009), and so is
 // userData that is itself base64 (KX010). Every leaf is then scanned for

@@ -86,8 +86,9 @@ type MIMEPart struct {
 	// Compressed is true when Body was gunzipped.
 	Compressed bool
 	// Parts are the parts of a multipart part (a multipart/* Content-Type,
-	// or a gzip part whose content is a MIME document), parsed the same
-	// way; nil for a leaf.
+	// or a gzip part whose content is a MIME document), or the one
+	// encapsulated part of a message/rfc822 part, parsed the same way; nil
+	// for a leaf.
 	Parts []MIMEPart
 	// RawHeader is the part's header block as written (lines joined by
 	// "\n", without the blank line that ends it); the autoscaler copies
@@ -147,8 +148,9 @@ var gzipTypes = map[string]bool{
 // CRLF.
 //
 // Every part is decoded (7bit, 8bit, binary, base64, quoted-printable),
-// gzip parts are decompressed (at most MaxDecodedBytes), and multipart
-// parts are parsed recursively (at most MaxMIMEDepth levels), so that
+// gzip parts are decompressed (at most MaxDecodedBytes), and multipart and
+// message/rfc822 parts are parsed recursively (at most MaxMIMEDepth
+// levels), so that
 // MIMEPart.Body of every leaf is the text the node runs. On failure it
 // returns a *ParseError naming the line; a part that cannot be decoded or
 // read as text has Uninspectable set.
@@ -386,19 +388,36 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		body, p.Encoded, p.Compressed = dec, true, true
 		p.MediaType, params = "text/plain", nil
 		if looksLikeMIME(body) {
+			// A compressed MIME document (cloud-init reads decompressed
+			// content as it reads userData): its header block and body
+			// are read as the part's own, at the part's level.
 			p.Body = body
-			doc, err := parseMIMEIn(body, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: true, line: p.BodyLine, decoded: sc.decoded})
+			child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded})
 			if err != nil {
 				return asUninspectable(err, where+" (gzip-compressed MIME)")
 			}
-			p.MediaType, p.Parts = doc.MediaType, doc.Parts
+			p.MediaType, p.Parts = child.MediaType, child.Parts
 			if p.Parts == nil {
-				p.Parts = []MIMEPart{}
+				p.Parts = []MIMEPart{child}
 			}
 			return nil
 		}
 	}
 	p.Body = body
+	if p.MediaType == "message/rfc822" {
+		// An encapsulated message: cloud-init (Python's email walk) runs
+		// the parts inside it, so it is read as one nested part with its
+		// own header.
+		if sc.depth+1 > MaxMIMEDepth {
+			return opaque("nests messages more than %d levels deep", MaxMIMEDepth)
+		}
+		child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded})
+		if err != nil {
+			return asUninspectable(err, where+" (message/rfc822)")
+		}
+		p.Parts = []MIMEPart{child}
+		return nil
+	}
 	if strings.HasPrefix(p.MediaType, "multipart/") {
 		if sc.depth+1 > MaxMIMEDepth {
 			return opaque("nests multiparts more than %d levels deep", MaxMIMEDepth)
@@ -421,6 +440,30 @@ func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeSco
 		return opaque("(%s) is binary after decoding; only text parts can be inspected", p.MediaType)
 	}
 	return nil
+}
+
+// encapsulated reads body, a header block and a body (a message/rfc822
+// part's content, or a decompressed MIME document), as one part at scope
+// sc: the part's path is path+".1", and bodyStart is the index of body's
+// first line in the enclosing lines (for line numbers when not encoded).
+func encapsulated(body string, bodyStart int, path string, sc mimeScope) (MIMEPart, error) {
+	sc.path = path
+	sc.offset += bodyStart
+	lines := splitLines(body)
+	h, next, err := readHeader(lines, 0, 1)
+	if err != nil {
+		return MIMEPart{}, shiftMIMEError(err, sc)
+	}
+	child := MIMEPart{
+		Header: h, Path: sc.partPath(1), HeaderLine: sc.lineOf(0), BodyLine: sc.lineOf(next),
+		MediaType: "text/plain", Encoded: sc.encoded,
+		RawHeader: strings.Join(lines[:max(next-1, 0)], "\n"),
+		RawBody:   strings.Join(lines[next:], "\n"),
+	}
+	if err := decodePart(&child, lines, 1, next, sc); err != nil {
+		return MIMEPart{}, err
+	}
+	return child, nil
 }
 
 // asUninspectable marks an error inside a nested body as Uninspectable: the

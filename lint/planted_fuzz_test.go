@@ -27,6 +27,8 @@ type plantedBuilder struct {
 	choices []byte
 	n       int
 	t       *testing.T
+	// wraps counts message/rfc822 encapsulations so far.
+	wraps int
 }
 
 func (b *plantedBuilder) pick(n int) int {
@@ -49,6 +51,13 @@ func (b *plantedBuilder) part(script string, depth, level int) string {
 			inner = mimeBody(boundary, "Content-Type: text/x-shellscript\n\n#!/bin/sh\necho sibling\n", b.part(script, depth, level+1))
 		}
 		header, body = fmt.Sprintf("Content-Type: multipart/mixed; boundary=%q\n", boundary), inner
+		// The multipart encapsulated in a message/rfc822 part, which costs
+		// one more level of MaxMIMEDepth (the top document is level 1).
+		if depth+1+b.wraps+1 <= MaxMIMEDepth && b.pick(4) == 0 {
+			b.wraps++
+			body = "MIME-Version: 1.0\n" + header + "\n" + body
+			header = "Content-Type: message/rfc822\n"
+		}
 	} else {
 		types := []string{"text/x-shellscript", "text/cloud-boothook", "text/plain", "text/x-shellscript-per-boot"}
 		ct := types[b.pick(len(types))]
@@ -82,7 +91,7 @@ func (b *plantedBuilder) part(script string, depth, level int) string {
 
 // FuzzPlantedUnsafeLine is the differential fuzz target of issue 14: it
 // hides an unsafe line in a shell script inside random MIME nesting (up to
-// MaxMIMEDepth levels) and encodings (7bit, base64, quoted-printable, gzip,
+// MaxMIMEDepth levels, some encapsulated in message/rfc822) and encodings (7bit, base64, quoted-printable, gzip,
 // CRLF line ends) and requires the rule for that line to deny, for every
 // family that reads MIME. Run it with
 // `go test ./lint -run '^$' -fuzz FuzzPlantedUnsafeLine -fuzztime 60s`.

@@ -37,7 +37,7 @@ type DeniedError struct {
 
 // Error implements error.
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%d finding(s) would be denied by the karpx admission webhook", e.Denials)
+	return fmt.Sprintf("%d finding(s) would be denied by the karpx admission webhook or the API server (KX011)", e.Denials)
 }
 
 // ExitCode is the process exit status for a denial: 1.

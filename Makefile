@@ -95,6 +95,64 @@ $(KWOK_STAMP):
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
+##@ Releasing
+
+# Release version: the nearest v* tag (vX.Y.Z, optionally -N-gHASH and
+# -dirty); without one, v0.0.0-g<commit>, a semver pre-release as krew's
+# manifest requires.
+DIST_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-g$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+DIST_DIR := $(ROOT)/_output/dist
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DIST_URL ?= https://github.com/karpx/karpx/releases/download/$(DIST_VERSION)
+# Byte-for-byte reproducible archives: no build paths or VCS stamps in the
+# binaries, fixed owners and times in the archives.
+DIST_GOFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -X github.com/karpx/karpx/plugin.Version=$(DIST_VERSION)"
+DIST_TAR := tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner
+
+.PHONY: dist
+dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) into _output/dist.
+	@rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	@for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=kubectl-karpx_$(DIST_VERSION)_$${os}_$${arch}; \
+		stage=$(DIST_DIR)/.stage/$$name; mkdir -p $$stage; \
+		ext=; [ $$os = windows ] && ext=.exe; \
+		echo "dist: $$name"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(DIST_GOFLAGS) -o $$stage/kubectl-karpx$$ext ./cmd/kubectl-karpx; \
+		install -m 0644 LICENSE $$stage/LICENSE; \
+		if [ $$os = windows ]; then \
+			install -m 0644 hack/dist/kubectl_complete-karpx.cmd $$stage/; \
+			TZ=UTC touch -d '1980-01-01 00:00:00' $$stage/*; \
+			(cd $$stage && zip -X -q $(DIST_DIR)/$$name.zip $$(ls)); \
+		else \
+			install -m 0755 hack/dist/kubectl_complete-karpx $$stage/; \
+			$(DIST_TAR) -C $$stage -cf - . | gzip -n > $(DIST_DIR)/$$name.tar.gz; \
+		fi; \
+	done
+	@rm -rf $(DIST_DIR)/.stage
+	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
+
+.PHONY: krew
+krew: dist ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the archives' sha256 and validate it.
+	@args=(-e 's|@VERSION@|$(DIST_VERSION)|g' -e 's|@URL@|$(DIST_URL)|g'); \
+	while read -r sum file; do \
+		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
+		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
+	done < $(DIST_DIR)/SHA256SUMS; \
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > krew/karpx.yaml
+	@! grep -n '@[A-Z0-9_a-z]*@' krew/karpx.yaml || { echo "krew/karpx.yaml: placeholder left unfilled"; exit 1; }
+	go tool validate-krew-manifest -skip-install -manifest krew/karpx.yaml
+
+IMAGES_DIR := $(ROOT)/_output/images
+IMAGE_ARCH ?= amd64
+IMAGE_REPOSITORY ?= ghcr.io/karpx
+
+.PHONY: images
+images: ## Build the karpx-controller and karpx-webhook image tarballs (no registry needed) into _output/images.
+	@mkdir -p $(IMAGES_DIR)/bin
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/ ./cmd/karpx-controller ./cmd/karpx-webhook
+	go run ./hack/images -version $(DIST_VERSION) -arch $(IMAGE_ARCH) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
+		-binary karpx-controller=$(IMAGES_DIR)/bin/karpx-controller -binary karpx-webhook=$(IMAGES_DIR)/bin/karpx-webhook
+
 ##@ Development
 
 .PHONY: generate

@@ -194,7 +194,6 @@ func ruleProblems(rules []rbacv1.PolicyRule, clusterWide bool) []string {
 	return problems
 }
 
-
 // TestRBACRulesFail is TestRBACLeastPrivilege's control.
 func TestRBACRulesFail(t *testing.T) {
 	for name, rule := range map[string]rbacv1.PolicyRule{

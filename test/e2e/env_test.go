@@ -104,7 +104,10 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
 		tweak(&opts)
 	}
 	ctx := logr.NewContext(e.ctx, log)
-	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)
+	// The autoscaler runs as ServiceAccount karpx/karpx with the RBAC of
+	// manifests/controller, as in a cluster: a missing permission fails here.
+	saConfig := cluster.ServiceAccountForTest(t, e.cluster.RESTConfig, filepath.Join(e.root, "manifests", "controller"), "karpx", "karpx")
+	op, err := operator.NewAWS(ctx, saConfig, opts)
 	if err != nil {
 		t.Fatalf("building the autoscaler: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func main() {
 	root := cmd.NewCmdKarpx(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := root.Execute(); err != nil {
-		os.Exit(1)
-	}
+	// Errors were printed by Execute; the status says what kind they were
+	// (cmd.ExitUsage, cmd.ExitNegative, …).
+	os.Exit(cmd.ExitCode(root.Execute()))
 }

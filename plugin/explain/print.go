@@ -51,7 +51,7 @@ func (o *Options) print(ex *Explanation) error {
 	if ex.Chosen != "" {
 		for _, r := range ex.NodePools {
 			if r.NodePool == ex.Chosen {
-				fmt.Fprintf(o.Out, "Karpenter would launch from NodePool %s: %s in %s (%s, $%.4f/h)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour)
+				fmt.Fprintf(o.Out, "Would launch from NodePool %s (karpx's scheduling, highest weight first): %s in %s (%s, $%.4f/h)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour)
 			}
 		}
 	} else {

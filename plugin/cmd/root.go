@@ -77,7 +77,9 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 
 	namespace := func() (string, bool, error) { return corev1.NamespaceDefault, false, nil }
 	if configFlags != nil {
-		namespace = configFlags.ToRawKubeConfigLoader().Namespace
+		// Resolved when called, after the flags are parsed: ConfigFlags
+		// caches the loader on first use.
+		namespace = func() (string, bool, error) { return configFlags.ToRawKubeConfigLoader().Namespace() }
 	}
 	root.AddCommand(
 		status.NewCmd(f, streams),

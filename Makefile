@@ -171,7 +171,7 @@ vet: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: bench
-bench: tools build bench-webhook ## Run the benchmarks and scripted measurements; prints figures.
+bench: tools build bench-webhook bench-status ## Run the benchmarks and scripted measurements; prints figures.
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
 
 # The admission load test: bin/karpx-webhook in its own process against a
@@ -184,6 +184,15 @@ bench-webhook: tools build ## Admission latency of the running webhook at WEBHOO
 	PATH="$(BIN):$$PATH" go test -count=1 -run '^TestAdmissionLoad$$' -v ./webhook \
 		-karpx.load-rps $(WEBHOOK_LOAD_RPS) -karpx.load-duration $(WEBHOOK_LOAD_DURATION) \
 		-karpx.webhook-binary $(BIN)/karpx-webhook
+
+# `kubectl karpx status` at scale: STATUS_SCALE NodeClaims and Nodes in a
+# local kube-apiserver, median wall time against `kubectl get nodeclaims -o
+# json` (issue 11's figure: <= 1.5x).
+STATUS_SCALE ?= 5000
+.PHONY: bench-status
+bench-status: tools build ## Wall time of kubectl karpx status vs kubectl get nodeclaims -o json with STATUS_SCALE NodeClaims and Nodes.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 30m -run '^TestStatusScale$$' -v ./plugin/cmd \
+		-karpx.status-scale $(STATUS_SCALE) -karpx.plugin-binary $(BIN)/kubectl-karpx
 
 .PHONY: install-plugin
 install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).

@@ -51,7 +51,7 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build krew images ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true

@@ -100,7 +100,11 @@ $(BIN)/controller-gen:
 # Release version: the nearest v* tag (vX.Y.Z, optionally -N-gHASH and
 # -dirty); without one, v0.0.0-g<commit>, a semver pre-release as krew's
 # manifest requires.
-DIST_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-g$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+# Expanded once: the archive names and the manifest must agree even if
+# HEAD moves during the build.
+ifndef DIST_VERSION
+DIST_VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-g$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+endif
 DIST_DIR := $(ROOT)/_output/dist
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 DIST_URL ?= https://github.com/karpx/karpx/releases/download/$(DIST_VERSION)
@@ -132,7 +136,10 @@ dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) 
 	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
 
 .PHONY: krew
-krew: dist ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the archives' sha256 and validate it.
+krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+
+.PHONY: krew-manifest
+krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
 	@args=(-e 's|@VERSION@|$(DIST_VERSION)|g' -e 's|@URL@|$(DIST_URL)|g'); \
 	while read -r sum file; do \
 		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \

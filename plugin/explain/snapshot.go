@@ -298,8 +298,9 @@ func (s *Snapshot) zones() (func(*karpxv1.EC2NodeClass) []string, string) {
 
 // catalogTypes returns the catalogue's instance types that have an
 // on-demand price, each offered on-demand and spot (at the on-demand price)
-// in every zone; with no zones, in one zone named "" (no zone label is then
-// matched: requirements on the zone rule the type out, none pass).
+// in every zone. With no zones known they are offered in one zone named "":
+// a NodePool or pod requiring particular zones then rules every type out,
+// and the output's note says the zones are unknown.
 func catalogTypes(zones []string) []*cloudprovider.InstanceType {
 	if len(zones) == 0 {
 		zones = []string{""}

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -183,4 +185,33 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 	kc.Contexts["karpx"] = &clientcmdapi.Context{Cluster: "karpx", AuthInfo: user}
 	kc.CurrentContext = "karpx"
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// FailOnForbidden returns log with every error it logs also checked: an
+// API server Forbidden error (a permission the component's RBAC lacks)
+// fails t, naming the request. Controllers log reconcile errors rather
+// than stop, so without this a missing permission would only slow a test
+// down.
+func FailOnForbidden(t testing.TB, log logr.Logger) logr.Logger {
+	return logr.New(&forbiddenSink{LogSink: log.GetSink(), t: t})
+}
+
+type forbiddenSink struct {
+	logr.LogSink
+	t testing.TB
+}
+
+func (s *forbiddenSink) Error(err error, msg string, kv ...any) {
+	if err != nil && (apierrors.IsForbidden(err) || strings.Contains(err.Error(), " is forbidden: ")) {
+		s.t.Errorf("RBAC: %s: %v (add the permission to manifests/)", msg, err)
+	}
+	s.LogSink.Error(err, msg, kv...)
+}
+
+func (s *forbiddenSink) WithValues(kv ...any) logr.LogSink {
+	return &forbiddenSink{LogSink: s.LogSink.WithValues(kv...), t: s.t}
+}
+
+func (s *forbiddenSink) WithName(name string) logr.LogSink {
+	return &forbiddenSink{LogSink: s.LogSink.WithName(name), t: s.t}
 }

@@ -103,9 +103,10 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
 	if tweak != nil {
 		tweak(&opts)
 	}
-	ctx := logr.NewContext(e.ctx, log)
 	// The autoscaler runs as ServiceAccount karpx/karpx with the RBAC of
-	// manifests/controller, as in a cluster: a missing permission fails here.
+	// manifests/controller, as in a cluster: a Forbidden error it logs
+	// fails the test.
+	ctx := logr.NewContext(e.ctx, cluster.FailOnForbidden(t, log))
 	saConfig := cluster.ServiceAccountForTest(t, e.cluster.RESTConfig, filepath.Join(e.root, "manifests", "controller"), "karpx", "karpx")
 	op, err := operator.NewAWS(ctx, saConfig, opts)
 	if err != nil {

@@ -51,7 +51,7 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build krew images ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
@@ -95,6 +95,71 @@ $(KWOK_STAMP):
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
+##@ Releasing
+
+# Release version: the nearest v* tag (vX.Y.Z, optionally -N-gHASH and
+# -dirty); without one, v0.0.0-g<commit>, a semver pre-release as krew's
+# manifest requires.
+# Expanded once: the archive names and the manifest must agree even if
+# HEAD moves during the build.
+ifndef DIST_VERSION
+DIST_VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-g$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+endif
+DIST_DIR := $(ROOT)/_output/dist
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DIST_URL ?= https://github.com/karpx/karpx/releases/download/$(DIST_VERSION)
+# Byte-for-byte reproducible archives: no build paths or VCS stamps in the
+# binaries, fixed owners and times in the archives.
+DIST_GOFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -X github.com/karpx/karpx/plugin.Version=$(DIST_VERSION)"
+DIST_TAR := tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner
+
+.PHONY: dist
+dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) into _output/dist.
+	@rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	@for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=kubectl-karpx_$(DIST_VERSION)_$${os}_$${arch}; \
+		stage=$(DIST_DIR)/.stage/$$name; mkdir -p $$stage; \
+		ext=; [ $$os = windows ] && ext=.exe; \
+		echo "dist: $$name"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(DIST_GOFLAGS) -o $$stage/kubectl-karpx$$ext ./cmd/kubectl-karpx; \
+		install -m 0644 LICENSE $$stage/LICENSE; \
+		if [ $$os = windows ]; then \
+			install -m 0644 hack/dist/kubectl_complete-karpx.cmd $$stage/; \
+			TZ=UTC touch -d '1980-01-01 00:00:00' $$stage/*; \
+			(cd $$stage && zip -X -q $(DIST_DIR)/$$name.zip $$(ls)); \
+		else \
+			install -m 0755 hack/dist/kubectl_complete-karpx $$stage/; \
+			$(DIST_TAR) -C $$stage -cf - . | gzip -n > $(DIST_DIR)/$$name.tar.gz; \
+		fi; \
+	done
+	@rm -rf $(DIST_DIR)/.stage
+	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
+
+.PHONY: krew
+krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+
+.PHONY: krew-manifest
+krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
+	@args=(-e 's|@VERSION@|$(DIST_VERSION)|g' -e 's|@URL@|$(DIST_URL)|g'); \
+	while read -r sum file; do \
+		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
+		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
+	done < $(DIST_DIR)/SHA256SUMS; \
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > krew/karpx.yaml
+	@! grep -n '@[A-Z0-9_a-z]*@' krew/karpx.yaml || { echo "krew/karpx.yaml: placeholder left unfilled"; exit 1; }
+	go tool validate-krew-manifest -skip-install -manifest krew/karpx.yaml
+
+IMAGES_DIR := $(ROOT)/_output/images
+IMAGE_ARCH ?= amd64
+IMAGE_REPOSITORY ?= ghcr.io/karpx
+
+.PHONY: images
+images: ## Build the karpx-controller and karpx-webhook image tarballs (no registry needed) into _output/images.
+	@mkdir -p $(IMAGES_DIR)/bin
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/ ./cmd/karpx-controller ./cmd/karpx-webhook
+	go run ./hack/images -version $(DIST_VERSION) -arch $(IMAGE_ARCH) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
+		-binary karpx-controller=$(IMAGES_DIR)/bin/karpx-controller -binary karpx-webhook=$(IMAGES_DIR)/bin/karpx-webhook
+
 ##@ Development
 
 .PHONY: generate
@@ -113,7 +178,7 @@ vet: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: bench
-bench: tools build bench-webhook ## Run the benchmarks and scripted measurements; prints figures.
+bench: tools build bench-webhook bench-status ## Run the benchmarks and scripted measurements; prints figures.
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
 
 # The scheduling benchmark suite: Karpenter's pod mix at 1,000/5,000/20,000
@@ -169,6 +234,15 @@ chaos: tools build ## Run the chaos suite (TestChaos*) on the real control plane
 	@mkdir -p _output && rm -f _output/chaos.log
 	PATH="$(BIN):$$PATH" KARPX_CHAOS_LONG=1 KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log go test -count=1 -timeout 30m -run '^TestChaos' ./test/e2e
 	@cat _output/chaos.log
+
+# `kubectl karpx status` at scale: STATUS_SCALE NodeClaims and Nodes in a
+# local kube-apiserver, median wall time against `kubectl get nodeclaims -o
+# json` (issue 11's figure: <= 1.5x).
+STATUS_SCALE ?= 5000
+.PHONY: bench-status
+bench-status: tools build ## Wall time of kubectl karpx status vs kubectl get nodeclaims -o json with STATUS_SCALE NodeClaims and Nodes.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 30m -run '^TestStatusScale$$' -v ./plugin/cmd \
+		-karpx.status-scale $(STATUS_SCALE) -karpx.plugin-binary $(BIN)/kubectl-karpx
 
 .PHONY: install-plugin
 install-plugin: build ## Put kubectl-karpx on PATH (in GOBIN or ~/go/bin).

@@ -129,7 +129,7 @@ func startWebhookProcess(t *testing.T) *webhookProcess {
 	pool := writeSelfSignedCert(t, dir)
 	port, probePort := freePort(t), freePort(t)
 	cmd := exec.Command(bin,
-		"--kubeconfig", suite.kubeconfig,
+		"--kubeconfig", suite.webhookKubeconfig,
 		"--namespace", testNamespace,
 		"--cert-mode", webhook.CertModeCertManager,
 		"--cert-dir", dir,

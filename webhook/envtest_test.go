@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/test/cluster"
 	"github.com/karpx/karpx/webhook"
 )
 
@@ -50,9 +51,12 @@ var suite struct {
 	cfg        *rest.Config
 	client     client.Client
 	kubeconfig string
-	kubectl    string
-	addr       string // host:port of the webhook server
-	certDir    string
+	// webhookKubeconfig holds a token of ServiceAccount
+	// karpx-system/karpx-webhook, for the karpx-webhook binary.
+	webhookKubeconfig string
+	kubectl           string
+	addr              string // host:port of the webhook server
+	certDir           string
 }
 
 const testNamespace = "karpx-system"
@@ -140,7 +144,15 @@ func runSuite(m *testing.M) int {
 	suite.addr = net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
 	suite.certDir = wio.LocalServingCertDir
 	srv := webhook.NewServer(webhook.ServerOptions{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir})
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// The webhook runs as ServiceAccount karpx-system/karpx-webhook with the
+	// RBAC of manifests/webhook, as in a cluster: a missing permission
+	// fails the suite.
+	saCfg, err := webhookServiceAccount(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(saCfg, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		Cache:          webhook.CacheOptions(opts),
@@ -175,7 +187,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
+	if err := suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -187,6 +199,11 @@ func runSuite(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	suite.kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := writeKubeconfig(cfg, suite.kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	suite.webhookKubeconfig = filepath.Join(dir, "karpx-webhook.kubeconfig")
+	if err := cluster.WriteKubeconfig(saCfg, suite.webhookKubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -205,6 +222,18 @@ func waitTLS(addr string, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// webhookServiceAccount applies manifests/webhook's RBAC with the admin
+// configuration cfg and returns a configuration carrying a token of the
+// webhook's ServiceAccount.
+func webhookServiceAccount(cfg *rest.Config) (*rest.Config, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cluster.ApplyRBAC(ctx, cfg, filepath.Join(suite.root, "manifests", "webhook")); err != nil {
+		return nil, err
+	}
+	return cluster.ServiceAccountConfig(ctx, cfg, testNamespace, "karpx-webhook", time.Hour)
 }
 
 // writeKubeconfig writes a kubeconfig for envtest's admin user.

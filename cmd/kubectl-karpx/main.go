@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -13,13 +12,7 @@ import (
 
 func main() {
 	root := cmd.NewCmdKarpx(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := root.Execute(); err != nil {
-		// Commands with their own exit status (lint: 2 when nothing was
-		// checked) say so through ExitCode.
-		var coded interface{ ExitCode() int }
-		if errors.As(err, &coded) {
-			os.Exit(coded.ExitCode())
-		}
-		os.Exit(1)
-	}
+	// Errors were printed by Execute; the status says what kind they were
+	// (cmd.ExitUsage, cmd.ExitNegative, a command's own ExitCode, …).
+	os.Exit(cmd.ExitCode(root.Execute()))
 }

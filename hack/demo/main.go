@@ -103,9 +103,21 @@ func up(root, bin, work string) error {
 		return err
 	}
 	metrics := "http://127.0.0.1:" + strconv.Itoa(metricsPort)
-	step("starting karpx-controller")
+	step("starting karpx-controller as ServiceAccount karpx/karpx (RBAC from manifests/controller)")
+	if err := cluster.ApplyRBAC(ctx, c.RESTConfig, filepath.Join(root, "manifests", "controller")); err != nil {
+		return err
+	}
+	// A day: the demo is for an afternoon; the API server caps nothing here.
+	saConfig, err := cluster.ServiceAccountConfig(ctx, c.RESTConfig, "karpx", "karpx", 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	controllerKubeconfig := filepath.Join(work, "karpx-controller.kubeconfig")
+	if err := cluster.WriteKubeconfig(saConfig, controllerKubeconfig); err != nil {
+		return err
+	}
 	if err := background(work, "karpx-controller", filepath.Join(bin, "karpx-controller"),
-		"--kubeconfig", c.Kubeconfig, "--cluster-name", clusterName, "--cluster-endpoint", c.RESTConfig.Host,
+		"--kubeconfig", controllerKubeconfig, "--cluster-name", clusterName, "--cluster-endpoint", c.RESTConfig.Host,
 		"--ec2-endpoint", endpoint, "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort)); err != nil {
 		return err

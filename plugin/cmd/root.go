@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/explain"
 	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"
@@ -26,6 +28,9 @@ Subcommands that read the cluster use kubectl's usual flags (--kubeconfig,
 
 const rootExample = `  # NodePools and NodeClaims at a glance
   kubectl karpx status
+
+  # Why is a pod pending, and what would each NodePool launch for it?
+  kubectl karpx explain pod web-7d4b9 -n shop
 
   # Plugin and server versions
   kubectl karpx version`
@@ -64,14 +69,21 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 	root.SetErr(streams.ErrOut)
 	root.SetErrPrefix("error:")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nSee '%s --help' for usage", err, c.CommandPath())
+		return usageError{fmt.Errorf("%w\nSee '%s --help' for usage", err, c.CommandPath())}
 	})
 	if configFlags != nil {
 		configFlags.AddFlags(root.PersistentFlags())
 	}
 
+	namespace := func() (string, bool, error) { return corev1.NamespaceDefault, false, nil }
+	if configFlags != nil {
+		// Resolved when called, after the flags are parsed: ConfigFlags
+		// caches the loader on first use.
+		namespace = func() (string, bool, error) { return configFlags.ToRawKubeConfigLoader().Namespace() }
+	}
 	root.AddCommand(
 		status.NewCmd(f, streams),
+		explain.NewCmd(f, namespace, streams),
 		lint.NewCmd(streams),
 		throttle.NewCmd(f, streams),
 		newCmdVersion(f, streams),

@@ -28,8 +28,12 @@ import (
 // Messages written to the error stream, as kubectl's "No resources found",
 // when a table would be empty.
 const (
-	NoNodePoolsMessage  = "No NodePools found."
-	NoNodeClaimsMessage = "No NodeClaims found."
+	// BudgetUnavailableMessage replaces the EC2 API budget line when the
+	// cluster has no karpx controller Service (e.g. it runs upstream
+	// Karpenter): the tables come from the objects alone.
+	BudgetUnavailableMessage = "EC2 API budget: unavailable (no karpx controller Service on this cluster, e.g. upstream Karpenter; the tables come from the objects alone)"
+	NoNodePoolsMessage       = "No NodePools found."
+	NoNodeClaimsMessage      = "No NodeClaims found."
 )
 
 // formatWide is the -o value that adds the priority-1 columns to the tables.
@@ -312,6 +316,9 @@ func (o *Options) printBudget(ctx context.Context) {
 	var missing *throttle.ServiceNotFoundError
 	switch {
 	case errors.As(err, &missing):
+		// Upstream Karpenter (or no controller): say which part is missing
+		// rather than leaving it out silently.
+		fmt.Fprintln(o.ErrOut, BudgetUnavailableMessage)
 	case err != nil:
 		fmt.Fprintf(o.ErrOut, "EC2 API budget unavailable: %v\n", err)
 	default:

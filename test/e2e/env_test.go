@@ -158,8 +158,12 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (s
 	if tweak != nil {
 		tweak(&opts)
 	}
-	ctx, cancel := context.WithCancel(logr.NewContext(e.ctx, log))
-	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)
+	// The autoscaler runs as ServiceAccount karpx/karpx with the RBAC of
+	// manifests/controller, as in a cluster: a Forbidden error it logs
+	// fails the test.
+	ctx, cancel := context.WithCancel(logr.NewContext(e.ctx, cluster.FailOnForbidden(t, log)))
+	saConfig := cluster.ServiceAccountForTest(t, e.cluster.RESTConfig, filepath.Join(e.root, "manifests", "controller"), "karpx", "karpx")
+	op, err := operator.NewAWS(ctx, saConfig, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("building the autoscaler: %v", err)

@@ -1,0 +1,1 @@
+@kubectl karpx __complete %*

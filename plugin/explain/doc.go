@@ -1,0 +1,17 @@
+// Package explain implements `kubectl karpx explain pod NAME`: why a pod
+// is pending, and what Karpenter's NodePools would launch for it.
+//
+// It reads the pod, the NodePools, EC2NodeClasses, NodeClaims and
+// DaemonSets, and runs the autoscaler's own scheduling code
+// (autoscaler/scheduling.Solve) on them without launching anything: once
+// per NodePool, to say which requirement, taint or limit rules each one out
+// (or that its EC2NodeClass is missing or not ready), and once with all of
+// them, to say which NodePool, instance type and offering (zone, capacity
+// type, price) the pod would get.
+//
+// The plugin has no EC2 access: instance types and on-demand prices come
+// from karpx's built-in catalogue (package catalog), zones from the
+// EC2NodeClass's status.subnets (else the cluster's nodes), and every
+// offering is assumed available with spot priced at the on-demand price (an
+// upper bound). The output says so.
+package explain

@@ -1,0 +1,123 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// ExplanationAPIVersion and ExplanationKind name the object -o json|yaml
+// print: the plugin's output format, not a served API.
+const (
+	ExplanationAPIVersion = "karpx.io/v1alpha1"
+	ExplanationKind       = "PodExplanation"
+)
+
+// print writes ex: the table with a header line, the chosen NodePool and
+// the notes; or, with -o, the PodExplanation (json, yaml) or pod/NAME
+// (name).
+func (o *Options) print(ex *Explanation) error {
+	if o.printer != nil {
+		if *o.PrintFlags.OutputFormat == "name" {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: o.PodName, Namespace: o.PodNamespace}}
+			pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+			return o.printer.PrintObj(pod, o.Out)
+		}
+		obj, err := ex.Object()
+		if err != nil {
+			return err
+		}
+		return o.printer.PrintObj(obj, o.Out)
+	}
+	switch {
+	case !ex.Pending:
+		fmt.Fprintf(o.Out, "Pod %s is bound to node %s: not pending. What each NodePool would do for it:\n\n", ex.Pod, ex.NodeName)
+	case ex.Scheduler != "":
+		fmt.Fprintf(o.Out, "Pod %s is pending (%s)\n\n", ex.Pod, ex.Scheduler)
+	default:
+		fmt.Fprintf(o.Out, "Pod %s is pending\n\n", ex.Pod)
+	}
+	if len(ex.NodePools) > 0 {
+		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: o.wide, NoHeaders: o.NoHeaders}).PrintObj(ex.Table(), o.Out); err != nil {
+			return err
+		}
+		fmt.Fprintln(o.Out)
+	}
+	if ex.Chosen != "" {
+		for _, r := range ex.NodePools {
+			if r.NodePool == ex.Chosen {
+				fmt.Fprintf(o.Out, "Would launch from NodePool %s (karpx's scheduling, highest weight first): %s in %s (%s, $%.4f/h)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour)
+			}
+		}
+	} else {
+		fmt.Fprintf(o.Out, "No NodePool can launch a node for this pod.\n")
+	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(o.Out, "Note: %s.\n", n)
+	}
+	return nil
+}
+
+func orUnknown(zone string) string {
+	if zone == "" {
+		return "an unknown zone"
+	}
+	return zone
+}
+
+// Table returns the NodePools as a table: NODEPOOL, WEIGHT, LAUNCH (yes or
+// no), INSTANCE-TYPE, ZONE, CAPACITY-TYPE, PRICE ($/h), REASON; -o wide
+// adds NODECLASS and TYPES (how many instance types the launch would offer).
+func (ex *Explanation) Table() *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "NodePool", Type: "string"},
+		{Name: "Weight", Type: "integer"},
+		{Name: "Launch", Type: "string"},
+		{Name: "Instance-Type", Type: "string"},
+		{Name: "Zone", Type: "string"},
+		{Name: "Capacity-Type", Type: "string"},
+		{Name: "Price", Type: "string", Description: "USD per hour of the cheapest offering"},
+		{Name: "NodeClass", Type: "string", Priority: 1},
+		{Name: "Types", Type: "integer", Priority: 1},
+		{Name: "Reason", Type: "string"},
+	}}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, r := range ex.NodePools {
+		launch, price := "no", "-"
+		if r.CanLaunch {
+			launch, price = "yes", fmt.Sprintf("$%.4f", r.PriceUSDPerHour)
+			if r.NodePool == ex.Chosen {
+				launch = "yes (chosen)"
+			}
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			r.NodePool, int64(r.Weight), launch, dash(r.InstanceType), dash(r.Zone), dash(r.CapacityType), price,
+			dash(r.NodeClass), int64(len(r.InstanceTypes)), dash(strings.ReplaceAll(r.Reason, "\n", " ")),
+		}})
+	}
+	return t
+}
+
+// Object returns ex as an unstructured PodExplanation for the JSON and
+// YAML printers.
+func (ex *Explanation) Object() (runtime.Object, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ex)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ExplanationAPIVersion, "kind": ExplanationKind}}
+	for k, v := range m {
+		u.Object[k] = v
+	}
+	return u, nil
+}

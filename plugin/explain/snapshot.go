@@ -1,0 +1,338 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	karpxv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/catalog"
+)
+
+// CatalogNote is the note every explanation carries: where instance types
+// and prices come from when the plugin cannot ask EC2.
+const CatalogNote = "instance types and on-demand prices are from karpx's built-in EC2 catalogue (the plugin has no EC2 access): " +
+	"every offering is assumed available (no ICE), spot is priced at the on-demand price (an upper bound), " +
+	"and the EC2NodeClass's AMIs are not checked against the types"
+
+// Snapshot is what Explain reads: the cluster objects that decide where a
+// pod can go.
+type Snapshot struct {
+	// Pod is the pod to explain.
+	Pod *corev1.Pod
+	// NodePools are all karpenter.sh/v1 NodePools.
+	NodePools []karpv1.NodePool
+	// EC2NodeClasses are all karpenter.k8s.aws/v1 EC2NodeClasses.
+	EC2NodeClasses []karpxv1.EC2NodeClass
+	// NodeClaims count against their NodePool's spec.limits (status.capacity).
+	NodeClaims []karpv1.NodeClaim
+	// Nodes give zones when no EC2NodeClass reports its subnets.
+	Nodes []corev1.Node
+	// DaemonSetPods are one pod per DaemonSet (its template), whose
+	// requests every new node must hold.
+	DaemonSetPods []*corev1.Pod
+	// Notes are added to the Explanation (parts of the cluster that could
+	// not be read).
+	Notes []string
+}
+
+// Explanation is what `kubectl karpx explain pod` prints; -o json|yaml
+// print it as kind PodExplanation.
+type Explanation struct {
+	// Pod is "namespace/name".
+	Pod string `json:"pod"`
+	// Pending is true when the pod is not bound to a node.
+	Pending bool `json:"pending"`
+	// NodeName is the node the pod is bound to, if any.
+	NodeName string `json:"nodeName,omitempty"`
+	// Scheduler is the kube-scheduler's PodScheduled=False message, if any.
+	Scheduler string `json:"scheduler,omitempty"`
+	// Chosen is the NodePool karpx's scheduling would launch from with all
+	// NodePools considered (by weight, then name); "" when none can.
+	Chosen string `json:"chosen,omitempty"`
+	// NodePools is one result per NodePool, by descending weight then name.
+	NodePools []NodePoolResult `json:"nodePools"`
+	// Notes say which inputs were assumed or unavailable.
+	Notes []string `json:"notes"`
+}
+
+// NodePoolResult is what one NodePool could do for the pod on its own.
+type NodePoolResult struct {
+	// NodePool is the NodePool's name.
+	NodePool string `json:"nodePool"`
+	// Weight is spec.weight (0 when unset).
+	Weight int32 `json:"weight"`
+	// NodeClass is the nodeClassRef's name.
+	NodeClass string `json:"nodeClass"`
+	// CanLaunch is true when the NodePool could launch a node for the pod.
+	CanLaunch bool `json:"canLaunch"`
+	// Reason says what ruled the NodePool out (requirement, taint, limit,
+	// missing or unready EC2NodeClass); empty when CanLaunch.
+	Reason string `json:"reason,omitempty"`
+	// InstanceType, Zone, CapacityType and PriceUSDPerHour are the
+	// cheapest offering the node would be launched with (USD per hour).
+	InstanceType    string  `json:"instanceType,omitempty"`
+	Zone            string  `json:"zone,omitempty"`
+	CapacityType    string  `json:"capacityType,omitempty"`
+	PriceUSDPerHour float64 `json:"priceUSDPerHour,omitempty"`
+	// InstanceTypes are the types the launch would offer EC2, cheapest
+	// first (at most scheduling.MaxInstanceTypes).
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+}
+
+// Explain runs the scheduling code on s: each NodePool alone, then all of
+// them together for Chosen. It does not modify s.
+func Explain(s *Snapshot) *Explanation {
+	pod := s.Pod
+	ex := &Explanation{
+		Pod:      pod.Namespace + "/" + pod.Name,
+		Pending:  pod.Spec.NodeName == "",
+		NodeName: pod.Spec.NodeName,
+		Notes:    append([]string{CatalogNote}, s.Notes...),
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			ex.Scheduler = strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+		ex.Notes = append(ex.Notes, "the pod belongs to a DaemonSet: the DaemonSet controller places it on each node, NodePools do not launch nodes for it")
+	}
+	// Solve keys results by UID; a pod read from a file may have none.
+	target := pod.DeepCopy()
+	target.Spec.NodeName = ""
+	key := target.UID
+	if key == "" {
+		key = types.UID(target.Namespace + "/" + target.Name)
+	}
+
+	zones, zoneNote := s.zones()
+	if zoneNote != "" {
+		ex.Notes = append(ex.Notes, zoneNote)
+	}
+	var inputs []scheduling.NodePoolInput
+	for i := range s.NodePools {
+		np := &s.NodePools[i]
+		r := NodePoolResult{NodePool: np.Name, NodeClass: np.Spec.Template.Spec.NodeClassRef.Name}
+		if np.Spec.Weight != nil {
+			r.Weight = *np.Spec.Weight
+		}
+		in, reason := s.nodePoolInput(np, zones)
+		if reason != "" {
+			r.Reason = reason
+			ex.NodePools = append(ex.NodePools, r)
+			continue
+		}
+		inputs = append(inputs, in)
+		res := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{target}, NodePools: []scheduling.NodePoolInput{in}, DaemonSetPods: s.DaemonSetPods})
+		if err, ok := res.Unschedulable[key]; ok {
+			r.Reason = err.Error()
+		} else if len(res.NewNodeClaims) == 1 {
+			r.CanLaunch = true
+			fillOffering(&r, res.NewNodeClaims[0])
+		} else {
+			r.Reason = "the scheduling code placed the pod nowhere (no plan, no reason)"
+		}
+		ex.NodePools = append(ex.NodePools, r)
+	}
+	if len(inputs) > 0 {
+		res := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{target}, NodePools: inputs, DaemonSetPods: s.DaemonSetPods})
+		if len(res.NewNodeClaims) == 1 {
+			ex.Chosen = res.NewNodeClaims[0].NodePool.Name
+		}
+	}
+	if len(s.NodePools) == 0 {
+		ex.Notes = append(ex.Notes, "the cluster has no NodePool: nothing can launch a node")
+	}
+	slices.SortStableFunc(ex.NodePools, func(a, b NodePoolResult) int {
+		if a.Weight != b.Weight {
+			return int(b.Weight) - int(a.Weight)
+		}
+		return strings.Compare(a.NodePool, b.NodePool)
+	})
+	return ex
+}
+
+// fillOffering records plan's cheapest type and offering in r.
+func fillOffering(r *NodePoolResult, plan scheduling.NodeClaimPlan) {
+	allowed := map[string][]string{}
+	for _, req := range plan.Requirements {
+		if req.Operator == corev1.NodeSelectorOpIn {
+			allowed[req.Key] = req.Values
+		}
+	}
+	for _, it := range plan.InstanceTypes {
+		r.InstanceTypes = append(r.InstanceTypes, it.Name)
+	}
+	if len(plan.InstanceTypes) == 0 {
+		return
+	}
+	it := plan.InstanceTypes[0]
+	r.InstanceType, r.PriceUSDPerHour = it.Name, plan.PriceUSDPerHour
+	o, ok := it.CheapestOffering(func(o cloudprovider.Offering) bool {
+		return inOrAny(allowed[corev1.LabelTopologyZone], o.Zone) && inOrAny(allowed[karpv1.CapacityTypeLabelKey], o.CapacityType)
+	})
+	if ok {
+		r.Zone, r.CapacityType = o.Zone, o.CapacityType
+	}
+}
+
+func inOrAny(values []string, v string) bool { return values == nil || slices.Contains(values, v) }
+
+// nodePoolInput returns np with its instance types and remaining limits,
+// or why it cannot launch at all (its EC2NodeClass).
+func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.EC2NodeClass) []string) (scheduling.NodePoolInput, string) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return scheduling.NodePoolInput{}, "spec.template.spec.nodeClassRef is not set"
+	}
+	if ref.Kind != "EC2NodeClass" || ref.Group != karpxv1.SchemeGroupVersion.Group {
+		return scheduling.NodePoolInput{}, fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass: not explained", ref.Group, ref.Kind, ref.Name)
+	}
+	i := slices.IndexFunc(s.EC2NodeClasses, func(c karpxv1.EC2NodeClass) bool { return c.Name == ref.Name })
+	if i < 0 {
+		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q not found: create it or fix spec.template.spec.nodeClassRef.name", ref.Name)
+	}
+	class := &s.EC2NodeClasses[i]
+	if !class.DeletionTimestamp.IsZero() {
+		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is being deleted", class.Name)
+	}
+	if c := findCondition(class.Status.Conditions, "Ready"); c != nil && c.Status != metav1.ConditionTrue {
+		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is not Ready (%s: %s)", class.Name, c.Reason, c.Message)
+	}
+	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: catalogTypes(zones(class)), Remaining: s.remaining(np)}, ""
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// remaining is np's spec.limits minus the status.capacity of its
+// NodeClaims (labelled karpenter.sh/nodepool); nil when np has no limits.
+func (s *Snapshot) remaining(np *karpv1.NodePool) corev1.ResourceList {
+	if len(np.Spec.Limits) == 0 {
+		return nil
+	}
+	left := corev1.ResourceList{}
+	for name, q := range np.Spec.Limits {
+		left[name] = q.DeepCopy()
+	}
+	for _, nc := range s.NodeClaims {
+		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
+			continue
+		}
+		for name, used := range nc.Status.Capacity {
+			if q, ok := left[name]; ok {
+				q.Sub(used)
+				if q.Sign() < 0 {
+					q = resource.Quantity{}
+				}
+				left[name] = q
+			}
+		}
+	}
+	if nodes, ok := left[corev1.ResourceName("nodes")]; ok {
+		n := nodes.Value()
+		for _, nc := range s.NodeClaims {
+			if nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
+				n--
+			}
+		}
+		left[corev1.ResourceName("nodes")] = *resource.NewQuantity(max(n, 0), resource.DecimalSI)
+	}
+	return left
+}
+
+// zones returns the zones offerings are built in for a class: its
+// status.subnets' zones, else the zones of the cluster's nodes, else one
+// placeholder zone, with a note when it had to fall back.
+func (s *Snapshot) zones() (func(*karpxv1.EC2NodeClass) []string, string) {
+	var nodeZones []string
+	for _, n := range s.Nodes {
+		if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !slices.Contains(nodeZones, z) {
+			nodeZones = append(nodeZones, z)
+		}
+	}
+	slices.Sort(nodeZones)
+	fallback := false
+	for _, c := range s.EC2NodeClasses {
+		if len(c.Status.Subnets) == 0 {
+			fallback = true
+		}
+	}
+	note := ""
+	if fallback {
+		if len(nodeZones) > 0 {
+			note = "an EC2NodeClass has no status.subnets (no controller resolved them): zones are the cluster nodes' " + strings.Join(nodeZones, ", ")
+		} else {
+			note = "an EC2NodeClass has no status.subnets and no node has a zone label: zones are unknown and zone requirements are not checked"
+		}
+	}
+	return func(c *karpxv1.EC2NodeClass) []string {
+		var zs []string
+		for _, sn := range c.Status.Subnets {
+			if !slices.Contains(zs, sn.Zone) {
+				zs = append(zs, sn.Zone)
+			}
+		}
+		if len(zs) == 0 {
+			zs = nodeZones
+		}
+		return zs
+	}, note
+}
+
+// catalogTypes returns the catalogue's instance types that have an
+// on-demand price, each offered on-demand and spot (at the on-demand price)
+// in every zone. With no zones known they are offered in one zone named "":
+// a NodePool or pod requiring particular zones then rules every type out,
+// and the output's note says the zones are unknown.
+func catalogTypes(zones []string) []*cloudprovider.InstanceType {
+	if len(zones) == 0 {
+		zones = []string{""}
+	}
+	all := catalog.All()
+	types := make([]*cloudprovider.InstanceType, 0, len(all))
+	for _, c := range all {
+		if c.OnDemandPriceUSDPerHour == nil {
+			continue
+		}
+		it := &cloudprovider.InstanceType{Name: c.Name, Labels: c.Labels, Capacity: c.Capacity(), Allocatable: c.Allocatable}
+		for _, z := range zones {
+			it.Offerings = append(it.Offerings,
+				cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, PriceUSDPerHour: *c.OnDemandPriceUSDPerHour, Available: true},
+				cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeSpot, PriceUSDPerHour: *c.OnDemandPriceUSDPerHour, Available: true})
+		}
+		types = append(types, it)
+	}
+	return types
+}
+
+// appsDaemonSetList lists DaemonSets and turns each into the pod its
+// template would create.
+type appsDaemonSetList struct{ list appsv1.DaemonSetList }
+
+func (d *appsDaemonSetList) pods() []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(d.list.Items))
+	for _, ds := range d.list.Items {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+		})
+	}
+	return pods
+}

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -173,9 +177,44 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// StartForTest starts a cluster for t and stops it when t ends. It skips t
-// when the binaries are missing (run `make tools` or `make test`) and when
-// -short is set.
+// StartAttempts is how many times StartForTest tries to start a control
+// plane whose kwok controller then makes a probe Node Ready.
+const StartAttempts = 3
+
+// probeKwok creates a Node kwok manages and waits (at most 60 s) until kwok
+// reports it Ready, then deletes it: a kwok controller that failed to start
+// (a port taken by another cluster) would leave every Node NotReady.
+func (c *Cluster) probeKwok(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	kube, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "karpx-kwok-probe",
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the kwok probe Node: %w", err)
+	}
+	defer func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) }()
+	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// StartForTest starts a control plane for t (retrying a start that fails
+// or whose kwok controller does not work, StartAttempts times in all) and
+// stops it when t ends. It skips t when the binaries are missing (run
+// `make tools` or `make test`) and when -short is set.
 func StartForTest(t testing.TB) *Cluster {
 	t.Helper()
 	if testing.Short() {
@@ -192,9 +231,23 @@ func StartForTest(t testing.TB) *Cluster {
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	c, err := Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir})
-	if err != nil {
-		t.Fatalf("starting control plane: %v", err)
+	var c *Cluster
+	for attempt := 1; ; attempt++ {
+		c, err = Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir})
+		if err == nil {
+			if err = c.probeKwok(context.Background()); err == nil {
+				break
+			}
+			_ = c.Stop()
+		}
+		// A start can lose a race for a port with another cluster that
+		// starts at the same moment (go test runs packages in parallel),
+		// or overrun its timeout on a loaded machine: both are the
+		// machine's, not the code under test's, so try again.
+		if attempt == StartAttempts {
+			t.Fatalf("starting control plane (%d attempts): %v", attempt, err)
+		}
+		t.Logf("starting control plane, attempt %d of %d failed, retrying: %v", attempt, StartAttempts, err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

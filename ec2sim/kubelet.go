@@ -55,7 +55,7 @@ type nodeTask struct {
 	kind     string // create | ready | untaint | notready | windowend | resource | delete
 	id       string
 	node     string
-	taintIdx int // index into LateTaints, NotReadyWindows or LateResources
+	taintIdx int      // index into LateTaints, NotReadyWindows or LateResources
 	in       instance // copy of the instance's fields
 }
 

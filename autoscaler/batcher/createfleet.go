@@ -2,9 +2,9 @@ package batcher
 
 import (
 	"context"
-	"time"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"

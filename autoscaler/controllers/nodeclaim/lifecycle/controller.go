@@ -460,35 +460,8 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reco
 
 // notInitialized returns why node is not initialised yet, or "".
 func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) string {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
-		return "Node is not Ready"
-	}
-	for _, t := range node.Spec.Taints {
-		for _, st := range nc.Spec.StartupTaints {
-			if t.MatchTaint(&st) {
-				return fmt.Sprintf("startup taint %s still present", t.ToString())
-			}
-		}
-		for _, key := range clusterstate.EphemeralTaintKeys {
-			if t.Key == key {
-				return fmt.Sprintf("taint %s still present", t.ToString())
-			}
-		}
-	}
-	for name, q := range nc.Spec.Resources.Requests {
-		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods ||
-			name == corev1.ResourceEphemeralStorage || q.IsZero() {
-			continue
-		}
-		if a, ok := node.Status.Allocatable[name]; !ok || a.IsZero() {
-			return fmt.Sprintf("requested resource %s not allocatable yet", name)
-		}
+	if b := clusterstate.InitializationBlockers(nc, node); len(b) > 0 {
+		return b[0]
 	}
 	return ""
 }

@@ -54,4 +54,3 @@ func InitializationBlockers(nc *karpv1.NodeClaim, node *corev1.Node) []string {
 	}
 	return out
 }
-

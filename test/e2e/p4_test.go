@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -172,7 +174,49 @@ func runP4(t *testing.T, tweak func(*operator.Options)) (*env, *p4Observer) {
 	if err := e.kube.Create(e.ctx, gpuDeployment("cuda", p4Pods)); err != nil {
 		t.Fatal(err)
 	}
+	nudgeWhileInitialising(t, e, obs)
 	return e, obs
+}
+
+// nudgeWhileInitialising waits until every node of the first plan has
+// registered with the Cilium taint and without nvidia.com/gpu, then
+// annotates the pending pods twice, 3 s apart. Each annotation is a pod
+// update, which triggers a provisioning pass: so both runs are sure to
+// plan while the nodes initialise (12 s before the taint goes), as a busy
+// cluster does all the time, instead of depending on when kube-scheduler
+// happens to update the pods.
+func nudgeWhileInitialising(t *testing.T, e *env, obs *p4Observer) {
+	t.Helper()
+	e.eventually(90*time.Second, "every first-plan node registered with the Cilium taint and without nvidia.com/gpu", func(context.Context) (bool, error) {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		n := 0
+		for _, s := range obs.nodes {
+			if s.cilium && s.noGPU && !s.gpu {
+				n++
+			}
+		}
+		return n >= p4Pods, nil
+	})
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(3 * time.Second)
+		}
+		var pods corev1.PodList
+		if err := e.kube.List(e.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "cuda"}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if p.Spec.NodeName != "" {
+				continue
+			}
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"karpx.test/nudge":"%d"}}}`, i)))
+			if err := e.kube.Patch(e.ctx, p, patch); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // gpuDeployment is replicas pods that each need one nvidia.com/gpu and

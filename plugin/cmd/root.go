@@ -9,6 +9,7 @@ import (
 
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/lint"
+	"github.com/karpx/karpx/plugin/nodeclaims"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"
 )
@@ -73,6 +74,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 	root.AddCommand(
 		status.NewCmd(f, streams),
 		lint.NewCmd(streams),
+		nodeclaims.NewCmd(f, streams),
 		throttle.NewCmd(f, streams),
 		newCmdVersion(f, streams),
 	)

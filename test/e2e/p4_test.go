@@ -71,6 +71,8 @@ type p4Observer struct {
 	created map[string]time.Time // NodeClaim → first seen
 	deleted map[string]bool      // NodeClaims with a deletionTimestamp or deleted
 	nodes   map[string]*p4NodeSeen
+	// podsCreated is when the Deployment was created.
+	podsCreated time.Time
 }
 
 type p4NodeSeen struct {
@@ -163,19 +165,25 @@ func (o *p4Observer) observe(t *testing.T, e *env) {
 
 // runP4 starts the scenario with the autoscaler options changed by tweak
 // and returns the environment and the observer.
-func runP4(t *testing.T, tweak func(*operator.Options)) (*env, *p4Observer) {
+// With plugin, it also builds kubectl-karpx and returns a PATH with it.
+func runP4(t *testing.T, tweak func(*operator.Options), plugin bool) (*env, *p4Observer, string) {
 	e := newEnvWithLog(t, "karpx-p4", tweak, nil)
+	path := ""
+	if plugin {
+		path = buildPlugin(t, e.root)
+	}
 	obs := &p4Observer{created: map[string]time.Time{}, deleted: map[string]bool{}, nodes: map[string]*p4NodeSeen{}}
 	obs.observe(t, e)
 	manifest := strings.ReplaceAll(strings.ReplaceAll(p4Manifest, "CLUSTER", e.name), "BEHAVIOR", p4Behavior)
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifest), "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the P4 manifest: %v", err)
 	}
+	obs.podsCreated = time.Now()
 	if err := e.kube.Create(e.ctx, gpuDeployment("cuda", p4Pods)); err != nil {
 		t.Fatal(err)
 	}
 	nudgeWhileInitialising(t, e, obs)
-	return e, obs
+	return e, obs, path
 }
 
 // nudgeWhileInitialising waits until every node of the first plan has
@@ -238,8 +246,22 @@ func gpuDeployment(name string, replicas int32) *appsv1.Deployment {
 // NodeClaim is deleted. Each node is checked to have gone through every
 // scripted step, so the test cannot pass without the scenario happening.
 func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
-	e, obs := runP4(t, nil)
-	start := time.Now()
+	e, obs, path := runP4(t, nil, true)
+	start := obs.podsCreated
+	// The nodes are initialising (nvidia.com/gpu comes 14 s after
+	// registration): kubectl karpx nodeclaims shows what they wait for
+	// and the pod nominated to each.
+	out := e.kubectlWithPath(path, "karpx", "nodeclaims", "--nodepool", "gpu")
+	t.Logf("kubectl karpx nodeclaims:\n%s", out)
+	rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
+	if len(rows) != p4Pods {
+		t.Errorf("kubectl karpx nodeclaims shows %d NodeClaims, want %d", len(rows), p4Pods)
+	}
+	for _, row := range rows {
+		if f := strings.Fields(row); len(f) < 8 || f[6] != "1" || !strings.Contains(row, "nvidia.com/gpu not allocatable yet") {
+			t.Errorf("kubectl karpx nodeclaims row %q: want 1 nominated pod and nvidia.com/gpu as the blocker", row)
+		}
+	}
 	e.eventually(150*time.Second, "all pods Running", func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, e.kube, "cuda") == p4Pods, nil
 	})
@@ -289,11 +311,11 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 // sees the registered nodes with their Cilium taint and without
 // nvidia.com/gpu and launches more nodes for pods already planned.
 func TestScenarioP4NoDuplicateLaunchControl(t *testing.T) {
-	e, obs := runP4(t, func(o *operator.Options) {
+	e, obs, _ := runP4(t, func(o *operator.Options) {
 		o.NominatePods = false
 		o.InitializationGrace = 0
-	})
-	start := time.Now()
+	}, false)
+	start := obs.podsCreated
 	e.eventually(120*time.Second, "a NodeClaim beyond the first plan", func(context.Context) (bool, error) {
 		created, _ := obs.claims()
 		return len(created) > p4Pods, nil

@@ -103,7 +103,9 @@ func (s *Snapshot) NodeOf(nc *karpv1.NodeClaim) *corev1.Node {
 // gives the instance types of each NodePool, used for a NodeClaim launched
 // but not yet reporting its allocatable (the smallest allocatable among its
 // candidate types). exclude (may be nil) names the NodeClaims whose nodes a
-// disruption command would remove.
+// disruption command would remove. A Node's taints and allocatable are
+// seen through s.Grace (see Grace): with it, starting and briefly NotReady
+// nodes keep the pods planned onto them.
 func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.InstanceType, exclude func(*karpv1.NodeClaim) bool) []scheduling.ExistingNode {
 	var out []scheduling.ExistingNode
 	for name, n := range s.Nodes {

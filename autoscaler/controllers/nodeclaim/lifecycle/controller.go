@@ -397,12 +397,20 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	for k, v := range nc.Labels {
 		node.Labels[k] = v
 	}
+	firstRegistration := node.Labels[karpv1.NodeRegisteredLabelKey] != "true"
 	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	// From now on the Node leaves only through package termination's
 	// drain, whoever deletes it.
 	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
 	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredTaintKey)
-	for _, t := range nc.Spec.Taints {
+	// startupTaints too, once, as kubelet's --register-with-taints does:
+	// the karpenter.sh/registered label written in the same patch keeps a
+	// retried registration from putting back a taint its agent removed.
+	taints := append([]corev1.Taint{}, nc.Spec.Taints...)
+	if firstRegistration {
+		taints = append(taints, nc.Spec.StartupTaints...)
+	}
+	for _, t := range taints {
 		if !hasTaint(node.Spec.Taints, t) {
 			node.Spec.Taints = append(node.Spec.Taints, t)
 		}

@@ -26,6 +26,12 @@ import (
 //	late-taint=<key>[=<value>]:<effect>@<duration>
 //	                                  the Node registers with this taint, removed <duration> after creation
 //	allocatable=<resource>:<quantity> adds the signed quantity to status.allocatable (e.g. memory:-512Mi)
+//	not-ready-window=<at>+<length>    the Node goes NotReady <at> after creation for <length>
+//	                                  (a kubelet restart; repeatable)
+//	late-resource=<resource>@<duration>
+//	                                  the catalogue's <resource> (e.g. nvidia.com/gpu) is missing from
+//	                                  status.capacity and status.allocatable until <duration> after
+//	                                  creation (a device plugin registering late; repeatable)
 type Behavior struct {
 	// NeverJoin keeps the instance from ever creating a Node.
 	NeverJoin bool
@@ -38,6 +44,33 @@ type Behavior struct {
 	// AllocatableOffset is added to the catalogue's allocatable (negative
 	// quantities reduce it; results are floored at zero).
 	AllocatableOffset corev1.ResourceList
+	// NotReadyWindows are periods after Node creation during which the
+	// Node reports NotReady (kubelet restarting).
+	NotReadyWindows []NotReadyWindow
+	// LateResources are extended resources advertised only some time after
+	// Node creation.
+	LateResources []LateResource
+}
+
+// NotReadyWindow is a period, relative to Node creation, during which the
+// Node is NotReady: the emulated kubelet stops posting status (kwok no
+// longer manages the Node) and Ready is False with reason KubeletNotReady.
+type NotReadyWindow struct {
+	// At is the time from Node creation to the start of the window.
+	At time.Duration
+	// For is the window's length.
+	For time.Duration
+}
+
+// LateResource is a resource of the instance type (from the catalogue)
+// that kubelet advertises only After the Node was created, as a device
+// plugin that registers after kubelet does (nvidia.com/gpu).
+type LateResource struct {
+	// Name is the resource name, e.g. nvidia.com/gpu.
+	Name corev1.ResourceName
+	// After is the time from Node creation until the resource appears in
+	// status.capacity and status.allocatable.
+	After time.Duration
 }
 
 // LateTaint is a taint the Node registers with and loses after a delay.
@@ -101,6 +134,27 @@ func ParseBehavior(s string) (Behavior, error) {
 			} else if err == nil {
 				err = fmt.Errorf("want <resource>:<quantity>")
 			}
+		case key == "not-ready-window" && hasVal:
+			at, length, ok := strings.Cut(val, "+")
+			var w NotReadyWindow
+			if !ok {
+				err = fmt.Errorf("want <at>+<length>, e.g. 150s+20s")
+			} else if w.At, err = parseNonNegative(at); err == nil {
+				if w.For, err = parseNonNegative(length); err == nil && w.For == 0 {
+					err = fmt.Errorf("length must be positive")
+				}
+			}
+			if err == nil {
+				b.NotReadyWindows = append(b.NotReadyWindows, w)
+			}
+		case key == "late-resource" && hasVal:
+			name, after, ok := strings.Cut(val, "@")
+			var d time.Duration
+			if !ok || name == "" {
+				err = fmt.Errorf("want <resource>@<duration>, e.g. nvidia.com/gpu@90s")
+			} else if d, err = parseNonNegative(after); err == nil {
+				b.LateResources = append(b.LateResources, LateResource{Name: corev1.ResourceName(name), After: d})
+			}
 		default:
 			err = fmt.Errorf("unknown token")
 		}
@@ -152,6 +206,8 @@ func (b Behavior) merge(o Behavior) Behavior {
 		b.NotReadyFor = o.NotReadyFor
 	}
 	b.LateTaints = append(append([]LateTaint{}, b.LateTaints...), o.LateTaints...)
+	b.NotReadyWindows = append(append([]NotReadyWindow{}, b.NotReadyWindows...), o.NotReadyWindows...)
+	b.LateResources = append(append([]LateResource{}, b.LateResources...), o.LateResources...)
 	if len(o.AllocatableOffset) > 0 {
 		sum := corev1.ResourceList{}
 		for _, l := range []corev1.ResourceList{b.AllocatableOffset, o.AllocatableOffset} {
@@ -188,6 +244,12 @@ func (b Behavior) String() string {
 	for _, k := range sortedKeys(b.AllocatableOffset) {
 		q := b.AllocatableOffset[corev1.ResourceName(k)]
 		toks = append(toks, "allocatable="+k+":"+q.String())
+	}
+	for _, w := range b.NotReadyWindows {
+		toks = append(toks, fmt.Sprintf("not-ready-window=%s+%s", w.At, w.For))
+	}
+	for _, r := range b.LateResources {
+		toks = append(toks, fmt.Sprintf("late-resource=%s@%s", r.Name, r.After))
 	}
 	return strings.Join(toks, " ")
 }

@@ -43,6 +43,8 @@ type nodeProgress struct {
 	createdAt    time.Time
 	ready        bool         // kwok annotation (and Ready, with MarkReady) applied
 	taintRemoved map[int]bool // indexes of Behavior.LateTaints removed
+	windowEnded  map[int]bool // indexes of Behavior.NotReadyWindows over
+	resourceSet  map[int]bool // indexes of Behavior.LateResources advertised
 	deleted      bool
 	failures     int // consecutive failed steps, to log sparingly
 }
@@ -50,10 +52,10 @@ type nodeProgress struct {
 // nodeTask is one kubelet action, decided under the lock and carried out
 // without it.
 type nodeTask struct {
-	kind     string // create | ready | untaint | delete
+	kind     string // create | ready | untaint | notready | windowend | resource | delete
 	id       string
 	node     string
-	taintIdx int
+	taintIdx int      // index into LateTaints, NotReadyWindows or LateResources
 	in       instance // copy of the instance's fields
 }
 
@@ -88,6 +90,23 @@ func (s *Simulator) Reconcile(ctx context.Context) error {
 						tasks = append(tasks, nodeTask{kind: "untaint", id: id, node: np.name, taintIdx: i, in: *in})
 					}
 				}
+				for i, w := range in.behavior.NotReadyWindows {
+					start := np.createdAt.Add(w.At)
+					switch {
+					case np.windowEnded[i] || now.Before(start):
+					case now.Before(start.Add(w.For)):
+						// Checked on every pass: kwok may post one more
+						// heartbeat after it lost the Node.
+						tasks = append(tasks, nodeTask{kind: "notready", id: id, node: np.name, taintIdx: i})
+					default:
+						tasks = append(tasks, nodeTask{kind: "windowend", id: id, node: np.name, taintIdx: i})
+					}
+				}
+				for i, r := range in.behavior.LateResources {
+					if !np.resourceSet[i] && !now.Before(np.createdAt.Add(r.After)) {
+						tasks = append(tasks, nodeTask{kind: "resource", id: id, node: np.name, taintIdx: i, in: *in})
+					}
+				}
 			}
 		}
 	}
@@ -118,7 +137,7 @@ func (s *Simulator) runNodeTask(ctx context.Context, t nodeTask, now time.Time) 
 		if name, err = s.createNode(ctx, &t.in); err == nil {
 			s.update(t.id, func(np *nodeProgress) {
 				np.name, np.createdAt, np.ready = name, now, t.in.behavior.NotReadyFor == 0
-				np.taintRemoved = map[int]bool{}
+				np.taintRemoved, np.windowEnded, np.resourceSet = map[int]bool{}, map[int]bool{}, map[int]bool{}
 			})
 			s.metrics.nodes.WithLabelValues("created").Inc()
 			log.Info("Node joined", "node", name, "instanceType", t.in.instanceType, "zone", t.in.zone)
@@ -133,6 +152,22 @@ func (s *Simulator) runNodeTask(ctx context.Context, t nodeTask, now time.Time) 
 		if err = s.removeTaint(ctx, t.node, taint); err == nil {
 			s.update(t.id, func(np *nodeProgress) { np.taintRemoved[t.taintIdx] = true })
 			log.V(1).Info("Removed late taint", "taint", taint.ToString())
+		}
+	case "notready":
+		var changed bool
+		if changed, err = s.markNodeNotReady(ctx, t.node); err == nil && changed {
+			log.Info("Node NotReady (kubelet restarting)", "window", t.taintIdx)
+		}
+	case "windowend":
+		if err = s.markNodeReady(ctx, t.node); err == nil {
+			s.update(t.id, func(np *nodeProgress) { np.windowEnded[t.taintIdx] = true })
+			log.Info("Node Ready again after kubelet restart", "window", t.taintIdx)
+		}
+	case "resource":
+		r := t.in.behavior.LateResources[t.taintIdx]
+		if err = s.advertiseResource(ctx, t.node, &t.in, r.Name); err == nil {
+			s.update(t.id, func(np *nodeProgress) { np.resourceSet[t.taintIdx] = true })
+			log.Info("Advertised late resource", "resource", r.Name)
 		}
 	case "delete":
 		err = s.cfg.Kube.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: t.node}})
@@ -248,12 +283,17 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 	if ready {
 		annotations[KwokNodeAnnotation] = "fake"
 	}
+	capacity, allocatable := it.Capacity(), offsetResources(it.Allocatable, in.behavior.AllocatableOffset)
+	for _, r := range in.behavior.LateResources {
+		delete(capacity, r.Name)
+		delete(allocatable, r.Name)
+	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: in.privateDNS, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///" + in.zone + "/" + in.id, Taints: dedupeTaints(taints)},
 		Status: corev1.NodeStatus{
-			Capacity:    it.Capacity(),
-			Allocatable: offsetResources(it.Allocatable, in.behavior.AllocatableOffset),
+			Capacity:    capacity,
+			Allocatable: allocatable,
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: in.privateIP},
 				{Type: corev1.NodeHostName, Address: in.privateDNS},
@@ -326,6 +366,77 @@ func (s *Simulator) markNodeReady(ctx context.Context, name string) error {
 	}
 	base = node.DeepCopy()
 	node.Status.Conditions = readyConditions(s.clock.Now())
+	return s.cfg.Kube.Status().Patch(ctx, node, client.MergeFrom(base))
+}
+
+// markNodeNotReady takes the Node from kwok (annotation removed) and posts
+// Ready=False as kubelet does while its container runtime restarts. It
+// reports whether it changed anything.
+func (s *Simulator) markNodeNotReady(ctx context.Context, name string) (bool, error) {
+	node := &corev1.Node{}
+	if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return false, err
+	}
+	changed := false
+	if _, ok := node.Annotations[KwokNodeAnnotation]; ok {
+		base := node.DeepCopy()
+		delete(node.Annotations, KwokNodeAnnotation)
+		if err := s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	base := node.DeepCopy()
+	now := metav1.NewTime(s.clock.Now())
+	found := false
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		found = true
+		if c.Status != corev1.ConditionFalse {
+			c.Status, c.Reason, c.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime status check may not have completed yet"
+			c.LastHeartbeatTime, c.LastTransitionTime = now, now
+			changed = true
+		}
+	}
+	if !found {
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
+			Reason: "KubeletNotReady", Message: "container runtime status check may not have completed yet", LastHeartbeatTime: now, LastTransitionTime: now})
+		changed = true
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, s.cfg.Kube.Status().Patch(ctx, node, client.MergeFrom(base))
+}
+
+// advertiseResource adds the catalogue's quantity of resource to the
+// Node's capacity and allocatable, as kubelet does once a device plugin
+// registers.
+func (s *Simulator) advertiseResource(ctx context.Context, name string, in *instance, res corev1.ResourceName) error {
+	it, ok := catalog.Get(in.instanceType)
+	if !ok {
+		return fmt.Errorf("instance type %s is not in the catalogue", in.instanceType)
+	}
+	q, ok := it.Allocatable[res]
+	if !ok {
+		return nil // the type has none: nothing ever appears
+	}
+	node := &corev1.Node{}
+	if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return err
+	}
+	base := node.DeepCopy()
+	if node.Status.Capacity == nil {
+		node.Status.Capacity = corev1.ResourceList{}
+	}
+	if node.Status.Allocatable == nil {
+		node.Status.Allocatable = corev1.ResourceList{}
+	}
+	node.Status.Capacity[res] = q.DeepCopy()
+	node.Status.Allocatable[res] = q.DeepCopy()
 	return s.cfg.Kube.Status().Patch(ctx, node, client.MergeFrom(base))
 }
 

@@ -244,7 +244,7 @@ func TestBehaviorTagOnCreateTagsAndInvalidMarkers(t *testing.T) {
 }
 
 func TestParseBehavior(t *testing.T) {
-	b, err := ParseBehavior("never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-100m allocatable=cpu:-100m")
+	b, err := ParseBehavior("never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-100m allocatable=cpu:-100m not-ready-window=150s+20s late-resource=nvidia.com/gpu@90s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,16 +255,79 @@ func TestParseBehavior(t *testing.T) {
 	if q := b.AllocatableOffset[corev1.ResourceCPU]; q.String() != "-200m" {
 		t.Fatalf("cpu offset %s", q.String())
 	}
-	if s := b.String(); s != "never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m0s late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-200m" {
+	if s := b.String(); s != "never-join boot-delay=30s not-ready=5s late-taint=a.io/b:NoExecute@1m0s late-taint=c=d:PreferNoSchedule@0s allocatable=cpu:-200m not-ready-window=2m30s+20s late-resource=nvidia.com/gpu@1m30s" {
 		t.Fatalf("String() = %q", s)
 	}
 	ud, err := behaviorFromUserData("MIME-Version: 1.0\n\n#!/bin/bash\n  #   karpx-sim: boot-delay=1s\n# karpx-sim: not-ready=2s\n")
 	if err != nil || *ud.BootDelay != time.Second || ud.NotReadyFor != 2*time.Second {
 		t.Fatalf("user data: %v %+v", err, ud)
 	}
-	for _, bad := range []string{"fly", "boot-delay", "boot-delay=-1s", "late-taint=k:Sometimes@1s", "late-taint=k:NoSchedule", "allocatable=cpu", "never-join=yes"} {
+	for _, bad := range []string{"fly", "boot-delay", "boot-delay=-1s", "late-taint=k:Sometimes@1s", "late-taint=k:NoSchedule", "allocatable=cpu", "never-join=yes", "not-ready-window=1s", "not-ready-window=1s+0s", "late-resource=@1s", "late-resource=nvidia.com/gpu"} {
 		if _, err := ParseBehavior(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func TestNotReadyWindowAndLateResource(t *testing.T) {
+	env := newKubeEnv(t, Config{MarkReady: true})
+	env.launchTemplate(t, "gpu", env.al2023(t, "x86_64"), "")
+	in := env.launch(t, "gpu", "g5.12xlarge", map[string]string{BehaviorTagKey: "late-resource=nvidia.com/gpu@18s not-ready-window=30s+4s"})
+	name := *in.PrivateDnsName
+	env.advance(t, 3*time.Second) // pending 1s + boot 2s: created now
+	node, ok := env.node(t, name)
+	if !ok {
+		t.Fatal("node did not join")
+	}
+	if _, has := node.Status.Allocatable["nvidia.com/gpu"]; has {
+		t.Fatalf("gpu advertised at registration: %v", node.Status.Allocatable)
+	}
+	if _, has := node.Status.Capacity["nvidia.com/gpu"]; has {
+		t.Fatalf("gpu in capacity at registration: %v", node.Status.Capacity)
+	}
+	env.advance(t, 17*time.Second)
+	node, _ = env.node(t, name)
+	if _, has := node.Status.Allocatable["nvidia.com/gpu"]; has {
+		t.Fatal("gpu advertised before 18s")
+	}
+	env.advance(t, time.Second)
+	node, _ = env.node(t, name)
+	if q := node.Status.Allocatable["nvidia.com/gpu"]; q.Value() != 4 {
+		t.Fatalf("allocatable gpu %s at 18s, want 4", q.String())
+	}
+	if q := node.Status.Capacity["nvidia.com/gpu"]; q.Value() != 4 {
+		t.Fatalf("capacity gpu %s at 18s, want 4", q.String())
+	}
+	if readyStatus(node) != corev1.ConditionTrue {
+		t.Fatal("not Ready before the window")
+	}
+	env.advance(t, 12*time.Second) // 30s
+	node, _ = env.node(t, name)
+	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || readyStatus(node) != corev1.ConditionFalse {
+		t.Fatalf("in the window: annotations %v ready %s", node.Annotations, readyStatus(node))
+	}
+	env.advance(t, 3900*time.Millisecond)
+	node, _ = env.node(t, name)
+	if readyStatus(node) != corev1.ConditionFalse {
+		t.Fatal("Ready before the window ended")
+	}
+	env.advance(t, 100*time.Millisecond) // 34s
+	node, _ = env.node(t, name)
+	if node.Annotations[KwokNodeAnnotation] != "fake" || readyStatus(node) != corev1.ConditionTrue {
+		t.Fatalf("after the window: annotations %v ready %s", node.Annotations, readyStatus(node))
+	}
+	env.advance(t, time.Minute)
+	node, _ = env.node(t, name)
+	if readyStatus(node) != corev1.ConditionTrue {
+		t.Fatal("NotReady again after the window")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -47,13 +48,23 @@ func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns 
 	out := res.out
 	if tags := a.deferredTags(in); res.merged && len(tags) > 0 && len(instanceIDs(out)) > 0 {
 		ids := instanceIDs(out)
-		if _, terr := a.next.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); terr != nil {
+		// The instances exist whatever happens to the caller now: tag them
+		// even if its context ends (values such as the budget priority are
+		// kept). 30s bounds the call and its retries.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deferredTagTimeout)
+		defer cancel()
+		if _, terr := a.next.CreateTags(tctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); terr != nil {
 			// The instances run: losing them over a tag would leak them.
 			a.log.Error(terr, "Tagging launched instances failed; they run without their per-NodeClaim tags", "instances", ids)
 		}
 	}
 	return out, nil
 }
+
+// deferredTagTimeout bounds the CreateTags call that follows a merged
+// CreateFleet, retries included (30 s: the SDK's standard retryer makes at
+// most 3 attempts with up to 20 s of backoff).
+const deferredTagTimeout = 30 * time.Second
 
 func (a *API) singleFleet(ctx context.Context, r *fleetRequest) (*fleetResult, error) {
 	out, err := a.next.CreateFleet(ctx, r.in, r.optFns...)

@@ -30,6 +30,9 @@ type Snapshot struct {
 	Pods map[string][]*corev1.Pod
 	// Unbound are the pods not bound to a Node yet and not finished.
 	Unbound []*corev1.Pod
+	// Grace, when set, is how ExistingNodes sees starting and briefly
+	// NotReady nodes (see Grace).
+	Grace *Grace
 }
 
 // Read lists Nodes, NodeClaims and bound pods from kube. It returns the
@@ -100,7 +103,9 @@ func (s *Snapshot) NodeOf(nc *karpv1.NodeClaim) *corev1.Node {
 // gives the instance types of each NodePool, used for a NodeClaim launched
 // but not yet reporting its allocatable (the smallest allocatable among its
 // candidate types). exclude (may be nil) names the NodeClaims whose nodes a
-// disruption command would remove.
+// disruption command would remove. A Node's taints and allocatable are
+// seen through s.Grace (see Grace): with it, starting and briefly NotReady
+// nodes keep the pods planned onto them.
 func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.InstanceType, exclude func(*karpv1.NodeClaim) bool) []scheduling.ExistingNode {
 	var out []scheduling.ExistingNode
 	for name, n := range s.Nodes {
@@ -111,16 +116,10 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 		if nc != nil && (!nc.DeletionTimestamp.IsZero() || (exclude != nil && exclude(nc))) {
 			continue
 		}
-		available := corev1.ResourceList(n.Status.Allocatable).DeepCopy()
+		taints, available := s.Grace.view(n, nc)
 		for _, p := range s.Pods[name] {
 			subtract(available, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
 			subtract(available, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-		}
-		taints := n.Spec.Taints
-		if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-			// Startup and ephemeral taints go away by themselves; the
-			// pods planned for the node wait for that (problem P4).
-			taints = nc.Spec.Taints
 		}
 		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: withoutTaint(taints, karpv1.UnregisteredTaintKey),
 			Available: available, Pods: s.Pods[name]})

@@ -132,12 +132,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
+		LaunchTTL:         opts.LaunchTTL,
+		RegistrationTTL:   opts.RegistrationTTL,
+		// --initialization-grace-window=0 switches the grace window off.
+		InitializationGrace:        opts.InitializationGrace,
+		DisableInitializationGrace: opts.InitializationGrace <= 0,
+		DisableNomination:          !opts.NominatePods,
 	})
 	if err := provisioning.Register(mgr, prov); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
-		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax})
+		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
+		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}

@@ -36,6 +36,24 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
 	// before the instance is terminated. Default 15m, Karpenter's registration TTL.
 	RegistrationTTL time.Duration
+	// LaunchTTL is how long a NodeClaim may stay unlaunched (no instance)
+	// before it is deleted and its pods planned again. Default 5m.
+	LaunchTTL time.Duration
+	// InitializationGrace is the grace window of in-flight and recently
+	// initialised nodes (problem P4): startupTaints, known ephemeral taints
+	// and node agents' taints, missing extended resources and a NotReady
+	// shorter than it do not count against the pods planned onto them.
+	// Default 5m; 0 switches it off (only for the P4 control scenario).
+	InitializationGrace time.Duration
+	// NominatePods keeps pods planned onto an in-flight NodeClaim waiting
+	// for it while it launches, registers and initialises within its TTLs.
+	// Default true; false only for the P4 control scenario.
+	NominatePods bool
+	// NodeNotReadyThreshold is how long an initialised Node may be NotReady
+	// before its NodeClaim reports it (condition NodeNotReady); the node is
+	// never replaced for it. Default 30m, as Karpenter's node repair
+	// toleration for the Ready condition.
+	NodeNotReadyThreshold time.Duration
 	// BatchIdleDuration is how long the provisioner waits for more pending
 	// pods after the last one arrived. Default 1s, Karpenter's BATCH_IDLE_DURATION.
 	BatchIdleDuration time.Duration
@@ -101,6 +119,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", "1.35"), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
+	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", 5*time.Minute), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
+	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", 5*time.Minute), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods; 0 disables (only to reproduce problem P4)")
+	fs.BoolVar(&o.NominatePods, "nominate-pods", env("NOMINATE_PODS", "true") == "true", "keep pods planned onto an in-flight NodeClaim waiting for it (false only to reproduce problem P4)")
+	fs.DurationVar(&o.NodeNotReadyThreshold, "node-not-ready-threshold", envDuration("NODE_NOT_READY_THRESHOLD", 30*time.Minute), "report a NodeClaim whose Node is NotReady longer than this (never replaced)")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
 	fs.DurationVar(&o.LaunchBackoffBase, "launch-backoff-base", envDuration("LAUNCH_BACKOFF_BASE", 30*time.Second), "first wait after a persistent launch failure; doubles per failure")
@@ -135,6 +157,15 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
+	}
+	if o.LaunchTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--launch-ttl %s: must be positive", o.LaunchTTL))
+	}
+	if o.InitializationGrace < 0 {
+		errs = append(errs, fmt.Errorf("--initialization-grace-window %s: must not be negative (0 disables it)", o.InitializationGrace))
+	}
+	if o.NodeNotReadyThreshold <= 0 {
+		errs = append(errs, fmt.Errorf("--node-not-ready-threshold %s: must be positive", o.NodeNotReadyThreshold))
 	}
 	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("--batch-idle-duration %s / --batch-max-duration %s: want 0 < idle <= max", o.BatchIdleDuration, o.BatchMaxDuration))

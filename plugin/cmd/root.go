@@ -11,6 +11,7 @@ import (
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/explain"
 	"github.com/karpx/karpx/plugin/lint"
+	"github.com/karpx/karpx/plugin/nodeclaims"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"
 )
@@ -85,6 +86,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 		status.NewCmd(f, streams),
 		explain.NewCmd(f, namespace, streams),
 		lint.NewCmd(streams),
+		nodeclaims.NewCmd(f, streams),
 		throttle.NewCmd(f, streams),
 		newCmdVersion(f, streams),
 	)

@@ -332,6 +332,12 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 	return s, nil
 }
 
+// NominationGrace is the initialisation grace window (provisioning's
+// default, --initialization-grace-window) through which nominated() sees
+// nodes: startup, ephemeral and agent taints of a node younger than this
+// do not keep its pending pods away.
+const NominationGrace = 5 * time.Minute
+
 // nominated returns the Nodes that pods not bound yet are expected to land
 // on: the scheduler places every pending pod on the existing nodes (as
 // provisioning would) and a Node that takes one is no candidate, however
@@ -348,7 +354,12 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	if len(pending) == 0 {
 		return out
 	}
-	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: s.cluster.ExistingNodes(s.types, nil)})
+	// Seen as provisioning sees them: a node that has just initialised but
+	// still carries an agent's taint is where its pending pods will go.
+	s.cluster.Grace = &clusterstate.Grace{Window: NominationGrace, Now: s.now, AgentTaint: provisioning.AgentTaint()}
+	existing := s.cluster.ExistingNodes(s.types, nil)
+	s.cluster.Grace = nil
+	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing})
 	for name := range res.ExistingPlacements {
 		out[name] = true
 	}

@@ -36,6 +36,9 @@ type Collector struct {
 	// unclaimed instance (by providerID) or a NodeClaim without instance.
 	orphanSince map[string]time.Time
 	goneSince   map[string]time.Time
+	// terminated are the orphans this collector terminated that EC2 still
+	// lists (shutting-down): not terminated, nor logged, again.
+	terminated map[string]bool
 }
 
 // New returns a Collector with defaults filled.
@@ -47,7 +50,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 		opts.Grace = 5 * time.Minute
 	}
 	return &Collector{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now,
-		orphanSince: map[string]time.Time{}, goneSince: map[string]time.Time{}}
+		orphanSince: map[string]time.Time{}, goneSince: map[string]time.Time{}, terminated: map[string]bool{}}
 }
 
 // NeedLeaderElection makes the Collector run only on the leader.
@@ -95,10 +98,15 @@ func (c *Collector) Pass(ctx context.Context) {
 	// that stops qualifying (claimed, gone, deleted) is forgotten.
 	live := map[string]bool{}
 	orphanSince := map[string]time.Time{}
+	terminated := map[string]bool{}
 	for _, in := range instances {
 		id := in.Status.ProviderID
 		live[id] = true
 		if byProviderID[id] || (in.Name != "" && byName[in.Name]) {
+			continue
+		}
+		if c.terminated[id] {
+			terminated[id] = true // still shutting down
 			continue
 		}
 		first := firstSeen(c.orphanSince, id, now)
@@ -111,10 +119,11 @@ func (c *Collector) Pass(ctx context.Context) {
 			orphanSince[id] = first
 			continue
 		}
+		terminated[id] = true
 		log.Info("terminated orphaned instance: no NodeClaim claims it", "providerID", id, "NodeClaim", in.Name,
 			"NodePool", in.Labels[karpv1.NodePoolLabelKey], "unclaimedFor", now.Sub(first).Round(time.Second).String())
 	}
-	c.orphanSince = orphanSince
+	c.orphanSince, c.terminated = orphanSince, terminated
 
 	goneSince := map[string]time.Time{}
 	for i := range claims.Items {

@@ -23,6 +23,9 @@ type fakeCloud struct {
 	instances map[string]*karpv1.NodeClaim
 	listErr   error
 	deleted   []string
+	// shuttingDown keeps deleted instances listed, as EC2 does while they
+	// shut down.
+	shuttingDown bool
 }
 
 func (f *fakeCloud) List(context.Context) ([]*karpv1.NodeClaim, error) {
@@ -45,7 +48,9 @@ func (f *fakeCloud) Get(_ context.Context, id string) (*karpv1.NodeClaim, error)
 
 func (f *fakeCloud) Delete(_ context.Context, nc *karpv1.NodeClaim) error {
 	f.deleted = append(f.deleted, nc.Status.ProviderID)
-	delete(f.instances, nc.Status.ProviderID)
+	if !f.shuttingDown {
+		delete(f.instances, nc.Status.ProviderID)
+	}
 	return nil
 }
 
@@ -78,6 +83,27 @@ func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
 	c.Pass(context.Background())
 	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-2" {
 		t.Fatalf("deleted %v, want only the unclaimed aws:///a/i-2", cloud.deleted)
+	}
+}
+
+func TestShuttingDownOrphanTerminatedOnce(t *testing.T) {
+	c, cloud, _, now := setup(t)
+	cloud.shuttingDown = true
+	cloud.instances["aws:///a/i-2"] = instance("leaked", "aws:///a/i-2")
+	c.Pass(context.Background())
+	for range 4 {
+		*now = now.Add(2 * time.Minute)
+		c.Pass(context.Background())
+	}
+	if len(cloud.deleted) != 1 {
+		t.Fatalf("terminated %v while it shut down, want once", cloud.deleted)
+	}
+	// Gone from EC2's answers, then listed again (a new orphan with the
+	// same id cannot happen, but the memory must not grow forever).
+	delete(cloud.instances, "aws:///a/i-2")
+	c.Pass(context.Background())
+	if len(c.terminated) != 0 {
+		t.Fatalf("still remembers %v after EC2 stopped listing it", c.terminated)
 	}
 }
 

@@ -42,6 +42,20 @@ type Options struct {
 	// every pass: the relaunch loop of problem P1. Only the P1 control
 	// scenario sets it.
 	IgnoreInFlight bool
+	// LaunchTTL and RegistrationTTL bound how long pods nominated to a
+	// NodeClaim wait for it to launch (since its creation) and to register
+	// (since its launch). Defaults 5m and 15m.
+	LaunchTTL, RegistrationTTL time.Duration
+	// InitializationGrace is the grace window: how long after registration
+	// pods nominated to a NodeClaim wait for it to initialise, how long
+	// after registration and initialisation startup, ephemeral and agent
+	// taints and missing extended resources do not count against a node,
+	// and how long a NotReady node still counts. Default 5m.
+	InitializationGrace time.Duration
+	// DisableNomination and DisableInitializationGrace switch nomination
+	// and the grace window off: pods are planned from what Nodes show
+	// right now. Only the P4 control scenario sets them.
+	DisableNomination, DisableInitializationGrace bool
 }
 
 func (o *Options) defaults() {
@@ -53,6 +67,15 @@ func (o *Options) defaults() {
 	}
 	if o.ResyncPeriod <= 0 {
 		o.ResyncPeriod = 30 * time.Second
+	}
+	if o.LaunchTTL <= 0 {
+		o.LaunchTTL = 5 * time.Minute
+	}
+	if o.RegistrationTTL <= 0 {
+		o.RegistrationTTL = 15 * time.Minute
+	}
+	if o.InitializationGrace <= 0 {
+		o.InitializationGrace = 5 * time.Minute
 	}
 }
 
@@ -66,6 +89,9 @@ type Provisioner struct {
 	opts     Options
 	trigger  chan struct{}
 	now      func() time.Time
+
+	nominated  nominations
+	agentTaint func(corev1.Taint) bool
 }
 
 // NewProvisioner returns a Provisioner. kube must be a cached client of a
@@ -74,7 +100,7 @@ type Provisioner struct {
 // skipped until the pause ends.
 func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), now: time.Now}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), now: time.Now, agentTaint: AgentTaint()}
 }
 
 // Trigger asks for a provisioning pass; it never blocks, and triggers that
@@ -147,6 +173,9 @@ type PassResult struct {
 	InFlight int
 	// Unschedulable is the number of pods no NodePool can take.
 	Unschedulable int
+	// Nominated is the number of pending pods left out of the pass because
+	// they wait for the in-flight NodeClaim they are nominated to.
+	Nominated int
 }
 
 // Schedule runs one provisioning pass from the current cluster state and
@@ -227,17 +256,33 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, errors.New("no NodePool can launch nodes: create a NodePool whose EC2NodeClass resolves")
 	}
 
+	var state *clusterstate.Snapshot
+	now := p.now()
 	if !p.opts.IgnoreInFlight {
-		state, err := clusterstate.Read(ctx, p.kube)
-		if err != nil {
+		if state, err = clusterstate.Read(ctx, p.kube); err != nil {
 			return res, err
 		}
+		state.Grace = &clusterstate.Grace{Window: p.opts.InitializationGrace, Now: now, AgentTaint: p.agentTaint}
+		if p.opts.DisableInitializationGrace {
+			state.Grace.Window = 0
+		}
 		in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
+		in.Pods, res.Nominated = p.waitForNominations(state, in, pending, now)
+		if len(in.Pods) == 0 {
+			return res, nil
+		}
 	}
 
 	out := scheduling.Solve(in)
-	for _, pods := range out.ExistingPlacements {
+	for name, pods := range out.ExistingPlacements {
 		res.InFlight += len(pods)
+		if nc := claimOf(state, name); nc != nil && !p.opts.DisableNomination {
+			for _, pod := range pods {
+				if p.nominated.set(pod.UID, nc.Name) {
+					p.recorder.Eventf(pod, corev1.EventTypeNormal, NominatedReason, "Pod should schedule on: nodeclaim/%s", nc.Name)
+				}
+			}
+		}
 	}
 	for _, pod := range pending {
 		if err, ok := out.Unschedulable[pod.UID]; ok {
@@ -258,7 +303,10 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			"pods", len(plan.Pods), "instanceTypes", len(plan.InstanceTypes),
 			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
 		for _, pod := range plan.Pods {
-			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+			if !p.opts.DisableNomination {
+				p.nominated.set(pod.UID, nc.Name)
+			}
+			p.recorder.Eventf(pod, corev1.EventTypeNormal, NominatedReason, "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
 	// The next pass must see these NodeClaims, or it would provision the
@@ -267,6 +315,32 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// waitForNominations returns the pending pods to plan: those nominated to
+// an in-flight NodeClaim whose nomination still holds (NominationHolds)
+// are left out, and their requests are reserved on that NodeClaim's entry
+// in in.ExistingNodes so no other pod is planned into their room. It also
+// returns how many pods it left out.
+func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in scheduling.Input, pending []*corev1.Pod, now time.Time) ([]*corev1.Pod, int) {
+	if p.opts.DisableNomination {
+		return pending, 0
+	}
+	p.nominated.keepOnly(pending)
+	plan := make([]*corev1.Pod, 0, len(pending))
+	waiting := 0
+	for _, pod := range pending {
+		if name := p.nominated.get(pod.UID); name != "" {
+			nc := state.NodeClaims[name]
+			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) && reserve(in.ExistingNodes, state, nc, pod) {
+				waiting++
+				continue
+			}
+			p.nominated.forget(pod.UID)
+		}
+		plan = append(plan, pod)
+	}
+	return plan, waiting
 }
 
 // Remaining is the NodePool's spec.limits minus the capacity of its

@@ -24,6 +24,7 @@ import (
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
@@ -46,6 +47,15 @@ type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its
 	// Node. Default 15m, Karpenter's registration TTL.
 	RegistrationTTL time.Duration
+	// LaunchTTL is how long a NodeClaim may stay without an instance
+	// (launch failing and backing off) before it is deleted, so the
+	// provisioner plans its pods again. Default 5m.
+	LaunchTTL time.Duration
+	// NodeNotReadyThreshold is how long an initialised Node may be NotReady
+	// before its NodeClaim reports it (condition NodeNotReady=True, event
+	// NodeNotReady). The node is never replaced for it: node repair is out
+	// of scope. Default 30m, Karpenter's node repair toleration for Ready.
+	NodeNotReadyThreshold time.Duration
 	// LaunchBackoffBase is the first wait after a persistent launch error;
 	// it doubles per consecutive failure up to LaunchBackoffMax.
 	// Defaults 30s and 10m.
@@ -83,6 +93,12 @@ type launchFailures struct {
 func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Controller {
 	if opts.RegistrationTTL <= 0 {
 		opts.RegistrationTTL = 15 * time.Minute
+	}
+	if opts.LaunchTTL <= 0 {
+		opts.LaunchTTL = 5 * time.Minute
+	}
+	if opts.NodeNotReadyThreshold <= 0 {
+		opts.NodeNotReadyThreshold = 30 * time.Minute
 	}
 	if opts.LaunchBackoffBase <= 0 {
 		opts.LaunchBackoffBase = 30 * time.Second
@@ -166,8 +182,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Status writes and Node events wake the reconciler too; only the
 		// backoff decides when a failed launch is tried again.
 		c.mu.Lock()
-		f := c.failures[nc.UID]
+		f, launched := c.failures[nc.UID], c.launched[nc.UID]
 		c.mu.Unlock()
+		if launched != nil {
+			// The instance exists; only recording it failed. Neither the
+			// backoff nor a pause of the pair may delay that.
+			return c.launch(ctx, nc)
+		}
+		if age := c.now().Sub(nc.CreationTimestamp.Time); age >= c.opts.LaunchTTL {
+			log.Info("no instance launched in time; deleting NodeClaim so its pods are planned again", "launchTTL", c.opts.LaunchTTL.String())
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimeout", "no instance launched within %s; deleting the NodeClaim so its pods are planned again", c.opts.LaunchTTL)
+			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		}
 		if wait := f.next.Sub(c.now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -187,9 +213,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A registered NodeClaim whose Node is gone was deleted around the
 	// termination finalizer (or by a force delete): its instance must not
 	// keep running unseen while pods are provisioned for elsewhere.
-	if node, err := c.nodeFor(ctx, nc); err != nil {
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil {
 		return reconcile.Result{}, err
-	} else if node == nil {
+	}
+	if node == nil {
 		log.Info("Node is gone; deleting NodeClaim and terminating its instance", "Node", nc.Status.NodeName)
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "NodeDeleted", "Node %s was deleted; terminating the instance", nc.Status.NodeName)
 		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
@@ -197,9 +225,53 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 		return c.initialize(ctx, nc)
 	}
-	return reconcile.Result{}, nil
+	return c.watchReady(ctx, nc, node)
 }
 
+// ConditionTypeNodeNotReady is the NodeClaim condition that reports a Node
+// NotReady for longer than Options.NodeNotReadyThreshold.
+const ConditionTypeNodeNotReady = "NodeNotReady"
+
+// watchReady reports, on an initialised NodeClaim, a Node NotReady for
+// longer than the threshold (condition NodeNotReady=True and an event) and
+// clears the report when it is Ready again. It never deletes anything.
+func (c *Controller) watchReady(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (reconcile.Result, error) {
+	since, notReady := notReadySince(node)
+	cond := nc.StatusConditions().Get(ConditionTypeNodeNotReady)
+	reported := cond != nil && cond.IsTrue()
+	stored := nc.DeepCopy()
+	switch {
+	case !notReady && reported:
+		nc.StatusConditions().SetFalse(ConditionTypeNodeNotReady, "NodeReady", "Node is Ready")
+	case !notReady:
+		return reconcile.Result{}, nil
+	case c.now().Sub(since) < c.opts.NodeNotReadyThreshold:
+		return reconcile.Result{RequeueAfter: c.opts.NodeNotReadyThreshold - c.now().Sub(since)}, nil
+	case reported:
+		return reconcile.Result{}, nil
+	default:
+		msg := fmt.Sprintf("Node %s NotReady since %s (longer than %s); not replaced: check kubelet on the instance %s, or delete the NodeClaim to replace it",
+			node.Name, since.UTC().Format(time.RFC3339), c.opts.NodeNotReadyThreshold, nc.Status.ProviderID)
+		nc.StatusConditions().SetTrueWithReason(ConditionTypeNodeNotReady, "NotReadyTooLong", msg)
+		logr.FromContextOrDiscard(ctx).Info("Node NotReady too long; reported, not replaced", "Node", node.Name, "since", since.UTC().Format(time.RFC3339))
+		c.recorder.Event(nc, corev1.EventTypeWarning, "NodeNotReady", msg)
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)))
+}
+
+// notReadySince returns when node's Ready condition left True, and whether
+// it is not True now (a Node without the condition counts from creation).
+func notReadySince(node *corev1.Node) (time.Time, bool) {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.LastTransitionTime.Time, cond.Status != corev1.ConditionTrue
+		}
+	}
+	return node.CreationTimestamp.Time, true
+}
+
+// launch creates the instance of nc, or takes the one an earlier attempt
+// created, and records it in nc's status.
 func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	c.mu.Lock()
@@ -325,12 +397,20 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	for k, v := range nc.Labels {
 		node.Labels[k] = v
 	}
+	firstRegistration := node.Labels[karpv1.NodeRegisteredLabelKey] != "true"
 	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	// From now on the Node leaves only through package termination's
 	// drain, whoever deletes it.
 	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
 	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredTaintKey)
-	for _, t := range nc.Spec.Taints {
+	// startupTaints too, once, as kubelet's --register-with-taints does:
+	// the karpenter.sh/registered label written in the same patch keeps a
+	// retried registration from putting back a taint its agent removed.
+	taints := append([]corev1.Taint{}, nc.Spec.Taints...)
+	if firstRegistration {
+		taints = append(taints, nc.Spec.StartupTaints...)
+	}
+	for _, t := range taints {
 		if !hasTaint(node.Spec.Taints, t) {
 			node.Spec.Taints = append(node.Spec.Taints, t)
 		}
@@ -357,17 +437,6 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		c.health.Success(key)
 	}
 	return c.initialize(ctx, nc)
-}
-
-// ephemeralTaints are set by Kubernetes itself while a node starts or
-// loses contact; they never mean the node is unfit. Source: Karpenter's
-// KnownEphemeralTaints (sigs.k8s.io/karpenter pkg/scheduling/taints.go).
-var ephemeralTaints = []string{
-	corev1.TaintNodeNotReady,
-	corev1.TaintNodeUnreachable,
-	corev1.TaintNodeNetworkUnavailable,
-	"node.cloudprovider.kubernetes.io/uninitialized",
-	karpv1.UnregisteredTaintKey,
 }
 
 func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
@@ -399,35 +468,8 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reco
 
 // notInitialized returns why node is not initialised yet, or "".
 func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) string {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
-		return "Node is not Ready"
-	}
-	for _, t := range node.Spec.Taints {
-		for _, st := range nc.Spec.StartupTaints {
-			if t.MatchTaint(&st) {
-				return fmt.Sprintf("startup taint %s still present", t.ToString())
-			}
-		}
-		for _, key := range ephemeralTaints {
-			if t.Key == key {
-				return fmt.Sprintf("taint %s still present", t.ToString())
-			}
-		}
-	}
-	for name, q := range nc.Spec.Resources.Requests {
-		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods ||
-			name == corev1.ResourceEphemeralStorage || q.IsZero() {
-			continue
-		}
-		if a, ok := node.Status.Allocatable[name]; !ok || a.IsZero() {
-			return fmt.Sprintf("requested resource %s not allocatable yet", name)
-		}
+	if b := clusterstate.InitializationBlockers(nc, node); len(b) > 0 {
+		return b[0]
 	}
 	return ""
 }

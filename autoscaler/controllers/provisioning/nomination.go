@@ -1,0 +1,150 @@
+package provisioning
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/clusterstate"
+	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/webhook"
+)
+
+// AgentTaint reports whether a taint is one a node agent puts on new nodes
+// and removes once it is ready: the keys of the webhook's built-in startup
+// taint rules (Cilium's node.cilium.io/agent-not-ready, the EBS and EFS CSI
+// node plugins, Istio CNI). A NodePool that does not declare them as
+// startupTaints still gets them on its nodes (problem P4).
+func AgentTaint() func(corev1.Taint) bool {
+	keys := map[string]bool{}
+	for _, r := range webhook.BuiltinTaintRules() {
+		for _, t := range r.Taints {
+			keys[t.Key] = true
+		}
+	}
+	return func(t corev1.Taint) bool { return keys[t.Key] }
+}
+
+// NominatedReason is the reason of the pod event that records a
+// nomination ("Pod should schedule on: nodeclaim/<name>"), as Karpenter's.
+const NominatedReason = "Nominated"
+
+// nominations remembers, per pending pod, the NodeClaim a provisioning pass
+// planned it onto. Kept in memory: after a restart the first pass plans
+// pods onto in-flight NodeClaims again and nominates them anew.
+type nominations struct {
+	mu    sync.Mutex
+	byPod map[types.UID]string // pod UID → NodeClaim name
+}
+
+func (n *nominations) get(uid types.UID) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byPod[uid]
+}
+
+// set records a nomination and reports whether it is new or changed.
+func (n *nominations) set(uid types.UID, claim string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byPod == nil {
+		n.byPod = map[types.UID]string{}
+	}
+	if n.byPod[uid] == claim {
+		return false
+	}
+	n.byPod[uid] = claim
+	return true
+}
+
+// keepOnly forgets the pods not in pending (bound, deleted or finished).
+func (n *nominations) keepOnly(pending []*corev1.Pod) {
+	keep := make(map[types.UID]bool, len(pending))
+	for _, p := range pending {
+		keep[p.UID] = true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for uid := range n.byPod {
+		if !keep[uid] {
+			delete(n.byPod, uid)
+		}
+	}
+}
+
+func (n *nominations) forget(uid types.UID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.byPod, uid)
+}
+
+// NominationHolds reports whether pods nominated to nc should keep waiting
+// for it at now: nc is not being deleted and is not yet Initialized, and
+// it is within its TTLs — launched within launchTTL of its creation,
+// registered within registrationTTL of its launch, and initialised within
+// initTimeout of its registration (durations in seconds' resolution, as
+// the conditions record them). It returns false for a nil nc.
+func NominationHolds(nc *karpv1.NodeClaim, now time.Time, launchTTL, registrationTTL, initTimeout time.Duration) bool {
+	if nc == nil || !nc.DeletionTimestamp.IsZero() {
+		return false
+	}
+	conds := nc.StatusConditions()
+	launched, registered := conds.Get(karpv1.ConditionTypeLaunched), conds.Get(karpv1.ConditionTypeRegistered)
+	switch {
+	case conds.Get(karpv1.ConditionTypeInitialized).IsTrue():
+		return false
+	case !launched.IsTrue():
+		return now.Sub(nc.CreationTimestamp.Time) < launchTTL
+	case !registered.IsTrue():
+		return now.Sub(launched.LastTransitionTime.Time) < registrationTTL
+	default:
+		return now.Sub(registered.LastTransitionTime.Time) < initTimeout
+	}
+}
+
+// reserve subtracts pod's requests (and one pod slot) from the existing
+// node that stands for nc in nodes: its Node when registered, else
+// "nodeclaim/<name>". It reports whether it found it.
+func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
+	name := "nodeclaim/" + nc.Name
+	if n := state.NodeOf(nc); n != nil {
+		name = n.Name
+	}
+	for i := range nodes {
+		if nodes[i].Name != name {
+			continue
+		}
+		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		for k, q := range req {
+			if cur, ok := nodes[i].Available[k]; ok {
+				cur.Sub(q)
+				nodes[i].Available[k] = cur
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// claimOf returns the NodeClaim behind an existing node's name when it is
+// not Initialized yet (pods placed there are nominated to it), or nil.
+func claimOf(state *clusterstate.Snapshot, existing string) *karpv1.NodeClaim {
+	if state == nil {
+		return nil
+	}
+	nc := state.NodeClaimOf[existing]
+	if name, ok := strings.CutPrefix(existing, "nodeclaim/"); ok && nc == nil {
+		nc = state.NodeClaims[name]
+	}
+	if nc == nil || nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		return nil
+	}
+	return nc
+}

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // Binaries are the executables a cluster needs, looked up in BinDir.
@@ -178,37 +180,64 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {
 }
 
 // StartAttempts is how many times StartForTest tries to start a control
-// plane whose kwok controller then makes a probe Node Ready.
+// plane that passes probeKwok.
 const StartAttempts = 3
 
-// probeKwok creates a Node kwok manages and waits (at most 60 s) until kwok
-// reports it Ready, then deletes it: a kwok controller that failed to start
-// (a port taken by another cluster) would leave every Node NotReady.
+// probeKwok checks that every component works before a test relies on it:
+// a Node kwok manages must become Ready (kwok controller), a one-replica
+// ReplicaSet must get its pod (kube-controller-manager) bound to that Node
+// (kube-scheduler) and Running (kwok). A component that lost a port race
+// with another cluster would otherwise fail the test much later and
+// obscurely. It cleans up after itself and waits at most 90 s.
 func (c *Cluster) probeKwok(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	kube, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return err
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "karpx-kwok-probe",
+	const name, ns = "karpx-probe", "kube-system"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpx.io/probe": "true"},
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
 	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the kwok probe Node: %w", err)
+		return fmt.Errorf("creating the probe Node: %w", err)
 	}
-	defer func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) }()
-	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		n, err := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
+	labels := map[string]string{"app": name}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				NodeSelector:                  map[string]string{"karpx.io/probe": "true"},
+				Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers:                    []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}}}}}
+	if _, err := kube.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the probe ReplicaSet: %w", err)
+	}
+	running := func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil || len(pods.Items) != 1 {
 			return false, nil
 		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+		p := pods.Items[0]
+		return p.Spec.NodeName == name && p.Status.Phase == corev1.PodRunning, nil
+	}
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, running); err != nil {
+		return fmt.Errorf("probe pod not Running on the probe Node (kwok controller, kube-scheduler or kube-controller-manager not working): %w", err)
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := kube.AppsV1().ReplicaSets(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		return fmt.Errorf("deleting the probe ReplicaSet: %w", err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		return fmt.Errorf("probe pod not deleted: %w", err)
+	}
+	if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting the probe Node: %w", err)
+	}
+	return nil
 }
 
 // StartForTest starts a control plane for t (retrying a start that fails

@@ -25,6 +25,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	nodeclassstatus "github.com/karpx/karpx/autoscaler/controllers/nodeclass/status"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
@@ -128,8 +129,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
-	if err := nodepoolstatus.New(mgr.GetClient(), health).Register(mgr); err != nil {
+	if err := nodepoolstatus.New(mgr.GetClient(), health, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)
+	}
+	if r, ok := cloud.(nodeclassstatus.Resolver); ok {
+		if err := nodeclassstatus.New(mgr.GetClient(), r, mgr.GetEventRecorderFor("karpx"), nodeclassstatus.Options{}).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering EC2NodeClass status: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

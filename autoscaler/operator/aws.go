@@ -14,6 +14,7 @@ import (
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
 )
 
@@ -53,7 +54,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Logger:          log, // batcher.New names it "batcher"
 		})
 	}
-	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler()}
+	reg := hydration.NewRegistry()
+	opts.hydration = reg
+	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler(), hydration.HandlerPath: reg.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,
@@ -65,6 +68,10 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			EC2API:            api,
 			Logger:            log,
 			DisableCaches:     !opts.EC2Caches,
+			Hydration:         reg,
+			// The P2 control: without ordering, lookups serve the
+			// catalogue before it is loaded.
+			ServeBeforeHydrated: !opts.HydrationOrdering,
 		})
 	})
 }

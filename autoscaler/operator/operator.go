@@ -29,6 +29,7 @@ import (
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 )
 
 // Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
@@ -64,6 +65,8 @@ type Operator struct {
 	Provisioner *provisioning.Provisioner
 	// CloudProvider is the cloud seam the controllers use.
 	CloudProvider cloudprovider.CloudProvider
+	// Hydration is the cloud data sets' registry (nil without one).
+	Hydration *hydration.Registry
 }
 
 // New builds the manager and registers every controller. It returns an error
@@ -118,7 +121,24 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
 	})
-	if err := provisioning.Register(mgr, prov); err != nil {
+	var gates []func(manager.Runnable) manager.Runnable
+	if src, ok := cloud.(hydrationSources); ok && opts.hydration != nil {
+		// Problem P2: the catalogue is loaded before anything uses it.
+		if err := mgr.Add(hydration.NewHydrator(logr.FromContextOrDiscard(ctx), src.HydrationSources()...)); err != nil {
+			return nil, err
+		}
+		if opts.HydrationOrdering {
+			needs := []string{hydration.InstanceTypes, hydration.Offerings}
+			opts.hydration.Require(needs...)
+			if err := mgr.AddReadyzCheck("hydration", opts.hydration.Check); err != nil {
+				return nil, err
+			}
+			gates = append(gates, func(r manager.Runnable) manager.Runnable {
+				return hydration.After(opts.hydration, r, logr.FromContextOrDiscard(ctx).WithName("provisioner"), needs...)
+			})
+		}
+	}
+	if err := provisioning.Register(mgr, prov, gates...); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
@@ -148,7 +168,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}); err != nil {
 		return nil, err
 	}
-	return &Operator{Manager: mgr, Provisioner: prov, CloudProvider: cloud}, nil
+	return &Operator{Manager: mgr, Provisioner: prov, CloudProvider: cloud, Hydration: opts.hydration}, nil
+}
+
+// hydrationSources is implemented by cloud providers whose data a
+// hydration.Hydrator loads (the AWS one).
+type hydrationSources interface {
+	HydrationSources() []hydration.Source
 }
 
 // Start runs every controller until ctx is done.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -61,6 +62,12 @@ type Options struct {
 	// provisioned for again. Default true; false only for the P1 control
 	// scenario (an autoscaler that keeps relaunching).
 	CountInFlight bool
+	// HydrationOrdering keeps the provisioner from running, and /readyz
+	// false, until the instance-type catalogue and its offerings are
+	// loaded; before that, lookups load the data or fail transiently.
+	// Default true; false only for the P2 control scenario, which shows
+	// the premature "no instance types" error of an autoscaler without it.
+	HydrationOrdering bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -79,6 +86,8 @@ type Options struct {
 	EC2Batching bool
 	// metricsHandlers are served beside /metrics (set by NewAWS).
 	metricsHandlers map[string]http.Handler
+	// hydration is the cloud data sets' registry (set by NewAWS).
+	hydration *hydration.Registry
 	// SkipControllerNameValidation allows several operators in one process
 	// (tests only; controller names key Prometheus metrics). No flag.
 	SkipControllerNameValidation bool
@@ -103,6 +112,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
+	fs.BoolVar(&o.HydrationOrdering, "hydration-ordering", env("HYDRATION_ORDERING", "true") == "true", "start provisioning only after the instance-type catalogue is loaded (false only to reproduce problem P2)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")

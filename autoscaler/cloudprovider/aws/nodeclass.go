@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/userdata"
 )
 
@@ -58,7 +59,9 @@ func (s *NodeClassStatus) Ready() bool {
 // timeout) is returned as an error and is transient.
 func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeClass) (*NodeClassStatus, error) {
 	st := &NodeClassStatus{}
+	reg := c.opts.Hydration
 	subnets, err := c.subnets.List(ctx, class.Spec.SubnetSelectorTerms)
+	record(reg, hydration.Subnets, len(subnets), err)
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.subnetSelectorTerms: %w", class.Name, err)
 	}
@@ -86,6 +89,7 @@ func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeC
 		fmt.Sprintf("tag the subnets (for example karpenter.sh/discovery: %s) or fix the IDs", c.opts.ClusterName)))
 
 	groups, err := c.securityGroups.List(ctx, class.Spec.SecurityGroupSelectorTerms)
+	record(reg, hydration.SecurityGroups, len(groups), err)
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.securityGroupSelectorTerms: %w", class.Name, err)
 	}
@@ -97,6 +101,7 @@ func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeC
 		fmt.Sprintf("tag the groups (for example karpenter.sh/discovery: %s) or fix the IDs and names", c.opts.ClusterName)))
 
 	amis, err := c.amis.List(ctx, class.Spec.AMISelectorTerms)
+	record(reg, hydration.AMIs, len(amis), err)
 	var termErr *ami.TermError
 	switch {
 	case errors.As(err, &termErr):
@@ -113,6 +118,18 @@ func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeC
 	st.Checks = append(st.Checks, c.instanceProfileCheck(class, st))
 	st.Checks = append(st.Checks, c.validationCheck(class))
 	return st, nil
+}
+
+// record reports one resolution to the registry: an AWS failure, or a
+// success with n items (a term error is the class's fault, not the data's).
+func record(reg *hydration.Registry, name string, n int, err error) {
+	var termErr *ami.TermError
+	switch {
+	case err == nil, errors.As(err, &termErr):
+		reg.Succeeded(name, n)
+	default:
+		reg.Failed(name, err)
+	}
 }
 
 // emptyCheck is a check that fails when nothing matched, with a message

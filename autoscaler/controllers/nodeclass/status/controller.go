@@ -101,7 +101,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		for _, t := range append([]string{v1.ConditionTypeReady}, v1.ConditionTypes...) {
 			if meta.FindStatusCondition(class.Status.Conditions, t) == nil {
 				meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionUnknown,
-					Reason: ReasonResolving, Message: truncate("waiting for AWS (will retry): "+err.Error()), ObservedGeneration: class.Generation})
+					Reason: ReasonResolving, Message: truncate("waiting for AWS (will retry): " + err.Error()), ObservedGeneration: class.Generation})
 			}
 		}
 		if perr := c.patch(ctx, stored, class); perr != nil {

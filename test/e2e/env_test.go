@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +49,24 @@ func newEnv(t *testing.T, clusterName string) *env {
 // tweak and its logger wrapped by wrapLog (either may be nil).
 func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Options), wrapLog func(logr.Logger) logr.Logger) *env {
 	t.Helper()
+	e := newBareEnv(t, clusterName)
+	karpxLog := e.log().WithName("karpx")
+	if wrapLog != nil {
+		karpxLog = wrapLog(karpxLog)
+	}
+	e.startAutoscaler(karpxLog, tweak)
+	return e
+}
+
+// log returns the test's logger.
+func (e *env) log() logr.Logger {
+	return testr.NewWithOptions(e.t, testr.Options{Verbosity: 0})
+}
+
+// newBareEnv is newEnv without the autoscaler: control plane, CRDs and
+// simulator; start autoscalers with runAutoscaler.
+func newBareEnv(t *testing.T, clusterName string) *env {
+	t.Helper()
 	c := cluster.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -74,17 +93,21 @@ func newEnvWithLog(t *testing.T, clusterName string, tweak func(*operator.Option
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, cancel: cancel, cluster: c, kube: kube, sim: sim, endpoint: endpoint, root: root, name: clusterName}
-	karpxLog := log.WithName("karpx")
-	if wrapLog != nil {
-		karpxLog = wrapLog(karpxLog)
-	}
-	e.startAutoscaler(karpxLog, tweak)
 	return e
 }
 
 // startAutoscaler starts the autoscaler against the simulator with the
-// test defaults changed by tweak (may be nil) and logging to log.
+// test defaults changed by tweak (may be nil) and logging to log; it runs
+// until the test ends.
 func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
+	e.t.Helper()
+	e.runAutoscaler(e.ctx, log, tweak)
+}
+
+// runAutoscaler is startAutoscaler bound to ctx, which may end before the
+// test; it returns the operator and a function that stops it and waits
+// until it has stopped (also called when the test ends).
+func (e *env) runAutoscaler(ctx context.Context, log logr.Logger, tweak func(*operator.Options)) (*operator.Operator, func()) {
 	e.t.Helper()
 	t := e.t
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
@@ -103,25 +126,31 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) {
 	if tweak != nil {
 		tweak(&opts)
 	}
-	ctx := logr.NewContext(e.ctx, log)
+	ctx, cancel := context.WithCancel(logr.NewContext(ctx, log))
 	op, err := operator.NewAWS(ctx, e.cluster.RESTConfig, opts)
 	if err != nil {
+		cancel()
 		t.Fatalf("building the autoscaler: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		// Cleanups run last-in first-out: stop the autoscaler before the
-		// control plane goes away.
-		e.cancel()
-		// Every run checks the shutdown too: all controllers' workers
-		// must finish within the manager's grace period, even after the
-		// P1 control storm with hundreds of reconciles in flight (it
-		// once overran it: see UsePriorityQueue in package operator).
-		if err := <-done; err != nil {
-			t.Errorf("autoscaler did not stop cleanly: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			// Every run checks the shutdown too: all controllers' workers
+			// must finish within the manager's grace period, even after the
+			// P1 control storm with hundreds of reconciles in flight (it
+			// once overran it: see UsePriorityQueue in package operator).
+			if err := <-done; err != nil {
+				t.Errorf("autoscaler did not stop cleanly: %v", err)
+			}
+		})
+	}
+	// Cleanups run last-in first-out: stop the autoscaler before the
+	// control plane goes away.
+	t.Cleanup(stop)
+	return op, stop
 }
 
 // applyExample applies a shared Karpenter example unchanged but for

@@ -519,3 +519,35 @@ func TestStatusReadyReflectsNodeClassAndRegistration(t *testing.T) {
 		t.Errorf("pools missing from output %q: %v", out, want)
 	}
 }
+
+// TestStatusShowsDataSets: the controller's cloud data sets are listed
+// under the tables with hydration, age, items and last error.
+func TestStatusShowsDataSets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/throttle":
+			fmt.Fprint(w, `{"enabled":true,"fraction":0.5,"totals":{}}`)
+		case "/hydration":
+			fmt.Fprintf(w, `{"dataSets":[{"name":"instance-types","required":true,"hydrated":true,"hydratedAt":%q,"items":742,"lastError":"describing instance types: 503"},`+
+				`{"name":"spot-prices","hydrated":false,"items":0,"lastError":"budget refused"}]}`, now.Add(-90*time.Second).Format(time.RFC3339))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	withBudget = true
+	defer func() { withBudget = false }()
+	out, _, err := run(t, newFactory(t, nil), "--budget-endpoint", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"DATA-SET         HYDRATED          AGE      ITEMS   LAST-ERROR",
+		"instance-types   True (required)   90s      742     describing instance types: 503",
+		"spot-prices      False             <none>   0       budget refused",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
@@ -56,7 +57,8 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	}
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
-	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler(), hydration.HandlerPath: reg.Handler()}
+	capCache := capacity.New(opts.CapacityLearning)
+	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,
@@ -69,6 +71,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Logger:            log,
 			DisableCaches:     !opts.EC2Caches,
 			Hydration:         reg,
+			Capacity:          capCache,
 			// The P2 control: without ordering, lookups serve the
 			// catalogue before it is loaded.
 			ServeBeforeHydrated: !opts.HydrationOrdering,

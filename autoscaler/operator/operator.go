@@ -25,6 +25,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	nodeclasscapacity "github.com/karpx/karpx/autoscaler/controllers/nodeclass/capacity"
 	nodeclassstatus "github.com/karpx/karpx/autoscaler/controllers/nodeclass/status"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
@@ -151,6 +152,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}
 	if err := nodepoolstatus.New(mgr.GetClient(), health, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)
+	}
+	if o, ok := cloud.(nodeclasscapacity.Observer); ok {
+		if err := nodeclasscapacity.New(mgr.GetClient(), o).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering the capacity controller: %w", err)
+		}
 	}
 	if r, ok := cloud.(nodeclassstatus.Resolver); ok {
 		if err := nodeclassstatus.New(mgr.GetClient(), r, mgr.GetEventRecorderFor("karpx"), nodeclassstatus.Options{}).Register(mgr); err != nil {

@@ -68,6 +68,10 @@ type Options struct {
 	// Default true; false only for the P2 control scenario, which shows
 	// the premature "no instance types" error of an autoscaler without it.
 	HydrationOrdering bool
+	// CapacityLearning plans with the allocatable observed on registered
+	// Nodes per (instance type, AMI) instead of the estimate. Default true;
+	// false only for the P3 control scenario.
+	CapacityLearning bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -113,6 +117,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.BoolVar(&o.HydrationOrdering, "hydration-ordering", env("HYDRATION_ORDERING", "true") == "true", "start provisioning only after the instance-type catalogue is loaded (false only to reproduce problem P2)")
+	fs.BoolVar(&o.CapacityLearning, "capacity-learning", env("CAPACITY_LEARNING", "true") == "true", "plan with the allocatable observed on registered Nodes (false only to reproduce problem P3)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")

@@ -14,6 +14,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
@@ -67,6 +68,14 @@ type Options struct {
 	// types, offerings, spot prices, subnets, security groups, AMIs).
 	// Default: a private registry.
 	Hydration *hydration.Registry
+	// DisableCapacityLearning keeps planning with capacity estimates even
+	// after Nodes registered with their real allocatable. Only the P3
+	// control scenario sets it.
+	DisableCapacityLearning bool
+	// Capacity is the learned-capacity cache to use (served by the
+	// operator at capacity.HandlerPath). Default: a new one, learning
+	// unless DisableCapacityLearning.
+	Capacity *capacity.Cache
 	// ServeBeforeHydrated lets the instance-type provider answer from an
 	// empty catalogue before it is loaded (problem P2's behaviour). Only
 	// the P2 control scenario sets it.
@@ -84,6 +93,7 @@ type CloudProvider struct {
 	instanceTypes   *instancetype.Provider
 	launchTemplates *launchtemplate.Provider
 	instances       *instance.Provider
+	capacity        *capacity.Cache
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -119,6 +129,9 @@ func New(opts Options) (*CloudProvider, error) {
 	if opts.MaxInstanceTypes <= 0 {
 		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
+	if opts.Capacity == nil {
+		opts.Capacity = capacity.New(!opts.DisableCapacityLearning)
+	}
 	if opts.Hydration == nil {
 		opts.Hydration = hydration.NewRegistry()
 	}
@@ -138,6 +151,7 @@ func New(opts Options) (*CloudProvider, error) {
 			Registry: opts.Hydration, Logger: log.WithName("instancetype"), ServeBeforeHydrated: opts.ServeBeforeHydrated}),
 		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
+		capacity:        opts.Capacity,
 	}, nil
 }
 

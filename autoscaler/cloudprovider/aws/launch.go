@@ -63,6 +63,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	log.Info("launched instance", "instanceID", inst.ID, "instanceType", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
 	out := nodeClaim.DeepCopy()
 	c.fillFromInstance(out, inst)
+	if it, ok := findType(r.instanceTypes, inst.Type); ok {
+		out.Status.Allocatable = it.Allocatable.DeepCopy() // issue 9: estimate or learned, not the bare catalogue
+	}
 	return out, nil
 }
 

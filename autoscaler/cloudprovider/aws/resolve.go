@@ -67,7 +67,10 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 		return nil, fmt.Errorf("EC2NodeClass %q: listing instance types: %w", name, err)
 	}
 	for _, it := range types {
-		if _, ok := ami.Select(r.amis, it.Labels); ok {
+		if a, ok := ami.Select(r.amis, it.Labels); ok {
+			// Problem P3: what the type offers depends on its AMI and
+			// the class's kubelet settings, and is learned from Nodes.
+			it.Allocatable = c.allocatable(it, a.ID, class)
 			r.instanceTypes = append(r.instanceTypes, it)
 		}
 	}

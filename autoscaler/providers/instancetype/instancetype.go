@@ -21,6 +21,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/catalog"
@@ -496,7 +497,7 @@ func derive(t ec2types.InstanceTypeInfo) (map[string]string, corev1.ResourceList
 	if n := t.NetworkInfo; n != nil && aws.ToInt32(n.MaximumNetworkInterfaces) > 0 {
 		pods = int64(aws.ToInt32(n.MaximumNetworkInterfaces))*(int64(aws.ToInt32(n.Ipv4AddressesPerInterface))-1) + 2
 	}
-	capacity := corev1.ResourceList{
+	capa := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(vcpus, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*1024*1024, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
@@ -504,30 +505,11 @@ func derive(t ec2types.InstanceTypeInfo) (map[string]string, corev1.ResourceList
 	}
 	if gpus > 0 {
 		labels[catalog.LabelInstanceGPUCount] = strconv.FormatInt(gpus, 10)
-		capacity["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		capa["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
 	}
-	alloc := capacity.DeepCopy()
-	alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000-reservedMilliCPU(vcpus), resource.DecimalSI)
+	alloc := capa.DeepCopy()
+	alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000-capacity.DefaultKubeReservedMilliCPU(vcpus), resource.DecimalSI)
 	alloc[corev1.ResourceMemory] = *resource.NewQuantity((memMiB-(11*pods+255)-100)*1024*1024, resource.BinarySI)
 	alloc[corev1.ResourceEphemeralStorage] = resource.MustParse("17Gi")
-	return labels, capacity, alloc
-}
-
-// reservedMilliCPU is the EKS kube-reserved cpu: 6% of the first core, 1% of
-// the second, 0.5% of the next two and 0.25% of the rest.
-func reservedMilliCPU(vcpus int64) int64 {
-	var m float64
-	for i := int64(0); i < vcpus; i++ {
-		switch {
-		case i == 0:
-			m += 60
-		case i == 1:
-			m += 10
-		case i < 4:
-			m += 5
-		default:
-			m += 2.5
-		}
-	}
-	return int64(m)
+	return labels, capa, alloc
 }

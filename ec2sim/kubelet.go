@@ -253,7 +253,7 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///" + in.zone + "/" + in.id, Taints: dedupeTaints(taints)},
 		Status: corev1.NodeStatus{
 			Capacity:    it.Capacity(),
-			Allocatable: offsetResources(it.Allocatable, in.behavior.AllocatableOffset),
+			Allocatable: offsetResources(offsetResources(it.Allocatable, s.imageAllocatableOffset(in)), in.behavior.AllocatableOffset),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: in.privateIP},
 				{Type: corev1.NodeHostName, Address: in.privateDNS},

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/capacity"
 	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"
@@ -74,6 +75,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 		status.NewCmd(f, streams),
 		lint.NewCmd(streams),
 		throttle.NewCmd(f, streams),
+		capacity.NewCmd(f, streams),
 		newCmdVersion(f, streams),
 	)
 	return root

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/plugin/throttle"
 )
 
 var dataSetColumns = []metav1.TableColumnDefinition{
@@ -26,47 +27,53 @@ var dataSetColumns = []metav1.TableColumnDefinition{
 	{Name: "Last-Error", Type: "string", Description: "Error of the last failed refresh since the last success (<none> when it succeeded)."},
 }
 
-// fetchDataSets reads the controller's hydration report
-// (hydration.HandlerPath) from the same source as the budget line: the
-// service proxy, or --budget-endpoint with its path replaced.
-func (o *Options) fetchDataSets(ctx context.Context) (*hydration.Report, error) {
+// FetchJSON reads path (for example hydration.HandlerPath) from the karpx
+// controller that conn points at, as `kubectl karpx throttle` reads
+// /throttle: from conn.Endpoint with its path replaced when set, else
+// through the API server's service proxy to conn's Service, and decodes the
+// JSON answer into into. Errors are the proxy's (NotFound when the Service
+// is missing) or name the URL.
+func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into any) error {
 	var raw []byte
-	if o.Budget.Endpoint != "" {
-		u, err := url.Parse(o.Budget.Endpoint)
+	if conn.Endpoint != "" {
+		u, err := url.Parse(conn.Endpoint)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		u.Path = hydration.HandlerPath
+		u.Path = path
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		client := conn.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: 30 * time.Second}
+		}
+		resp, err := client.Do(req)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%s: %s", u, resp.Status)
+			return fmt.Errorf("%s: %s", u, resp.Status)
 		}
-		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
-			return nil, err
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20)); err != nil {
+			return err
 		}
 	} else {
-		dc, err := o.Factory.Discovery()
+		dc, err := conn.Factory.Discovery()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		path := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", o.Budget.Namespace, o.Budget.Service, o.Budget.Port, hydration.HandlerPath)
-		if raw, err = dc.RESTClient().Get().AbsPath(path).DoRaw(ctx); err != nil {
-			return nil, err
+		proxy := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", conn.Namespace, conn.Service, conn.Port, path)
+		if raw, err = dc.RESTClient().Get().AbsPath(proxy).DoRaw(ctx); err != nil {
+			return err
 		}
 	}
-	var rep hydration.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, fmt.Errorf("decoding the data-set report: %w", err)
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("decoding %s: %w (is it a karpx controller?)", path, err)
 	}
-	return &rep, nil
+	return nil
 }
 
 // printDataSets prints the controller's cloud data sets under the tables.
@@ -78,7 +85,8 @@ func (o *Options) printDataSets(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rep, err := o.fetchDataSets(ctx)
+	rep := &hydration.Report{}
+	err := FetchJSON(ctx, o.Budget, hydration.HandlerPath, rep)
 	var status apierrors.APIStatus
 	switch {
 	case err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):

@@ -27,6 +27,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	nodeclasscapacity "github.com/karpx/karpx/autoscaler/controllers/nodeclass/capacity"
 	nodeclassstatus "github.com/karpx/karpx/autoscaler/controllers/nodeclass/status"
+	nodeclasstermination "github.com/karpx/karpx/autoscaler/controllers/nodeclass/termination"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
@@ -156,6 +157,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if o, ok := cloud.(nodeclasscapacity.Observer); ok {
 		if err := nodeclasscapacity.New(mgr.GetClient(), o).Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering the capacity controller: %w", err)
+		}
+	}
+	if cl, ok := cloud.(nodeclasstermination.Cleaner); ok {
+		if err := nodeclasstermination.New(mgr.GetClient(), cl, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering EC2NodeClass termination: %w", err)
 		}
 	}
 	if r, ok := cloud.(nodeclassstatus.Resolver); ok {

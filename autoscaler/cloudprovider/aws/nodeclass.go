@@ -10,6 +10,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/autoscaler/providers/userdata"
 )
 
@@ -210,4 +211,15 @@ func validateFamily(class *v1.EC2NodeClass) (string, error) {
 		return "", fmt.Errorf("%s: karpx launches Linux nodes only (AL2023, AL2, Bottlerocket or Custom)", field)
 	}
 	return family, nil
+}
+
+// DeleteLaunchTemplates deletes the launch templates karpx created for the
+// EC2NodeClass className in this cluster (tagged with the class and the
+// cluster's ownership tag) and returns how many. Errors are transient AWS
+// failures.
+func (c *CloudProvider) DeleteLaunchTemplates(ctx context.Context, className string) (int, error) {
+	return c.launchTemplates.DeleteTagged(ctx, map[string]string{
+		instance.TagNodeClass:                      className,
+		instance.ClusterTagKey(c.opts.ClusterName): "owned",
+	})
 }

@@ -14,6 +14,7 @@ import (
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/capacity"
+	"github.com/karpx/karpx/autoscaler/providers/clusterinfo"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
@@ -32,6 +33,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		return nil, err
 	}
 	log := logr.FromContextOrDiscard(ctx)
+	discoverClusterSettings(ctx, log, cfg, &opts)
 	raw, err := ec2api.New(ctx, ec2api.Config{
 		Region:       opts.Region,
 		BaseEndpoint: opts.EC2Endpoint,
@@ -64,6 +66,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			ClusterName:       opts.ClusterName,
 			ClusterEndpoint:   opts.ClusterEndpoint,
 			ClusterCABundle:   opts.ClusterCABundle,
+			ClusterCIDR:       opts.ClusterCIDR,
 			KubernetesVersion: opts.KubernetesVersion,
 			Region:            opts.Region,
 			KubeClient:        kube,
@@ -77,4 +80,27 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			ServeBeforeHydrated: !opts.HydrationOrdering,
 		})
 	})
+}
+
+// discoverClusterSettings fills the CA bundle, Kubernetes version and
+// service CIDR that no flag set from the cluster (package clusterinfo);
+// what cannot be discovered keeps the cloud provider's defaults, logged.
+func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Config, opts *Options) {
+	if opts.ClusterCABundle != "" && opts.KubernetesVersion != "" && opts.ClusterCIDR != "" {
+		return
+	}
+	info, err := clusterinfo.Discover(ctx, cfg)
+	if err != nil {
+		log.Info("some cluster settings were not discovered; using defaults (set the flags to override)", "error", err.Error())
+	}
+	if opts.ClusterCABundle == "" {
+		opts.ClusterCABundle = info.CABundle
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = info.KubernetesVersion
+	}
+	if opts.ClusterCIDR == "" {
+		opts.ClusterCIDR = info.ServiceCIDR
+	}
+	log.Info("cluster settings", "kubernetesVersion", opts.KubernetesVersion, "serviceCIDR", opts.ClusterCIDR, "caBundle", opts.ClusterCABundle != "")
 }

@@ -23,8 +23,13 @@ type Options struct {
 	// ClusterEndpoint is the API server URL written into node userData.
 	ClusterEndpoint string
 	// ClusterCABundle is the cluster CA (base64-encoded PEM) written into
-	// node userData. Default: empty (nodes fetch it where the AMI family allows).
+	// node userData. Default: discovered from the controller's own API
+	// server credentials (package clusterinfo).
 	ClusterCABundle string
+	// ClusterCIDR is the service CIDR written into AL2023's NodeConfig.
+	// Default: discovered (the "kubernetes" ServiceCIDR, else the EKS
+	// default holding the "kubernetes" Service's IP), else 10.100.0.0/16.
+	ClusterCIDR string
 	// Region is the AWS region, e.g. "us-east-1". Default: AWS_REGION or us-east-1.
 	Region string
 	// EC2Endpoint, when set, overrides the EC2 endpoint (the loopback
@@ -33,6 +38,7 @@ type Options struct {
 	// SSMEndpoint overrides the SSM endpoint; defaults to EC2Endpoint when that is set.
 	SSMEndpoint string
 	// KubernetesVersion selects the AMI alias SSM parameters, e.g. "1.35".
+	// Default: the API server's version, else 1.35.
 	KubernetesVersion string
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
 	// before the instance is terminated. Default 15m, Karpenter's registration TTL.
@@ -101,11 +107,12 @@ type Options struct {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", ""), "EKS cluster name (required); used in tags and discovery selectors")
 	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "API server URL written into node userData")
-	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "base64-encoded cluster CA written into node userData")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "base64-encoded cluster CA written into node userData (default: the controller's own API server CA)")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", env("CLUSTER_CIDR", ""), "service CIDR written into node userData (default: discovered from the cluster)")
 	fs.StringVar(&o.Region, "region", env("AWS_REGION", "us-east-1"), "AWS region")
 	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", env("EC2_ENDPOINT", ""), "override the EC2 endpoint URL (e.g. the loopback simulator)")
 	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")
-	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", "1.35"), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", ""), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35 (default: the API server's)")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
@@ -148,7 +155,7 @@ func (o *Options) Validate() error {
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.KubernetesVersion == "" || strings.Count(o.KubernetesVersion, ".") != 1 {
+	if o.KubernetesVersion != "" && strings.Count(o.KubernetesVersion, ".") != 1 {
 		errs = append(errs, fmt.Errorf("--kubernetes-version %q: want MAJOR.MINOR, e.g. 1.35", o.KubernetesVersion))
 	}
 	return errors.Join(errs...)

@@ -7,8 +7,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/capacity"
+	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"

@@ -117,12 +117,15 @@ func (o *Options) Run(ctx context.Context) error {
 	if !rep.Learning {
 		fmt.Fprintln(o.ErrOut, "Capacity learning is off (--capacity-learning=false): planning uses the estimates.")
 	}
-	now := time.Now()
+	now := nowFn()
 	if o.Now != nil {
 		now = o.Now()
 	}
 	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.NoHeaders}).PrintObj(table(rep.Entries, now), o.Out)
 }
+
+// nowFn is the clock of ages when Options.Now is nil (tests replace it).
+var nowFn = time.Now
 
 var columns = []metav1.TableColumnDefinition{
 	{Name: "Instance-Type", Type: "string"},

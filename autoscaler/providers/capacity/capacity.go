@@ -165,13 +165,13 @@ const (
 //	         − evictionHard["memory.available"] (default 100Mi; a percentage is of the catalogue memory)
 //	ephemeral-storage = catalogue − kubeReserved/systemReserved ephemeral-storage
 //
-// so that with no spec.kubelet it equals the catalogue's allocatable.
-// Values never go below zero.
+// so that with no spec.kubelet it is the catalogue's allocatable (the same
+// list, which callers must not modify). Values never go below zero.
 func Estimate(catalogAlloc corev1.ResourceList, vcpus int64, kubelet *v1.KubeletConfiguration) corev1.ResourceList {
-	out := catalogAlloc.DeepCopy()
 	if kubelet == nil {
-		return out
+		return catalogAlloc // shared, as the catalogue's: never modified
 	}
+	out := catalogAlloc.DeepCopy()
 	catPods := catalogAlloc.Pods().Value()
 	pods := catPods
 	if kubelet.MaxPods != nil {

@@ -283,7 +283,7 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 	if ready {
 		annotations[KwokNodeAnnotation] = "fake"
 	}
-	capacity, allocatable := it.Capacity(), offsetResources(it.Allocatable, in.behavior.AllocatableOffset)
+	capacity, allocatable := it.Capacity(), offsetResources(offsetResources(it.Allocatable, s.imageAllocatableOffset(in)), in.behavior.AllocatableOffset)
 	for _, r := range in.behavior.LateResources {
 		delete(capacity, r.Name)
 		delete(allocatable, r.Name)

@@ -39,6 +39,8 @@ type Simulator struct {
 	imageOrder      []string
 	subnets         []*subnetState
 	securityGroups  []SecurityGroup
+	// imageAllocatable are SetImageAllocatable's rules (image_allocatable.go).
+	imageAllocatable []ImageAllocatable
 
 	stopped chan struct{} // closed when a Started server has shut down
 }

@@ -13,7 +13,10 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
+	"github.com/karpx/karpx/autoscaler/providers/clusterinfo"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
 )
 
@@ -30,6 +33,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		return nil, err
 	}
 	log := logr.FromContextOrDiscard(ctx)
+	discoverClusterSettings(ctx, log, cfg, &opts)
 	raw, err := ec2api.New(ctx, ec2api.Config{
 		Region:       opts.Region,
 		BaseEndpoint: opts.EC2Endpoint,
@@ -53,18 +57,50 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Logger:          log, // batcher.New names it "batcher"
 		})
 	}
-	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler()}
+	reg := hydration.NewRegistry()
+	opts.hydration = reg
+	capCache := capacity.New(opts.CapacityLearning)
+	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,
 			ClusterEndpoint:   opts.ClusterEndpoint,
 			ClusterCABundle:   opts.ClusterCABundle,
+			ClusterCIDR:       opts.ClusterCIDR,
 			KubernetesVersion: opts.KubernetesVersion,
 			Region:            opts.Region,
 			KubeClient:        kube,
 			EC2API:            api,
 			Logger:            log,
 			DisableCaches:     !opts.EC2Caches,
+			Hydration:         reg,
+			Capacity:          capCache,
+			// The P2 control: without ordering, lookups serve the
+			// catalogue before it is loaded.
+			ServeBeforeHydrated: !opts.HydrationOrdering,
 		})
 	})
+}
+
+// discoverClusterSettings fills the CA bundle, Kubernetes version and
+// service CIDR that no flag set from the cluster (package clusterinfo);
+// what cannot be discovered keeps the cloud provider's defaults, logged.
+func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Config, opts *Options) {
+	if opts.ClusterCABundle != "" && opts.KubernetesVersion != "" && opts.ClusterCIDR != "" {
+		return
+	}
+	info, err := clusterinfo.Discover(ctx, cfg)
+	if err != nil {
+		log.Info("some cluster settings were not discovered; using defaults (set the flags to override)", "error", err.Error())
+	}
+	if opts.ClusterCABundle == "" {
+		opts.ClusterCABundle = info.CABundle
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = info.KubernetesVersion
+	}
+	if opts.ClusterCIDR == "" {
+		opts.ClusterCIDR = info.ServiceCIDR
+	}
+	log.Info("cluster settings", "kubernetesVersion", opts.KubernetesVersion, "serviceCIDR", opts.ClusterCIDR, "caBundle", opts.ClusterCABundle != "")
 }

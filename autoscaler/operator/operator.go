@@ -27,10 +27,14 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	nodeclasscapacity "github.com/karpx/karpx/autoscaler/controllers/nodeclass/capacity"
+	nodeclassstatus "github.com/karpx/karpx/autoscaler/controllers/nodeclass/status"
+	nodeclasstermination "github.com/karpx/karpx/autoscaler/controllers/nodeclass/termination"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 )
 
 // Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
@@ -69,6 +73,8 @@ type Operator struct {
 	Disruption *disruption.Controller
 	// CloudProvider is the cloud seam the controllers use.
 	CloudProvider cloudprovider.CloudProvider
+	// Hydration is the cloud data sets' registry (nil without one).
+	Hydration *hydration.Registry
 }
 
 // New builds the manager and registers every controller. It returns an error
@@ -139,7 +145,24 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		DisableInitializationGrace: opts.InitializationGrace <= 0,
 		DisableNomination:          !opts.NominatePods,
 	})
-	if err := provisioning.Register(mgr, prov); err != nil {
+	var gates []func(manager.Runnable) manager.Runnable
+	if src, ok := cloud.(hydrationSources); ok && opts.hydration != nil {
+		// Problem P2: the catalogue is loaded before anything uses it.
+		if err := mgr.Add(hydration.NewHydrator(logr.FromContextOrDiscard(ctx), src.HydrationSources()...)); err != nil {
+			return nil, err
+		}
+		if opts.HydrationOrdering {
+			needs := []string{hydration.InstanceTypes, hydration.Offerings}
+			opts.hydration.Require(needs...)
+			if err := mgr.AddReadyzCheck("hydration", opts.hydration.Check); err != nil {
+				return nil, err
+			}
+			gates = append(gates, func(r manager.Runnable) manager.Runnable {
+				return hydration.After(opts.hydration, r, logr.FromContextOrDiscard(ctx).WithName("provisioner"), needs...)
+			})
+		}
+	}
+	if err := provisioning.Register(mgr, prov, gates...); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
@@ -159,8 +182,23 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
-	if err := nodepoolstatus.New(mgr.GetClient(), health).Register(mgr); err != nil {
+	if err := nodepoolstatus.New(mgr.GetClient(), health, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)
+	}
+	if o, ok := cloud.(nodeclasscapacity.Observer); ok {
+		if err := nodeclasscapacity.New(mgr.GetClient(), o).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering the capacity controller: %w", err)
+		}
+	}
+	if cl, ok := cloud.(nodeclasstermination.Cleaner); ok {
+		if err := nodeclasstermination.New(mgr.GetClient(), cl, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering EC2NodeClass termination: %w", err)
+		}
+	}
+	if r, ok := cloud.(nodeclassstatus.Resolver); ok {
+		if err := nodeclassstatus.New(mgr.GetClient(), r, mgr.GetEventRecorderFor("karpx"), nodeclassstatus.Options{}).Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering EC2NodeClass status: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -173,7 +211,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}); err != nil {
 		return nil, err
 	}
-	return &Operator{Manager: mgr, Provisioner: prov, Disruption: disrupt, CloudProvider: cloud}, nil
+	return &Operator{Manager: mgr, Provisioner: prov, Disruption: disrupt, CloudProvider: cloud, Hydration: opts.hydration}, nil
+}
+
+// hydrationSources is implemented by cloud providers whose data a
+// hydration.Hydrator loads (the AWS one).
+type hydrationSources interface {
+	HydrationSources() []hydration.Source
 }
 
 // Start runs every controller until ctx is done.

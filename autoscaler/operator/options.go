@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -22,8 +23,13 @@ type Options struct {
 	// ClusterEndpoint is the API server URL written into node userData.
 	ClusterEndpoint string
 	// ClusterCABundle is the cluster CA (base64-encoded PEM) written into
-	// node userData. Default: empty (nodes fetch it where the AMI family allows).
+	// node userData. Default: discovered from the controller's own API
+	// server credentials (package clusterinfo).
 	ClusterCABundle string
+	// ClusterCIDR is the service CIDR written into AL2023's NodeConfig.
+	// Default: discovered (the "kubernetes" ServiceCIDR, else the EKS
+	// default holding the "kubernetes" Service's IP), else 10.100.0.0/16.
+	ClusterCIDR string
 	// Region is the AWS region, e.g. "us-east-1". Default: AWS_REGION or us-east-1.
 	Region string
 	// EC2Endpoint, when set, overrides the EC2 endpoint (the loopback
@@ -32,6 +38,7 @@ type Options struct {
 	// SSMEndpoint overrides the SSM endpoint; defaults to EC2Endpoint when that is set.
 	SSMEndpoint string
 	// KubernetesVersion selects the AMI alias SSM parameters, e.g. "1.35".
+	// Default: the API server's version, else 1.35.
 	KubernetesVersion string
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node
 	// before the instance is terminated. Default 15m, Karpenter's registration TTL.
@@ -86,6 +93,16 @@ type Options struct {
 	// and in-memory timers, with no periodic pass: the design behind
 	// problem P5. Default false; true only for the P5 control scenario.
 	DisruptionEdgeTriggered bool
+	// HydrationOrdering keeps the provisioner from running, and /readyz
+	// false, until the instance-type catalogue and its offerings are
+	// loaded; before that, lookups load the data or fail transiently.
+	// Default true; false only for the P2 control scenario, which shows
+	// the premature "no instance types" error of an autoscaler without it.
+	HydrationOrdering bool
+	// CapacityLearning plans with the allocatable observed on registered
+	// Nodes per (instance type, AMI) instead of the estimate. Default true;
+	// false only for the P3 control scenario.
+	CapacityLearning bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -104,6 +121,8 @@ type Options struct {
 	EC2Batching bool
 	// metricsHandlers are served beside /metrics (set by NewAWS).
 	metricsHandlers map[string]http.Handler
+	// hydration is the cloud data sets' registry (set by NewAWS).
+	hydration *hydration.Registry
 	// SkipControllerNameValidation allows several operators in one process
 	// (tests only; controller names key Prometheus metrics). No flag.
 	SkipControllerNameValidation bool
@@ -113,11 +132,12 @@ type Options struct {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", ""), "EKS cluster name (required); used in tags and discovery selectors")
 	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "API server URL written into node userData")
-	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "base64-encoded cluster CA written into node userData")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "base64-encoded cluster CA written into node userData (default: the controller's own API server CA)")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", env("CLUSTER_CIDR", ""), "service CIDR written into node userData (default: discovered from the cluster)")
 	fs.StringVar(&o.Region, "region", env("AWS_REGION", "us-east-1"), "AWS region")
 	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", env("EC2_ENDPOINT", ""), "override the EC2 endpoint URL (e.g. the loopback simulator)")
 	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")
-	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", "1.35"), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", ""), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35 (default: the API server's)")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
 	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", 5*time.Minute), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
 	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", 5*time.Minute), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods; 0 disables (only to reproduce problem P4)")
@@ -134,6 +154,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
 	fs.BoolVar(&o.DisruptionEdgeTriggered, "disruption-edge-triggered", env("DISRUPTION_EDGE_TRIGGERED", "false") == "true", "act on pod deletions only, with no periodic pass (only to reproduce problem P5)")
+	fs.BoolVar(&o.HydrationOrdering, "hydration-ordering", env("HYDRATION_ORDERING", "true") == "true", "start provisioning only after the instance-type catalogue is loaded (false only to reproduce problem P2)")
+	fs.BoolVar(&o.CapacityLearning, "capacity-learning", env("CAPACITY_LEARNING", "true") == "true", "plan with the allocatable observed on registered Nodes (false only to reproduce problem P3)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
@@ -176,7 +198,7 @@ func (o *Options) Validate() error {
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.KubernetesVersion == "" || strings.Count(o.KubernetesVersion, ".") != 1 {
+	if o.KubernetesVersion != "" && strings.Count(o.KubernetesVersion, ".") != 1 {
 		errs = append(errs, fmt.Errorf("--kubernetes-version %q: want MAJOR.MINOR, e.g. 1.35", o.KubernetesVersion))
 	}
 	return errors.Join(errs...)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/karpx/karpx/plugin/capacity"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/explain"
 	"github.com/karpx/karpx/plugin/lint"
@@ -88,6 +89,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 		lint.NewCmd(streams),
 		nodeclaims.NewCmd(f, streams),
 		throttle.NewCmd(f, streams),
+		capacity.NewCmd(f, streams),
 		newCmdVersion(f, streams),
 	)
 	return root

@@ -44,7 +44,9 @@ const statusLong = `Show the cluster's Karpenter NodePools and NodeClaims.
 The NodePools table shows, for each pool, its node class, the number of
 NodeClaims labelled karpenter.sh/nodepool with its name, the CPU (cores)
 and memory those NodeClaims provide against the pool's spec.limits ("-"
-when unlimited), its Ready condition and its weight.
+when unlimited), its readiness (False when its Ready, NodeClassReady or
+NodeRegistrationHealthy condition is False; -o wide shows why) and its
+weight. Only launched NodeClaims count as nodes.
 
 The NodeClaims table shows each claim's pool, instance type, zone, capacity
 type, phase (Pending, Launched, Registered, Initialized or Terminating, from
@@ -59,7 +61,12 @@ consolidateAfter: Never, the disruption budget).
 
 With -o json, yaml, name or a template, the NodePools and NodeClaims are
 printed as one v1 List, NodePools first. When a table would be empty,
-"No NodePools found." or "No NodeClaims found." is written to stderr.`
+"No NodePools found." or "No NodeClaims found." is written to stderr.
+
+Under the tables, read from the controller as kubectl karpx throttle does:
+the EC2 API budget line and the cloud data sets the controller depends on
+(instance types, offerings, spot prices, subnets, security groups, AMIs),
+each with whether it is hydrated, its age, item count and last error.`
 
 const statusExample = `  # Show all NodePools and NodeClaims
   kubectl karpx status
@@ -299,6 +306,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	o.printBudget(ctx)
+	o.printDataSets(ctx)
 	return nil
 }
 

@@ -160,7 +160,7 @@ func TestStatusTables(t *testing.T) {
 	}
 	want := `NAME      NODECLASS       NODES   CPU        MEMORY          READY     WEIGHT
 default   default-class   3       12.5/100   49.5Gi/1000Gi   True      10
-gpu       gpu-class       2       16/-       64Gi/-          Unknown   <none>
+gpu       gpu-class       1       16/-       64Gi/-          Unknown   <none>
 
 NAME            NODEPOOL   INSTANCE-TYPE   ZONE         CAPACITY   PHASE         NODE                       AGE
 default-aaaaa   default    m5.xlarge       us-east-1a   spot       Initialized   ip-10-0-1-1.ec2.internal   3h
@@ -207,7 +207,7 @@ func TestStatusNodePoolFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `gpu   gpu-class   2     16/-   64Gi/-   Unknown   <none>
+	want := `gpu   gpu-class   1     16/-   64Gi/-   Unknown   <none>
 
 gpu-xxxxx   gpu   m5.xlarge   us-east-1a   spot     Launched   <none>   40s
 gpu-yyyyy   gpu   <none>      <none>       <none>   Unknown    <none>   5s
@@ -473,5 +473,81 @@ func TestStatusBadBudgetEndpoint(t *testing.T) {
 	}
 	if out != "" {
 		t.Errorf("stdout = %q, want empty: the tables are not printed after a usage error", out)
+	}
+}
+
+// TestStatusReadyReflectsNodeClassAndRegistration: READY is False for a
+// pool whose Ready is still True but whose EC2NodeClass is not ready, or
+// whose launches keep failing, and -o wide shows why.
+func TestStatusReadyReflectsNodeClassAndRegistration(t *testing.T) {
+	f := newFactory(t, nil,
+		nodePool("badclass", func(np *karpv1.NodePool) {
+			np.Status.Conditions = conds("Ready", "NodeClassReady=False")
+		}),
+		nodePool("failing", func(np *karpv1.NodePool) {
+			np.Status.Conditions = conds("Ready", "NodeClassReady", "NodeRegistrationHealthy=False")
+		}),
+		nodePool("healthy", func(np *karpv1.NodePool) {
+			np.Status.Conditions = conds("Ready", "NodeClassReady", "NodeRegistrationHealthy")
+		}),
+	)
+	out, _, err := run(t, f, "-o", "wide", "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := map[string][]string{
+		"badclass": {"False", "NodeClassReady: NodeClassReady"},
+		"failing":  {"False", "NodeRegistrationHealthy: NodeRegistrationHealthy"},
+		"healthy":  {"True", "<none>"},
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 7 {
+			continue
+		}
+		w, ok := want[f[0]]
+		if !ok {
+			continue
+		}
+		if f[5] != w[0] || !strings.Contains(l, w[1]) {
+			t.Errorf("%s: READY %s, line %q; want %s and %q", f[0], f[5], l, w[0], w[1])
+		}
+		delete(want, f[0])
+	}
+	if len(want) > 0 {
+		t.Errorf("pools missing from output %q: %v", out, want)
+	}
+}
+
+// TestStatusShowsDataSets: the controller's cloud data sets are listed
+// under the tables with hydration, age, items and last error.
+func TestStatusShowsDataSets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/throttle":
+			fmt.Fprint(w, `{"enabled":true,"fraction":0.5,"totals":{}}`)
+		case "/hydration":
+			fmt.Fprintf(w, `{"dataSets":[{"name":"instance-types","required":true,"hydrated":true,"hydratedAt":%q,"items":742,"lastError":"describing instance types: 503"},`+
+				`{"name":"spot-prices","hydrated":false,"items":0,"lastError":"budget refused"}]}`, now.Add(-90*time.Second).Format(time.RFC3339))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	withBudget = true
+	defer func() { withBudget = false }()
+	out, _, err := run(t, newFactory(t, nil), "--budget-endpoint", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"DATA-SET         HYDRATED          AGE      ITEMS   LAST-ERROR",
+		"instance-types   True (required)   90s      742     describing instance types: 503",
+		"spot-prices      False             <none>   0       budget refused",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

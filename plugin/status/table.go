@@ -26,11 +26,12 @@ const (
 var nodePoolColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NodePool."},
 	{Name: "NodeClass", Type: "string", Description: "Name of the node class in spec.template.spec.nodeClassRef."},
-	{Name: "Nodes", Type: "integer", Description: "Number of NodeClaims labelled karpenter.sh/nodepool with the NodePool's name."},
+	{Name: "Nodes", Type: "integer", Description: "Number of launched NodeClaims (Launched=True, not terminating) labelled karpenter.sh/nodepool with the NodePool's name."},
 	{Name: "CPU", Type: "string", Description: "Sum of the NodeClaims' status.capacity cpu, in cores, over spec.limits.cpu (- when unlimited)."},
 	{Name: "Memory", Type: "string", Description: "Sum of the NodeClaims' status.capacity memory over spec.limits.memory (- when unlimited)."},
-	{Name: "Ready", Type: "string", Description: "Status of the NodePool's Ready condition."},
+	{Name: "Ready", Type: "string", Description: "False when Ready, NodeClassReady or NodeRegistrationHealthy is False; else the Ready condition's status."},
 	{Name: "Weight", Type: "integer", Description: "spec.weight: higher weights are tried first."},
+	{Name: "Reason", Type: "string", Priority: 1, Description: "Reason and message of the first False condition among NodeClassReady, NodeRegistrationHealthy and Ready."},
 }
 
 var nodeClaimColumns = []metav1.TableColumnDefinition{
@@ -61,6 +62,10 @@ func nodePoolTable(pools []karpv1.NodePool, claims []karpv1.NodeClaim) *metav1.T
 		if t == nil {
 			t = &totals{}
 			byPool[name] = t
+		}
+		if nodeClaimCondition(&claims[i], karpv1.ConditionTypeLaunched) != metav1.ConditionTrue {
+			// Not a node: never launched, or its launch failed.
+			continue
 		}
 		t.nodes++
 		if q, ok := claims[i].Status.Capacity[corev1.ResourceCPU]; ok {
@@ -93,8 +98,9 @@ func nodePoolTable(pools []karpv1.NodePool, claims []karpv1.NodeClaim) *metav1.T
 				t.nodes,
 				usage(t.cpu, np.Spec.Limits, corev1.ResourceCPU, formatCPU),
 				usage(t.memory, np.Spec.Limits, corev1.ResourceMemory, formatBytes),
-				string(nodePoolCondition(np, conditionReady)),
+				string(readiness(np)),
 				weight,
+				notReadyReason(np),
 			},
 			Object: runtime.RawExtension{Object: np},
 		})
@@ -133,4 +139,33 @@ func orNone(s string) string {
 		return none
 	}
 	return s
+}
+
+// poolConditions are the NodePool conditions that make READY False, in the
+// order their reasons are shown.
+var poolConditions = []string{karpv1.ConditionTypeNodeClassReady, karpv1.ConditionTypeNodeRegistrationHealthy, conditionReady}
+
+// readiness is the READY cell: False when any of poolConditions is False
+// (a pool whose EC2NodeClass resolves nothing, or whose launches keep
+// failing, is not ready whatever its Ready says), else the Ready status.
+func readiness(np *karpv1.NodePool) metav1.ConditionStatus {
+	for _, t := range poolConditions {
+		if nodePoolCondition(np, t) == metav1.ConditionFalse {
+			return metav1.ConditionFalse
+		}
+	}
+	return nodePoolCondition(np, conditionReady)
+}
+
+// notReadyReason is the REASON cell: "Type: Reason: message" of the first
+// False condition among poolConditions, or <none>.
+func notReadyReason(np *karpv1.NodePool) string {
+	for _, t := range poolConditions {
+		for _, c := range np.Status.Conditions {
+			if c.Type == t && c.Status == metav1.ConditionFalse {
+				return c.Type + ": " + c.Reason + ": " + c.Message
+			}
+		}
+	}
+	return none
 }

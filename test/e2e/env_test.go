@@ -141,6 +141,15 @@ func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 // stopped (a clean stop is checked); the test's cleanup calls it too.
 func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (stop func()) {
 	e.t.Helper()
+	_, stop = e.runAutoscaler(e.ctx, log, tweak)
+	return stop
+}
+
+// runAutoscaler is startAutoscaler bound to ctx, which may end before the
+// test; it returns the operator and a function that stops it and waits
+// until it has stopped (also called when the test ends).
+func (e *env) runAutoscaler(parent context.Context, log logr.Logger, tweak func(*operator.Options)) (op *operator.Operator, stop func()) {
+	e.t.Helper()
 	t := e.t
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
@@ -161,7 +170,7 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (s
 	// The autoscaler runs as ServiceAccount karpx/karpx with the RBAC of
 	// manifests/controller, as in a cluster: a Forbidden error it logs
 	// fails the test.
-	ctx, cancel := context.WithCancel(logr.NewContext(e.ctx, cluster.FailOnForbidden(t, log)))
+	ctx, cancel := context.WithCancel(logr.NewContext(parent, cluster.FailOnForbidden(t, log)))
 	saConfig := cluster.ServiceAccountForTest(t, e.cluster.RESTConfig, filepath.Join(e.root, "manifests", "controller"), "karpx", "karpx")
 	op, err := operator.NewAWS(ctx, saConfig, opts)
 	if err != nil {
@@ -187,7 +196,13 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (s
 	// Cleanups run last-in first-out: the autoscaler stops before the
 	// control plane goes away.
 	t.Cleanup(stop)
-	return stop
+	return op, stop
+}
+
+// newBareEnv is newEnv without the autoscaler (newEnvWithoutAutoscaler).
+func newBareEnv(t *testing.T, clusterName string) *env {
+	t.Helper()
+	return newEnvWithoutAutoscaler(t, clusterName)
 }
 
 // applyExample applies a shared Karpenter example unchanged but for

@@ -14,7 +14,9 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/autoscaler/providers/instancetype"
 	"github.com/karpx/karpx/autoscaler/providers/launchtemplate"
@@ -62,6 +64,22 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types per CreateFleet. Default
 	// DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
+	// Hydration receives the state of every cloud data set (instance
+	// types, offerings, spot prices, subnets, security groups, AMIs).
+	// Default: a private registry.
+	Hydration *hydration.Registry
+	// DisableCapacityLearning keeps planning with capacity estimates even
+	// after Nodes registered with their real allocatable. Only the P3
+	// control scenario sets it.
+	DisableCapacityLearning bool
+	// Capacity is the learned-capacity cache to use (served by the
+	// operator at capacity.HandlerPath). Default: a new one, learning
+	// unless DisableCapacityLearning.
+	Capacity *capacity.Cache
+	// ServeBeforeHydrated lets the instance-type provider answer from an
+	// empty catalogue before it is loaded (problem P2's behaviour). Only
+	// the P2 control scenario sets it.
+	ServeBeforeHydrated bool
 }
 
 // CloudProvider implements cloudprovider.CloudProvider on EC2. Create it
@@ -75,6 +93,7 @@ type CloudProvider struct {
 	instanceTypes   *instancetype.Provider
 	launchTemplates *launchtemplate.Provider
 	instances       *instance.Provider
+	capacity        *capacity.Cache
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -110,6 +129,12 @@ func New(opts Options) (*CloudProvider, error) {
 	if opts.MaxInstanceTypes <= 0 {
 		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
+	if opts.Capacity == nil {
+		opts.Capacity = capacity.New(!opts.DisableCapacityLearning)
+	}
+	if opts.Hydration == nil {
+		opts.Hydration = hydration.NewRegistry()
+	}
 	log := opts.Logger.WithName("aws")
 	unavailable := instancetype.NewUnavailableOfferings()
 	ttls := cache.DefaultTTLs()
@@ -117,15 +142,27 @@ func New(opts Options) (*CloudProvider, error) {
 		ttls = cache.NoCaching()
 	}
 	return &CloudProvider{
-		opts:            opts,
-		log:             log,
-		subnets:         subnet.NewProvider(opts.EC2API, ttls),
-		securityGroups:  securitygroup.NewProvider(opts.EC2API, ttls),
-		amis:            ami.NewProvider(opts.EC2API, opts.KubernetesVersion, ttls),
-		instanceTypes:   instancetype.NewProvider(opts.EC2API, unavailable, ttls),
+		opts:           opts,
+		log:            log,
+		subnets:        subnet.NewProvider(opts.EC2API, ttls),
+		securityGroups: securitygroup.NewProvider(opts.EC2API, ttls),
+		amis:           ami.NewProvider(opts.EC2API, opts.KubernetesVersion, ttls),
+		instanceTypes: instancetype.NewProvider(opts.EC2API, unavailable, ttls, instancetype.Options{
+			Registry: opts.Hydration, Logger: log.WithName("instancetype"), ServeBeforeHydrated: opts.ServeBeforeHydrated}),
 		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
+		capacity:        opts.Capacity,
 	}, nil
+}
+
+// HydrationSources are the data sets a hydration.Hydrator loads at start
+// and refreshes: the instance-type catalogue (with its offerings) every
+// cache.InstanceTypesTTL and spot prices every cache.SpotPriceTTL.
+func (c *CloudProvider) HydrationSources() []hydration.Source {
+	return []hydration.Source{
+		{Name: hydration.InstanceTypes, Refresh: c.instanceTypes.RefreshCatalogue, Period: cache.InstanceTypesTTL},
+		{Name: hydration.SpotPrices, Refresh: c.instanceTypes.RefreshSpotPrices, Period: cache.SpotPriceTTL},
+	}
 }
 
 // UnavailableOfferings exposes the offerings marked unavailable after

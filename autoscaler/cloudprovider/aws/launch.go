@@ -65,6 +65,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	out := nodeClaim.DeepCopy()
 	c.fillFromInstance(out, inst)
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class))
+	if it, ok := findType(r.instanceTypes, inst.Type); ok {
+		out.Status.Allocatable = it.Allocatable.DeepCopy() // issue 9: estimate or learned, not the bare catalogue
+	}
 	return out, nil
 }
 

@@ -36,18 +36,9 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 	notReady := func(format string, args ...any) error {
 		return &cloudprovider.NodeClassNotReadyError{NodeClass: name, Reason: fmt.Sprintf(format, args...)}
 	}
-	r := &resolved{class: class, family: class.AMIFamilyName()}
-	if r.family == "" {
-		return nil, notReady("spec.amiFamily is required when spec.amiSelectorTerms has no alias term")
-	}
-	if strings.HasPrefix(r.family, "Windows") {
-		field := "spec.amiFamily"
-		for _, t := range class.Spec.AMISelectorTerms {
-			if t.Alias != "" {
-				field = fmt.Sprintf("spec.amiSelectorTerms[].alias %q", t.Alias)
-			}
-		}
-		return nil, notReady("%s: karpx launches Linux nodes only (AL2023, AL2, Bottlerocket or Custom)", field)
+	r := &resolved{class: class}
+	if r.family, err = validateFamily(class); err != nil {
+		return nil, notReady("%v", err)
 	}
 	if r.subnets, err = c.subnets.List(ctx, class.Spec.SubnetSelectorTerms); err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.subnetSelectorTerms: %w", name, err)
@@ -76,7 +67,10 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 		return nil, fmt.Errorf("EC2NodeClass %q: listing instance types: %w", name, err)
 	}
 	for _, it := range types {
-		if _, ok := ami.Select(r.amis, it.Labels); ok {
+		if a, ok := ami.Select(r.amis, it.Labels); ok {
+			// Problem P3: what the type offers depends on its AMI and
+			// the class's kubelet settings, and is learned from Nodes.
+			it.Allocatable = c.allocatable(it, a.ID, class)
 			r.instanceTypes = append(r.instanceTypes, it)
 		}
 	}

@@ -61,8 +61,16 @@ func (t triggerer) Reconcile(context.Context, reconcile.Request) (reconcile.Resu
 // Register adds to mgr the Provisioner and the watches that trigger it:
 // provisionable pods, NodeClaim deletions (their pods become pending again)
 // and NodePool changes.
-func Register(mgr manager.Manager, p *Provisioner) error {
-	if err := mgr.Add(p); err != nil {
+//
+// issue 9: gate, when given, wraps the Provisioner before it is added (the
+// operator uses hydration.After, so no pass runs before the cloud data it
+// needs is loaded).
+func Register(mgr manager.Manager, p *Provisioner, gate ...func(manager.Runnable) manager.Runnable) error {
+	var r manager.Runnable = p
+	for _, g := range gate {
+		r = g(r)
+	}
+	if err := mgr.Add(r); err != nil {
 		return err
 	}
 	if err := builder.ControllerManagedBy(mgr).Named("provisioning.pods").

@@ -237,10 +237,24 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 				"cause", st.Cause, "until", st.PausedUntil.UTC().Format(time.RFC3339))
 			continue
 		}
+		// issue 9: a pool whose EC2NodeClass is not Ready is not
+		// provisioned from (the NodePool status controller sets
+		// NodeClassReady=False with an event naming the cause).
+		if cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady); cond != nil && cond.IsFalse() {
+			log.V(1).Info("skipping NodePool: NodeClassReady=False", "NodePool", np.Name, "reason", cond.Reason, "message", cond.Message)
+			continue
+		}
 		its, err := p.cloud.GetInstanceTypes(ctx, np)
 		if err != nil {
 			// Transient or persistent, the pool is skipped for this pass
-			// only; the next pass asks again.
+			// only; the next pass asks again. issue 9: only persistent
+			// errors (a class that cannot resolve) are warnings; transient
+			// ones (data not hydrated yet, throttling, 5xx) are logged.
+			var notReady *cloudprovider.NodeClassNotReadyError
+			if !errors.As(err, &notReady) {
+				log.Info("skipping NodePool for this pass: its instance types are not available yet", "NodePool", np.Name, "transient", true, "error", err.Error())
+				continue
+			}
 			log.Error(err, "skipping NodePool: its instance types are not available", "NodePool", np.Name)
 			p.recorder.Eventf(np, corev1.EventTypeWarning, "InstanceTypesUnavailable", "instance types not available, NodePool skipped: %v", err)
 			continue

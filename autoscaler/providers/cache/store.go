@@ -22,6 +22,8 @@ type Store[K comparable, V any] interface {
 	// Len returns the number of entries, expired ones not yet swept
 	// included.
 	Len() int
+	// Purge deletes every entry.
+	Purge()
 }
 
 // New returns a Store of at most size entries that live for ttl: an
@@ -45,3 +47,4 @@ func (bypass[K, V]) Contains(K) bool      { return false }
 func (bypass[K, V]) Add(K, V) bool        { return false }
 func (bypass[K, V]) Remove(K) bool        { return false }
 func (bypass[K, V]) Len() int             { return 0 }
+func (bypass[K, V]) Purge()               {}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -19,7 +20,9 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/catalog"
 )
 
@@ -46,29 +49,72 @@ type Info struct {
 
 // Provider lists instance types and their offerings. It is safe for
 // concurrent use.
+//
+// The catalogue (DescribeInstanceTypes and DescribeInstanceTypeOfferings)
+// and spot prices are kept as last good copies: a refresh that fails keeps
+// the copy, an empty answer after a non-empty one is suspect and kept too
+// (with a warning), and readers never wait behind a refresh once the data
+// is hydrated. Before the catalogue is hydrated, List loads it (callers
+// wait for the one load in progress) and fails with a transient
+// *hydration.NotHydratedError if the load fails.
 type Provider struct {
 	api         ec2api.API
 	unavailable *UnavailableOfferings
 	now         func() time.Time
+	opts        Options
+	ttls        cache.TTLs
 
-	mu        sync.Mutex
-	infoCache cache.Store[string, []Info]
-	spotCache cache.Store[string, map[string]float64]
-	// lastSpot is the last complete spot price answer, served while the
-	// EC2 API budget refuses a speculative refresh.
-	lastSpot map[string]float64
-	zoneIDs  cache.Store[string, map[string]string]
+	// catalogueMu serializes catalogue refreshes; readers use stateMu.
+	catalogueMu sync.Mutex
+	// spotMu serializes spot-price refreshes; a refresh that finds it
+	// held serves the last prices instead of waiting.
+	spotMu sync.Mutex
+
+	stateMu   sync.Mutex
+	catalogue []Info
+	infosAt   time.Time // zero until hydrated
+	infosErr  error
+	lastSpot  map[string]float64
+	spotAt    time.Time
+	spotPages *spotPages // a refresh refused part-way, resumed next time
+	zoneIDs   cache.Store[string, map[string]string]
+	zoneMu    sync.Mutex
+}
+
+// Options configure a Provider beyond its API and TTLs.
+type Options struct {
+	// Registry receives the state of the instance-types, offerings and
+	// spot-prices data sets. Default: a private registry.
+	Registry *hydration.Registry
+	// Logger receives warnings about suspect answers. Default: discard.
+	Logger logr.Logger
+	// ServeBeforeHydrated makes List answer from the (empty) catalogue
+	// before it is loaded instead of loading it: the behaviour behind
+	// problem P2's "no instance types found". Only the P2 control
+	// scenario sets it.
+	ServeBeforeHydrated bool
 }
 
 // NewProvider returns a Provider over api that consults unavailable for
-// offering availability.
-func NewProvider(api ec2api.API, unavailable *UnavailableOfferings, ttls cache.TTLs) *Provider {
+// offering availability and keeps data for ttls.InstanceTypes and
+// ttls.SpotPrice before refreshing it.
+func NewProvider(api ec2api.API, unavailable *UnavailableOfferings, ttls cache.TTLs, opts ...Options) *Provider {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Registry == nil {
+		o.Registry = hydration.NewRegistry()
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
 	return &Provider{
 		api:         api,
 		unavailable: unavailable,
 		now:         time.Now,
-		infoCache:   cache.New[string, []Info](1, ttls.InstanceTypes),
-		spotCache:   cache.New[string, map[string]float64](1, ttls.SpotPrice),
+		opts:        o,
+		ttls:        ttls,
 		zoneIDs:     cache.New[string, map[string]string](1, ttls.InstanceTypes),
 	}
 }
@@ -141,8 +187,8 @@ func offeringPrice(info *Info, capacityType string, spot float64) (float64, bool
 // ZoneIDs returns the zone-name → zone-ID map of the region
 // (DescribeAvailabilityZones), cached for cache.InstanceTypesTTL.
 func (p *Provider) ZoneIDs(ctx context.Context) (map[string]string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.zoneMu.Lock()
+	defer p.zoneMu.Unlock()
 	if m, ok := p.zoneIDs.Get(""); ok {
 		return m, nil
 	}
@@ -158,22 +204,98 @@ func (p *Provider) ZoneIDs(ctx context.Context) (map[string]string, error) {
 	return m, nil
 }
 
+// infos returns the catalogue: the last good copy while it is younger than
+// ttls.InstanceTypes; a stale copy is refreshed at Speculative priority by
+// the caller that finds it stale (others keep reading the copy), and kept
+// when the refresh fails. Before hydration it loads the catalogue (see
+// Provider) or, with ServeBeforeHydrated, answers nothing.
 func (p *Provider) infos(ctx context.Context) ([]Info, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if infos, ok := p.infoCache.Get(""); ok {
+	p.stateMu.Lock()
+	infos, at := p.catalogue, p.infosAt
+	p.stateMu.Unlock()
+	switch {
+	case !at.IsZero() && p.now().Sub(at) < p.ttls.InstanceTypes:
 		return infos, nil
+	case !at.IsZero():
+		if p.catalogueMu.TryLock() {
+			// Stale: refresh in the background of this call's budget,
+			// yielding to launches; the copy serves meanwhile.
+			_ = p.refreshCatalogue(budget.WithPriority(ctx, budget.Speculative))
+			p.catalogueMu.Unlock()
+		}
+		p.stateMu.Lock()
+		defer p.stateMu.Unlock()
+		return p.catalogue, nil
+	case p.opts.ServeBeforeHydrated:
+		return nil, nil
 	}
+	p.catalogueMu.Lock()
+	defer p.catalogueMu.Unlock()
+	p.stateMu.Lock()
+	infos, at = p.catalogue, p.infosAt
+	p.stateMu.Unlock()
+	if !at.IsZero() {
+		return infos, nil // loaded while this call waited
+	}
+	if err := p.refreshCatalogue(ctx); err != nil {
+		return nil, &hydration.NotHydratedError{DataSet: hydration.InstanceTypes, Err: err}
+	}
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return p.catalogue, nil
+}
+
+// RefreshCatalogue loads the instance types and their offerings now and
+// reports both data sets to the Registry. It is the Hydrator's Source for
+// the catalogue. On failure, or on a suspect empty answer, the last good
+// copy stays and the error is returned.
+func (p *Provider) RefreshCatalogue(ctx context.Context) error {
+	p.catalogueMu.Lock()
+	defer p.catalogueMu.Unlock()
+	return p.refreshCatalogue(ctx)
+}
+
+// refreshCatalogue does RefreshCatalogue's work; catalogueMu is held.
+func (p *Provider) refreshCatalogue(ctx context.Context) error {
+	infos, offerings, err := p.describeCatalogue(ctx)
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if err != nil {
+		p.infosErr = err
+		p.opts.Registry.Failed(hydration.InstanceTypes, err)
+		p.opts.Registry.Failed(hydration.Offerings, err)
+		return err
+	}
+	if len(infos) == 0 && len(p.catalogue) > 0 {
+		err := fmt.Errorf("suspect empty answer (%d instance types before): kept the last good catalogue", len(p.catalogue))
+		p.opts.Logger.Info("WARNING: instance-type refresh returned no types; keeping the last good catalogue", "kept", len(p.catalogue))
+		p.infosErr = err
+		p.opts.Registry.Failed(hydration.InstanceTypes, err)
+		p.opts.Registry.Failed(hydration.Offerings, err)
+		return err
+	}
+	p.catalogue, p.infosAt, p.infosErr = infos, p.now(), nil
+	p.opts.Registry.Succeeded(hydration.InstanceTypes, len(infos))
+	p.opts.Registry.Succeeded(hydration.Offerings, offerings)
+	return nil
+}
+
+// describeCatalogue calls DescribeInstanceTypeOfferings and
+// DescribeInstanceTypes; it returns the types offered somewhere, sorted,
+// and the number of (type, zone) offerings.
+func (p *Provider) describeCatalogue(ctx context.Context) ([]Info, int, error) {
 	zonesByType := map[string][]string{}
+	offerings := 0
 	offPager := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.api, &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone})
 	for offPager.HasMorePages() {
 		out, err := offPager.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("describing instance type offerings: %w", err)
+			return nil, 0, fmt.Errorf("describing instance type offerings: %w", err)
 		}
 		for _, o := range out.InstanceTypeOfferings {
 			name := string(o.InstanceType)
 			zonesByType[name] = append(zonesByType[name], aws.ToString(o.Location))
+			offerings++
 		}
 	}
 	var infos []Info
@@ -181,7 +303,7 @@ func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 	for pager.HasMorePages() {
 		out, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("describing instance types: %w", err)
+			return nil, 0, fmt.Errorf("describing instance types: %w", err)
 		}
 		for _, t := range out.InstanceTypes {
 			info, ok := NewInfo(t)
@@ -196,38 +318,85 @@ func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 		}
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
-	p.infoCache.Add("", infos)
-	return infos, nil
+	return infos, offerings, nil
 }
 
-// spotPrices returns "type/zone" → current Linux spot price in USD/hour.
+// spotPages is a spot-price refresh in progress: the pages read so far and
+// the token of the next one, so that a refresh the budget refused part-way
+// resumes where it stopped instead of restarting from page 1.
+type spotPages struct {
+	input  ec2.DescribeSpotPriceHistoryInput
+	token  *string
+	prices map[string]float64
+	newest map[string]time.Time
+}
+
+// spotPrices returns "type/zone" → current Linux spot price in USD/hour:
+// the last complete answer while it is younger than ttls.SpotPrice, else
+// after a refresh. A price refresh is speculative (it only re-ranks
+// offerings), so it runs at Speculative priority; when the budget refuses
+// it, or EC2 fails, the last prices (or, before any, none: offeringPrice
+// falls back to on-demand prices) serve until the next try, which resumes
+// from the page where this one stopped. It never waits behind another
+// refresh, and never fails.
 func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if m, ok := p.spotCache.Get(""); ok {
-		return m, nil
+	p.stateMu.Lock()
+	last, at := p.lastSpot, p.spotAt
+	p.stateMu.Unlock()
+	if !at.IsZero() && p.now().Sub(at) < p.ttls.SpotPrice {
+		return last, nil
 	}
-	m := map[string]float64{}
-	newest := map[string]time.Time{}
-	// A price refresh is speculative: it only re-ranks offerings, so it
-	// yields the EC2 API budget to launches and terminations, and when the
-	// budget refuses it the last prices (or, before any, the on-demand
-	// prices offeringPrice falls back to) are used until the next try.
-	ctx = budget.WithPriority(ctx, budget.Speculative)
-	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.api, &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{"Linux/UNIX"},
-		StartTime:           aws.Time(p.now()),
-	})
-	for pager.HasMorePages() {
-		out, err := pager.NextPage(ctx)
-		if budget.IsExhausted(err) {
-			if p.lastSpot == nil {
-				return map[string]float64{}, nil
-			}
-			return p.lastSpot, nil
+	if !p.spotMu.TryLock() {
+		return orEmpty(last), nil
+	}
+	defer p.spotMu.Unlock()
+	if err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative)); err != nil {
+		p.opts.Registry.Failed(hydration.SpotPrices, err)
+		if !budget.IsExhausted(err) {
+			p.opts.Logger.Info("spot price refresh failed; serving the last prices", "transient", true, "error", err.Error())
 		}
+	}
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return orEmpty(p.lastSpot), nil
+}
+
+func orEmpty(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return map[string]float64{}
+	}
+	return m
+}
+
+// RefreshSpotPrices refreshes spot prices now (the Hydrator's Source); it
+// returns the refresh's error, the last prices staying in use.
+func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
+	p.spotMu.Lock()
+	defer p.spotMu.Unlock()
+	err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative))
+	if err != nil {
+		p.opts.Registry.Failed(hydration.SpotPrices, err)
+	}
+	return err
+}
+
+// refreshSpot reads the remaining pages of the refresh in progress (or
+// starts one); spotMu is held.
+func (p *Provider) refreshSpot(ctx context.Context) error {
+	pg := p.spotPages
+	if pg == nil {
+		pg = &spotPages{
+			input:  ec2.DescribeSpotPriceHistoryInput{ProductDescriptions: []string{"Linux/UNIX"}, StartTime: aws.Time(p.now())},
+			prices: map[string]float64{}, newest: map[string]time.Time{},
+		}
+		p.spotPages = pg
+	}
+	for {
+		in := pg.input
+		in.NextToken = pg.token
+		out, err := p.api.DescribeSpotPriceHistory(ctx, &in)
 		if err != nil {
-			return nil, fmt.Errorf("describing spot price history: %w", err)
+			return fmt.Errorf("describing spot price history: %w", err)
 		}
 		for _, sp := range out.SpotPriceHistory {
 			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
@@ -236,14 +405,27 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 			}
 			key := string(sp.InstanceType) + "/" + aws.ToString(sp.AvailabilityZone)
 			ts := aws.ToTime(sp.Timestamp)
-			if _, seen := m[key]; !seen || ts.After(newest[key]) {
-				m[key], newest[key] = price, ts
+			if _, seen := pg.prices[key]; !seen || ts.After(pg.newest[key]) {
+				pg.prices[key], pg.newest[key] = price, ts
 			}
 		}
+		pg.token = out.NextToken
+		if aws.ToString(pg.token) == "" {
+			break
+		}
 	}
-	p.spotCache.Add("", m)
-	p.lastSpot = m
-	return m, nil
+	p.spotPages = nil
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if len(pg.prices) == 0 && len(p.lastSpot) > 0 {
+		p.spotAt = p.now() // retry after a TTL, not on every call
+		err := fmt.Errorf("suspect empty answer (%d spot prices before): kept the last prices", len(p.lastSpot))
+		p.opts.Logger.Info("WARNING: spot price refresh returned no prices; keeping the last ones", "kept", len(p.lastSpot))
+		return err
+	}
+	p.lastSpot, p.spotAt = pg.prices, p.now()
+	p.opts.Registry.Succeeded(hydration.SpotPrices, len(pg.prices))
+	return nil
 }
 
 // NewInfo builds the static description of an EC2 instance type from its
@@ -314,7 +496,7 @@ func derive(t ec2types.InstanceTypeInfo) (map[string]string, corev1.ResourceList
 	if n := t.NetworkInfo; n != nil && aws.ToInt32(n.MaximumNetworkInterfaces) > 0 {
 		pods = int64(aws.ToInt32(n.MaximumNetworkInterfaces))*(int64(aws.ToInt32(n.Ipv4AddressesPerInterface))-1) + 2
 	}
-	capacity := corev1.ResourceList{
+	capa := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(vcpus, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*1024*1024, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
@@ -322,30 +504,11 @@ func derive(t ec2types.InstanceTypeInfo) (map[string]string, corev1.ResourceList
 	}
 	if gpus > 0 {
 		labels[catalog.LabelInstanceGPUCount] = strconv.FormatInt(gpus, 10)
-		capacity["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		capa["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
 	}
-	alloc := capacity.DeepCopy()
-	alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000-reservedMilliCPU(vcpus), resource.DecimalSI)
+	alloc := capa.DeepCopy()
+	alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000-capacity.DefaultKubeReservedMilliCPU(vcpus), resource.DecimalSI)
 	alloc[corev1.ResourceMemory] = *resource.NewQuantity((memMiB-(11*pods+255)-100)*1024*1024, resource.BinarySI)
 	alloc[corev1.ResourceEphemeralStorage] = resource.MustParse("17Gi")
-	return labels, capacity, alloc
-}
-
-// reservedMilliCPU is the EKS kube-reserved cpu: 6% of the first core, 1% of
-// the second, 0.5% of the next two and 0.25% of the rest.
-func reservedMilliCPU(vcpus int64) int64 {
-	var m float64
-	for i := int64(0); i < vcpus; i++ {
-		switch {
-		case i == 0:
-			m += 60
-		case i == 1:
-			m += 10
-		case i < 4:
-			m += 5
-		default:
-			m += 2.5
-		}
-	}
-	return int64(m)
+	return labels, capa, alloc
 }

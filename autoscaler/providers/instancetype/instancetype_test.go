@@ -7,6 +7,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/catalog"
 )
 
@@ -40,12 +41,12 @@ func TestNewInfoDerived(t *testing.T) {
 		l[catalog.LabelInstanceCategory] != "zz" || l[catalog.LabelInstanceGPUCount] != "1" || l[catalog.LabelInstanceGPUName] != "t4g" {
 		t.Errorf("labels %v", l)
 	}
-	if info.Capacity.Pods().Value() != 58 || info.Allocatable.Cpu().MilliValue() != 8000-reservedMilliCPU(8) ||
+	if info.Capacity.Pods().Value() != 58 || info.Allocatable.Cpu().MilliValue() != 8000-capacity.DefaultKubeReservedMilliCPU(8) ||
 		info.Allocatable.Memory().Value() >= info.Capacity.Memory().Value() || info.OnDemandPriceUSDPerHour != nil {
 		t.Errorf("resources %v / %v", info.Capacity, info.Allocatable)
 	}
-	if reservedMilliCPU(1) != 60 || reservedMilliCPU(4) != 80 || reservedMilliCPU(8) != 90 {
-		t.Errorf("reserved cpu %d %d %d", reservedMilliCPU(1), reservedMilliCPU(4), reservedMilliCPU(8))
+	if capacity.DefaultKubeReservedMilliCPU(1) != 60 || capacity.DefaultKubeReservedMilliCPU(4) != 80 || capacity.DefaultKubeReservedMilliCPU(8) != 90 {
+		t.Errorf("reserved cpu %d %d %d", capacity.DefaultKubeReservedMilliCPU(1), capacity.DefaultKubeReservedMilliCPU(4), capacity.DefaultKubeReservedMilliCPU(8))
 	}
 }
 

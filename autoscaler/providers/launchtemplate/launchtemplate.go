@@ -213,3 +213,36 @@ func DefaultMetadataOptions() *v1.MetadataOptions {
 		HTTPPutResponseHopLimit: aws.Int64(1), HTTPTokens: aws.String("required"),
 	}
 }
+
+// DeleteTagged deletes every launch template carrying all of tags (for
+// example the cluster's ownership tag and an EC2NodeClass's name) and
+// forgets the templates it knew, so that the next Ensure checks again. It
+// returns how many it deleted; a template already gone counts as deleted.
+// Errors are DescribeLaunchTemplates or DeleteLaunchTemplate failures.
+func (p *Provider) DeleteTagged(ctx context.Context, tags map[string]string) (int, error) {
+	in := &ec2.DescribeLaunchTemplatesInput{Filters: ec2api.TagFilters(tags)}
+	var names []string
+	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.api, in)
+	for pager.HasMorePages() {
+		out, err := pager.NextPage(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("describing launch templates: %w", err)
+		}
+		for _, lt := range out.LaunchTemplates {
+			names = append(names, aws.ToString(lt.LaunchTemplateName))
+		}
+	}
+	p.mu.Lock()
+	p.known.Purge()
+	p.mu.Unlock()
+	deleted := 0
+	for _, name := range names {
+		_, err := p.api.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)})
+		if err != nil && !ec2api.IsNotFound(ec2api.Code(err)) {
+			return deleted, fmt.Errorf("deleting launch template %s: %w", name, err)
+		}
+		deleted++
+		p.log.Info("deleted launch template", "launchTemplate", name)
+	}
+	return deleted, nil
+}

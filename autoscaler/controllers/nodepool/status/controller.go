@@ -6,8 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,13 +28,16 @@ const ResyncPeriod = 30 * time.Second
 
 // Controller reconciles NodePool status.
 type Controller struct {
-	kube   client.Client
-	health *launchhealth.Tracker
+	kube     client.Client
+	health   *launchhealth.Tracker
+	recorder record.EventRecorder
 }
 
-// New returns a NodePool status controller reading launch health from health.
-func New(kube client.Client, health *launchhealth.Tracker) *Controller {
-	return &Controller{kube: kube, health: health}
+// New returns a NodePool status controller reading launch health from
+// health. A nil recorder records no events (NodeClassNotReady when a
+// pool's EC2NodeClass turns not ready).
+func New(kube client.Client, health *launchhealth.Tracker, recorder record.EventRecorder) *Controller {
+	return &Controller{kube: kube, health: health, recorder: recorder}
 }
 
 // Register adds the controller to mgr.
@@ -77,6 +83,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	resources := corev1.ResourceList{}
 	var nodes int64
 	for _, nc := range claims.Items {
+		// Only launched NodeClaims are nodes (or instances on their
+		// way); a claim whose launch failed or has not been tried is not.
+		if !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+			continue
+		}
 		nodes++
 		for name, q := range nc.Status.Capacity {
 			sum := resources[name]
@@ -100,7 +111,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotFound",
 			"EC2NodeClass "+ref.Name+" not found: create it or fix spec.template.spec.nodeClassRef.name")
 	default:
-		conds.SetTrue(karpv1.ConditionTypeNodeClassReady)
+		setNodeClassReady(np, &class)
 		np.Status.NodeClassObservedGeneration = class.Generation
 		key := launchhealth.Key{NodePool: np.Name, NodeClass: class.Name}
 		gens := launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation}
@@ -111,10 +122,33 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			conds.SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy)
 		}
 	}
+	if now := conds.Get(karpv1.ConditionTypeNodeClassReady); now.IsFalse() && c.recorder != nil {
+		if was := stored.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady); was == nil || !was.IsFalse() || was.Message != now.Message {
+			c.recorder.Event(np, corev1.EventTypeWarning, "NodeClassNotReady", now.Message+"; the NodePool is not provisioned from until it is Ready")
+		}
+	}
 	if !equality.Semantic.DeepEqual(stored.Status, np.Status) {
 		if err := c.kube.Status().Patch(ctx, np, client.MergeFrom(stored)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
 	return reconcile.Result{RequeueAfter: ResyncPeriod}, nil
+}
+
+// setNodeClassReady mirrors the EC2NodeClass's Ready condition into the
+// NodePool's NodeClassReady: True when the class is Ready, False (reason
+// NodeClassNotReady, with the class's message) when it is not, Unknown
+// while the class has not been resolved yet.
+func setNodeClassReady(np *karpv1.NodePool, class *ec2v1.EC2NodeClass) {
+	conds := np.StatusConditions()
+	ready := meta.FindStatusCondition(class.Status.Conditions, ec2v1.ConditionTypeReady)
+	switch {
+	case ready == nil || ready.Status == metav1.ConditionUnknown:
+		conds.SetUnknownWithReason(karpv1.ConditionTypeNodeClassReady, "AwaitingReconciliation",
+			"EC2NodeClass "+class.Name+" has not been resolved yet")
+	case ready.Status == metav1.ConditionFalse:
+		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotReady", "EC2NodeClass "+class.Name+" is not ready: "+ready.Message)
+	default:
+		conds.SetTrue(karpv1.ConditionTypeNodeClassReady)
+	}
 }

@@ -1,0 +1,171 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/karpx/karpx/autoscaler/providers/capacity"
+	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/status"
+	"github.com/karpx/karpx/plugin/throttle"
+)
+
+const capacityLong = `Show the karpx controller's learned capacity per (instance type, AMI).
+
+karpx plans nodes with what each instance type offers to pods when booted
+from the AMI it would get. The first value is an estimate: the catalogue's
+allocatable adjusted for the EC2NodeClass's spec.kubelet (maxPods,
+kubeReserved, systemReserved, evictionHard). When a Node of that instance
+type and AMI registers, its real status.allocatable replaces the estimate.
+The table lists, per key, the estimated and observed cpu, memory and pods
+and the observation's age; --all adds keys with an estimate only.`
+
+const capacityExample = `  # Observed capacity of the controller installed from manifests/controller
+  kubectl karpx capacity
+
+  # Every key, including those only estimated, as JSON
+  kubectl karpx capacity --all -o json
+
+  # A controller running locally with --metrics-bind-address :8080
+  kubectl karpx capacity --endpoint http://127.0.0.1:8080`
+
+// Options are the inputs of `kubectl karpx capacity`.
+type Options struct {
+	genericiooptions.IOStreams
+	// Conn locates the controller (--service, --port, --endpoint, -n), as
+	// for kubectl karpx throttle.
+	Conn *throttle.Options
+	// Output is -o: "" (table) or "json".
+	Output string
+	// All includes keys that have an estimate only (--all).
+	All bool
+	// NoHeaders omits the header row.
+	NoHeaders bool
+	// Now returns the current time for ages; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewCmd returns the `capacity` command.
+func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Conn: throttle.NewOptions(f, streams)}
+	cmd := &cobra.Command{
+		Use:     "capacity [--all] [--endpoint URL] [-o json]",
+		Short:   "Show estimated and observed allocatable per instance type and AMI",
+		Long:    capacityLong,
+		Example: capacityExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Conn.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json).")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Include keys with an estimate only.")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Don't print the header row.")
+	cmd.Flags().StringVar(&o.Conn.Service, "service", o.Conn.Service, "Name of the controller's Service.")
+	cmd.Flags().StringVar(&o.Conn.Port, "port", o.Conn.Port, "Name or number of the Service port that serves /capacity (the metrics port).")
+	cmd.Flags().StringVar(&o.Conn.Endpoint, "endpoint", o.Conn.Endpoint, "Read from this controller URL instead of the API server's service proxy, e.g. http://127.0.0.1:8080.")
+	return cmd
+}
+
+// Validate checks -o and the controller coordinates.
+func (o *Options) Validate() error {
+	if o.Output != "" && o.Output != "json" {
+		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json", o.Output)
+	}
+	return o.Conn.Validate()
+}
+
+// Run reads the controller's report and prints it.
+func (o *Options) Run(ctx context.Context) error {
+	var rep capacity.Report
+	if err := status.FetchJSON(ctx, o.Conn, capacity.HandlerPath, &rep); err != nil {
+		return fmt.Errorf("reading the capacity cache: %w", err)
+	}
+	if !o.All {
+		rep.Entries = slices.DeleteFunc(rep.Entries, func(e capacity.Entry) bool { return e.Observed == nil })
+	}
+	if o.Output == "json" {
+		out, err := json.MarshalIndent(rep, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(o.Out, "%s\n", out)
+		return err
+	}
+	if len(rep.Entries) == 0 {
+		fmt.Fprintln(o.ErrOut, "No observed capacity yet (no Node launched by karpx has registered); --all lists the estimates.")
+		return nil
+	}
+	if !rep.Learning {
+		fmt.Fprintln(o.ErrOut, "Capacity learning is off (--capacity-learning=false): planning uses the estimates.")
+	}
+	now := nowFn()
+	if o.Now != nil {
+		now = o.Now()
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.NoHeaders}).PrintObj(table(rep.Entries, now), o.Out)
+}
+
+// nowFn is the clock of ages when Options.Now is nil (tests replace it).
+var nowFn = time.Now
+
+var columns = []metav1.TableColumnDefinition{
+	{Name: "Instance-Type", Type: "string"},
+	{Name: "AMI", Type: "string"},
+	{Name: "CPU", Type: "string", Description: "Estimated → observed allocatable cpu."},
+	{Name: "Memory", Type: "string", Description: "Estimated → observed allocatable memory."},
+	{Name: "Pods", Type: "string", Description: "Estimated → observed allocatable pods."},
+	{Name: "Observed", Type: "string", Description: "Age of the observation."},
+	{Name: "Node", Type: "string", Description: "The Node observed."},
+}
+
+func table(entries []capacity.Entry, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: columns}
+	for _, e := range entries {
+		var obs corev1.ResourceList
+		age, node := "<none>", "<none>"
+		if e.Observed != nil {
+			obs = e.Observed.Allocatable
+			age, node = duration.HumanDuration(now.Sub(e.Observed.At)), e.Observed.Node
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			e.InstanceType, e.AMIID,
+			pair(e.Estimate, obs, corev1.ResourceCPU), pair(e.Estimate, obs, corev1.ResourceMemory), pair(e.Estimate, obs, corev1.ResourcePods),
+			age, node,
+		}, Object: runtime.RawExtension{}})
+	}
+	return t
+}
+
+// pair renders "estimate → observed" for one resource ("-" where unknown;
+// just the estimate before an observation).
+func pair(est, obs corev1.ResourceList, name corev1.ResourceName) string {
+	q := func(l corev1.ResourceList) string {
+		if v, ok := l[name]; ok {
+			return v.String()
+		}
+		return "-"
+	}
+	if obs == nil {
+		return q(est)
+	}
+	return strings.Join([]string{q(est), q(obs)}, "→")
+}

@@ -1,0 +1,7 @@
+// Package capacity implements `kubectl karpx capacity`: the karpx
+// controller's learned-capacity cache, one row per (instance type, AMI)
+// with the estimated allocatable and the allocatable observed on a
+// registered Node, and the observation's age. It reads the controller's
+// /capacity through the API server's service proxy, or --endpoint, as
+// `kubectl karpx throttle` reads /throttle.
+package capacity

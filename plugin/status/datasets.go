@@ -1,0 +1,128 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/plugin/throttle"
+)
+
+var dataSetColumns = []metav1.TableColumnDefinition{
+	{Name: "Data-Set", Type: "string", Description: "Cloud data the controller depends on (instance-types, offerings, spot-prices, subnets, security-groups, amis)."},
+	{Name: "Hydrated", Type: "string", Description: "True once one refresh succeeded; readiness waits for the required sets."},
+	{Name: "Age", Type: "string", Description: "Time since the last successful refresh."},
+	{Name: "Items", Type: "integer", Description: "Items in the last good answer."},
+	{Name: "Last-Error", Type: "string", Description: "Error of the last failed refresh since the last success (<none> when it succeeded)."},
+}
+
+// FetchJSON reads path (for example hydration.HandlerPath) from the karpx
+// controller that conn points at, as `kubectl karpx throttle` reads
+// /throttle: from conn.Endpoint with its path replaced when set, else
+// through the API server's service proxy to conn's Service, and decodes the
+// JSON answer into into. Errors are the proxy's (NotFound when the Service
+// is missing) or name the URL.
+func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into any) error {
+	var raw []byte
+	if conn.Endpoint != "" {
+		u, err := url.Parse(conn.Endpoint)
+		if err != nil {
+			return err
+		}
+		u.Path = path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return err
+		}
+		client := conn.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: 30 * time.Second}
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", u, resp.Status)
+		}
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20)); err != nil {
+			return err
+		}
+	} else {
+		dc, err := conn.Factory.Discovery()
+		if err != nil {
+			return err
+		}
+		proxy := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", conn.Namespace, conn.Service, conn.Port, path)
+		if raw, err = dc.RESTClient().Get().AbsPath(proxy).DoRaw(ctx); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("decoding %s: %w (is it a karpx controller?)", path, err)
+	}
+	return nil
+}
+
+// printDataSets prints the controller's cloud data sets under the tables.
+// Like the budget line, a missing controller prints nothing and any other
+// failure is one line on stderr.
+func (o *Options) printDataSets(ctx context.Context) {
+	if o.Budget == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rep := &hydration.Report{}
+	err := FetchJSON(ctx, o.Budget, hydration.HandlerPath, rep)
+	var status apierrors.APIStatus
+	switch {
+	case err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):
+		return
+	case err != nil:
+		fmt.Fprintf(o.ErrOut, "cloud data sets unavailable: %v\n", err)
+		return
+	case len(rep.DataSets) == 0:
+		return
+	}
+	fmt.Fprintln(o.Out)
+	if err := o.printTable(dataSetTable(rep.DataSets, o.Now()), o.Out); err != nil {
+		fmt.Fprintf(o.ErrOut, "printing data sets: %v\n", err)
+	}
+}
+
+// dataSetTable is the data-set table, ages measured at now.
+func dataSetTable(sets []hydration.State, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: dataSetColumns}
+	for i := range sets {
+		s := sets[i]
+		hydrated, ageCell := "False", none
+		if s.Hydrated {
+			hydrated, ageCell = "True", age(metav1.NewTime(s.HydratedAt), now)
+		}
+		if s.Required {
+			hydrated += " (required)"
+		}
+		lastErr := none
+		if s.LastError != "" {
+			lastErr = strings.ReplaceAll(s.LastError, "\n", " ")
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells:  []any{s.Name, hydrated, ageCell, int64(s.Items), lastErr},
+			Object: runtime.RawExtension{},
+		})
+	}
+	return t
+}

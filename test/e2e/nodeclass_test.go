@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+)
+
+// nodeClassManifests: a pool whose EC2NodeClass matches no subnet, beside
+// Karpenter's general-purpose example.
+const nodeClassManifests = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: nosubnet}
+spec:
+  role: KarpenterNodeRole-karpx
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nope}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: broken}
+spec:
+  template:
+    metadata: {labels: {pool: broken}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: nosubnet}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`
+
+// TestNodeClassStatusReadinessAndFinalizer: on the real API server, an
+// EC2NodeClass gets Karpenter v1's status; a class matching no subnet is
+// Ready=False naming the term, its NodePool NodeClassReady=False with an
+// event and no NodeClaim, and kubectl karpx status shows READY False for
+// it; deleting a class waits for its NodeClaims, then removes its launch
+// templates.
+func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
+	e := newEnv(t, "karpx-nodeclass")
+	e.applyExample("general-purpose.yaml")
+	if out, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(nodeClassManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
+		t.Fatalf("applying manifests: %v\n%s", err, out)
+	}
+	good := deployment("good", 1, "500m", "512Mi")
+	bad := deployment("bad", 1, "500m", "512Mi")
+	bad.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "broken"}
+	for _, d := range []client.Object{good, bad} {
+		if err := e.kube.Create(e.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.eventually(90*time.Second, "the good pod Running", func(ctx context.Context) (bool, error) {
+		return countRunning(ctx, e.kube, "good") == 1, nil
+	})
+
+	var cls v1.EC2NodeClass
+	if err := e.kube.Get(e.ctx, types.NamespacedName{Name: "default"}, &cls); err != nil {
+		t.Fatal(err)
+	}
+	st := cls.Status
+	if len(st.Subnets) != 3 || len(st.SecurityGroups) != 1 || len(st.AMIs) != 5 || st.Subnets[0].ZoneID == "" || len(st.AMIs[0].Requirements) == 0 {
+		t.Errorf("default class status: %+v", st)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionTypeReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("default class Ready = %+v", c)
+	}
+	if len(cls.Finalizers) != 1 || cls.Finalizers[0] != v1.TerminationFinalizer {
+		t.Errorf("default class finalizers %v", cls.Finalizers)
+	}
+
+	var badCls v1.EC2NodeClass
+	e.eventually(30*time.Second, "nosubnet SubnetsReady=False", func(ctx context.Context) (bool, error) {
+		if err := e.kube.Get(ctx, types.NamespacedName{Name: "nosubnet"}, &badCls); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(badCls.Status.Conditions, v1.ConditionTypeSubnetsReady)
+		return c != nil && c.Status == metav1.ConditionFalse, nil
+	})
+	c := meta.FindStatusCondition(badCls.Status.Conditions, v1.ConditionTypeSubnetsReady)
+	if c.Reason != "SubnetsNotFound" || !strings.Contains(c.Message, `spec.subnetSelectorTerms[0] {"tags":{"karpenter.sh/discovery":"nope"}}`) {
+		t.Errorf("SubnetsReady = %+v", c)
+	}
+	var pool karpv1.NodePool
+	e.eventually(30*time.Second, "broken NodeClassReady=False", func(ctx context.Context) (bool, error) {
+		if err := e.kube.Get(ctx, types.NamespacedName{Name: "broken"}, &pool); err != nil {
+			return false, err
+		}
+		return pool.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady).IsFalse(), nil
+	})
+	e.eventually(30*time.Second, "a NodeClassNotReady event on the NodePool", func(ctx context.Context) (bool, error) {
+		var evs corev1.EventList
+		if err := e.kube.List(ctx, &evs); err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "NodePool" && ev.InvolvedObject.Name == "broken" && ev.Reason == "NodeClassNotReady" && strings.Contains(ev.Message, "subnetSelectorTerms[0]") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	var claims karpv1.NodeClaimList
+	if err := e.kube.List(e.ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: "broken"}); err != nil || len(claims.Items) != 0 {
+		t.Errorf("NodeClaims of the broken pool: %d, %v", len(claims.Items), err)
+	}
+
+	path := buildPlugin(t, e.root)
+	out := e.kubectlWithPath(path, "karpx", "status", "--no-headers")
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 7 && f[0] == "broken" && f[5] != "False" {
+			t.Errorf("kubectl karpx status READY of broken = %s:\n%s", f[5], out)
+		}
+		if len(f) >= 7 && f[0] == "general-purpose" && (f[5] != "True" || f[2] != "1") {
+			t.Errorf("kubectl karpx status general-purpose: %q", l)
+		}
+	}
+
+	// Deleting the class waits for its NodeClaim, then removes its
+	// launch templates.
+	if err := e.kube.Delete(e.ctx, &cls); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.kube.Get(e.ctx, types.NamespacedName{Name: "default"}, &cls); err != nil {
+		t.Fatalf("class gone while its NodeClaim runs: %v", err)
+	}
+	if err := e.kube.Delete(e.ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kube.DeleteAllOf(e.ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: "general-purpose"}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(90*time.Second, "the class deleted after its NodeClaims", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, types.NamespacedName{Name: "default"}, &cls)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	api, err := ec2api.New(e.ctx, ec2api.Config{Region: "us-east-1", BaseEndpoint: e.endpoint,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lts, err := api.DescribeLaunchTemplates(e.ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range lts.LaunchTemplates {
+		t.Errorf("launch template %s left behind", aws.ToString(lt.LaunchTemplateName))
+	}
+	scenarioLogf(t, "scenario nodeclass: class status with %d subnets, %d AMIs; broken pool NodeClassReady=False, 0 NodeClaims; class deletion removed its launch templates (%d DeleteLaunchTemplate)",
+		len(st.Subnets), len(st.AMIs), e.sim.Counts()["DeleteLaunchTemplate"])
+}

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/ec2sim"
+)
+
+// p3Manifests: a Bottlerocket class (its alias resolves to 4 AMIs: x86_64
+// and arm64, standard and NVIDIA) and a pool of m5.large or m5.xlarge.
+const p3Manifests = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: bottlerocket}
+spec:
+  role: KarpenterNodeRole-karpx-p3
+  amiSelectorTerms: [{alias: bottlerocket@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: bottlerocket}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+`
+
+// p3Reserve is how much more memory the simulator's standard x86_64
+// Bottlerocket image reserves than the catalogue assumes; p3PodMemory fits
+// m5.large's catalogue allocatable (6903Mi) but not its real one (5879Mi).
+var (
+	p3Reserve   = resource.MustParse("1Gi")
+	p3PodMemory = "6400Mi"
+)
+
+type p3Observation struct {
+	undersized int           // m5.large instances launched
+	running    bool          // the pod ran
+	took       time.Duration // pod created → Running (or the watch's end)
+	capacity   string        // kubectl karpx capacity output
+}
+
+// p3Run creates one pod of p3PodMemory with capacity learning on or off
+// and watches until it runs (learning) or two undersized nodes were
+// launched (control), at most 3 minutes.
+func p3Run(t *testing.T, learning bool) p3Observation {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := l.Addr().String()
+	l.Close()
+	e := newEnvWithLog(t, "karpx-p3", func(o *operator.Options) {
+		o.CapacityLearning = learning
+		o.MetricsBindAddress = metrics
+	}, nil)
+	e.sim.SetImageAllocatable(ec2sim.ImageAllocatable{NameContains: "bottlerocket-aws-k8s-1.35-x86_64",
+		Offset: corev1.ResourceList{corev1.ResourceMemory: negative(p3Reserve)}})
+	if out, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(p3Manifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
+		t.Fatalf("applying manifests: %v\n%s", err, out)
+	}
+	if err := e.kube.Create(e.ctx, deployment("big", 1, "100m", p3PodMemory)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var obs p3Observation
+	e.eventually(3*time.Minute, "the pod Running (or, without learning, 2 undersized launches)", func(ctx context.Context) (bool, error) {
+		obs.undersized = 0
+		for _, in := range e.sim.Instances() {
+			if in.InstanceType == "m5.large" {
+				obs.undersized++
+			}
+		}
+		obs.running = countRunning(ctx, e.kube, "big") == 1
+		if learning {
+			return obs.running, nil
+		}
+		return obs.running || obs.undersized >= 2, nil
+	})
+	obs.took = time.Since(start)
+	path := buildPlugin(t, e.root)
+	obs.capacity = e.kubectlWithPath(path, "karpx", "capacity", "--endpoint", "http://"+metrics)
+	t.Logf("kubectl karpx capacity:\n%s", obs.capacity)
+	return obs
+}
+
+func negative(q resource.Quantity) resource.Quantity {
+	n := q.DeepCopy()
+	n.Neg()
+	return n
+}
+
+// p3RealMemory is m5.large's real allocatable memory under the simulator's
+// Bottlerocket reservation.
+func p3RealMemory(t *testing.T) resource.Quantity {
+	it, ok := catalog.Get("m5.large")
+	if !ok {
+		t.Fatal("m5.large not in the catalogue")
+	}
+	m := it.Allocatable.Memory().DeepCopy()
+	m.Sub(p3Reserve)
+	return m
+}
+
+// TestScenarioP3CapacityLearning: a pod that fits m5.large's estimate but
+// not its real allocatable gets at most one undersized node; once that
+// Node registers, its allocatable is learned for (m5.large, AMI), the next
+// launch is an m5.xlarge and the pod runs; kubectl karpx capacity shows
+// the observed value.
+func TestScenarioP3CapacityLearning(t *testing.T) {
+	obs := p3Run(t, true)
+	if !obs.running {
+		t.Fatal("the pod never ran")
+	}
+	if obs.undersized > 1 {
+		t.Errorf("%d undersized m5.large launches, want at most 1", obs.undersized)
+	}
+	real := p3RealMemory(t)
+	want := fmt.Sprintf("6903Mi→%s", real.String())
+	if !strings.Contains(obs.capacity, "m5.large") || !strings.Contains(obs.capacity, want) {
+		t.Errorf("kubectl karpx capacity does not show m5.large's observed memory %q:\n%s", want, obs.capacity)
+	}
+	scenarioLogf(t, "scenario P3: %d undersized launch, pod Running %.1fs after creation; m5.large memory estimate 6903Mi, observed %s (learned)",
+		obs.undersized, obs.took.Seconds(), real.String())
+}
+
+// TestScenarioP3CapacityLearningControl: without learning, karpx keeps
+// planning with m5.large's estimate and launches undersized nodes again.
+func TestScenarioP3CapacityLearningControl(t *testing.T) {
+	obs := p3Run(t, false)
+	if obs.undersized < 2 || obs.running {
+		t.Errorf("without learning: %d undersized launches, pod running=%v; want at least 2 and not running", obs.undersized, obs.running)
+	}
+	scenarioLogf(t, "scenario P3: control (no learning): %d undersized m5.large launches in %.1fs, pod not Running", obs.undersized, obs.took.Seconds())
+}

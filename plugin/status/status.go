@@ -53,6 +53,11 @@ type, phase (Pending, Launched, Registered, Initialized or Terminating, from
 its status conditions; Unknown before Karpenter reports on it), node and
 age. -o wide adds the provider ID and image.
 
+NodeClaims stuck past a lifecycle limit (no instance after the launch TTL,
+5m; no Node after the registration TTL, 15m; not Initialized 15m after
+registration; a Node NotReady past the controller's threshold) are listed
+under the tables with the reason.
+
 A third table lists the empty nodes (no pod but DaemonSet, mirror or
 finished ones): how long each has been empty, its pool's consolidateAfter,
 and OVERDUE when it has been empty for more than consolidateAfter + 2m,
@@ -293,6 +298,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		printed = true
 	}
+	printStuck(o.Out, claims, o.Now())
 	if len(claims) > 0 {
 		rows, err := o.readEmptyNodes(ctx, pools, claims)
 		switch {

@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -179,15 +181,27 @@ func (c *Controller) consolidate(_ context.Context, s *state, method string, can
 }
 
 // simulate runs the scheduler on the pods of cands as if their nodes were
-// gone; ok is false when some pod would not fit anywhere.
+// gone, together with every pod still pending: those take their room first
+// in the order the scheduler packs them, so capacity that provisioning has
+// planned for them (an in-flight NodeClaim, free room on a node) is not
+// promised to the moved pods as well. The result keeps only the new
+// NodeClaims that hold a moved pod (the provisioner takes care of the
+// others); ok is false when a moved pod would not fit anywhere.
 func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, bool) {
 	excluded := map[string]bool{}
+	moved := map[types.UID]bool{}
 	var pods []*corev1.Pod
 	for _, cand := range cands {
 		excluded[cand.nc.Name] = true
 		for _, p := range cand.pods {
+			moved[p.UID] = true
 			p = p.DeepCopy()
 			p.Spec.NodeName = ""
+			pods = append(pods, p)
+		}
+	}
+	for _, p := range s.cluster.Unbound {
+		if podset.Reschedulable(p) {
 			pods = append(pods, p)
 		}
 	}
@@ -199,7 +213,22 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		VolumeRequirements: s.volumes,
 	}
 	res := scheduling.Solve(in)
-	return res, len(res.Unschedulable) == 0
+	for uid := range res.Unschedulable {
+		if moved[uid] {
+			return res, false
+		}
+	}
+	var plans []scheduling.NodeClaimPlan
+	for _, plan := range res.NewNodeClaims {
+		for _, p := range plan.Pods {
+			if moved[p.UID] {
+				plans = append(plans, plan)
+				break
+			}
+		}
+	}
+	res.NewNodeClaims = plans
+	return res, true
 }
 
 // cheaper narrows plan to the instance types whose cheapest offering the

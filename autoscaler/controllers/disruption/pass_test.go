@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
@@ -92,7 +93,7 @@ func (c *cluster) node(name, pool string, initAgo time.Duration, annotations map
 }
 
 func (c *cluster) pod(name, node, cpu string, annotations map[string]string) {
-	c.objs = append(c.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+	c.objs = append(c.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations, UID: types.UID(name)},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
@@ -258,5 +259,29 @@ func TestDriftedAndExpiredNodesAreReplaced(t *testing.T) {
 				t.Fatal("the old node was deleted before its replacement was Initialized")
 			}
 		})
+	}
+}
+
+// TestConsolidationLeavesRoomForPendingPods: room a pending pod will take is
+// not promised to a candidate's pods too. Without the pending pod, a's pod
+// fits on b and a is deleted; with it, b's room is the pending pod's and
+// nothing is disrupted (the loop of deleting a node whose pods then need a
+// new one).
+func TestConsolidationLeavesRoomForPendingPods(t *testing.T) {
+	for _, pending := range []bool{false, true} {
+		c := newCluster(t)
+		c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
+		a := c.node("a", "p", time.Hour, nil)
+		b := c.node("b", "p", time.Hour, nil)
+		c.pod("a1", a, "500m", nil)
+		c.pod("b1", b, "600m", nil)
+		if pending {
+			c.pod("waiting", "", "1300m", nil)
+		}
+		res := c.pass()
+		deleted := !c.exists("a") || !c.exists("b")
+		if deleted == pending {
+			t.Errorf("pending pod %v: decisions %v; want a node deleted only without the pending pod", pending, res.Decisions)
+		}
 	}
 }

@@ -193,25 +193,34 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 // than stop, so without this a missing permission would only slow a test
 // down.
 func FailOnForbidden(t testing.TB, log logr.Logger) logr.Logger {
-	return logr.New(&forbiddenSink{LogSink: log.GetSink(), t: t})
+	return FailOnForbiddenUnless(t, log, nil)
+}
+
+// FailOnForbiddenUnless is FailOnForbidden, except while excused (may be
+// nil) returns true: a kube-apiserver that has just restarted refuses
+// requests until its RBAC informers have synced, which is the server's
+// state, not a missing permission.
+func FailOnForbiddenUnless(t testing.TB, log logr.Logger, excused func() bool) logr.Logger {
+	return logr.New(&forbiddenSink{LogSink: log.GetSink(), t: t, excused: excused})
 }
 
 type forbiddenSink struct {
 	logr.LogSink
-	t testing.TB
+	t       testing.TB
+	excused func() bool
 }
 
 func (s *forbiddenSink) Error(err error, msg string, kv ...any) {
-	if err != nil && (apierrors.IsForbidden(err) || strings.Contains(err.Error(), " is forbidden: ")) {
+	if err != nil && (apierrors.IsForbidden(err) || strings.Contains(err.Error(), " is forbidden: ")) && (s.excused == nil || !s.excused()) {
 		s.t.Errorf("RBAC: %s: %v (add the permission to manifests/)", msg, err)
 	}
 	s.LogSink.Error(err, msg, kv...)
 }
 
 func (s *forbiddenSink) WithValues(kv ...any) logr.LogSink {
-	return &forbiddenSink{LogSink: s.LogSink.WithValues(kv...), t: s.t}
+	return &forbiddenSink{LogSink: s.LogSink.WithValues(kv...), t: s.t, excused: s.excused}
 }
 
 func (s *forbiddenSink) WithName(name string) logr.LogSink {
-	return &forbiddenSink{LogSink: s.LogSink.WithName(name), t: s.t}
+	return &forbiddenSink{LogSink: s.LogSink.WithName(name), t: s.t, excused: s.excused}
 }

@@ -242,7 +242,8 @@ func TestScenarioP5EmptinessConsolidation(t *testing.T) {
 	stop()
 	leaderOpts := func(o *operator.Options) {
 		o.LeaderElection = true
-		o.LeaderElectionNamespace = "kube-system"
+		// The namespace manifests/controller grants the Lease in.
+		o.LeaderElectionNamespace = "karpx"
 	}
 	first := p.start(leaderOpts)
 	time.Sleep(2 * time.Second) // the first replica takes the Lease

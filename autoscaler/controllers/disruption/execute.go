@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
@@ -169,30 +170,10 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 	return errors.Join(errs...)
 }
 
-// setDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule.
+// setDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule
+// through termination.SetDisruptedTaint.
 func (c *Controller) setDisruptedTaint(ctx context.Context, node *corev1.Node, on bool) error {
-	has := false
-	var kept []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if t.Key == karpv1.DisruptedTaintKey {
-			has = true
-			continue
-		}
-		kept = append(kept, t)
-	}
-	if has == on {
-		return nil
-	}
-	stored := node.DeepCopy()
-	if on {
-		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	} else {
-		node.Spec.Taints = kept
-	}
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("setting %s on Node %s to %v: %w", karpv1.DisruptedTaintKey, node.Name, on, err)
-	}
-	return nil
+	return termination.SetDisruptedTaint(ctx, c.kube, node, on)
 }
 
 func (c *Controller) untaint(ctx context.Context, cands []*candidate) {

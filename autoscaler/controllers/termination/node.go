@@ -99,7 +99,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	// 2. Nothing new lands on the Node.
-	if err := c.taint(ctx, node); err != nil {
+	if err := SetDisruptedTaint(ctx, c.kube, node, true); err != nil {
 		return reconcile.Result{}, err
 	}
 	// 3. Drain.
@@ -165,17 +165,31 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, n
 	return !got.DeletionTimestamp.IsZero(), nil
 }
 
-// taint adds karpenter.sh/disrupted:NoSchedule to node.
-func (c *NodeController) taint(ctx context.Context, node *corev1.Node) error {
+// SetDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule
+// on node, with an optimistic lock, and does nothing when node already is
+// as asked (any taint with the disrupted key counts). It returns the
+// patch's error. Termination and disruption both taint through it.
+func SetDisruptedTaint(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
+	has := false
+	var kept []corev1.Taint
 	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) {
-			return nil
+		if t.Key == karpv1.DisruptedTaintKey {
+			has = true
+			continue
 		}
+		kept = append(kept, t)
+	}
+	if has == on {
+		return nil
 	}
 	stored := node.DeepCopy()
-	node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("tainting Node %s %s: %w", node.Name, karpv1.DisruptedTaintKey, err)
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+	} else {
+		node.Spec.Taints = kept
+	}
+	if err := kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting %s on Node %s to %v: %w", karpv1.DisruptedTaintKey, node.Name, on, err)
 	}
 	return nil
 }

@@ -103,14 +103,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	conds.SetTrue(karpv1.ConditionTypeValidationSucceeded)
 	ref := np.Spec.Template.Spec.NodeClassRef
 	var class ec2v1.EC2NodeClass
-	switch err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, &class); {
-	case ref.Group != ec2v1.Group || ref.Kind != "EC2NodeClass":
-		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "UnsupportedNodeClass",
-			"spec.template.spec.nodeClassRef must name a karpenter.k8s.aws EC2NodeClass")
-	case err != nil:
+	if reason, msg := nodeClassRefProblem(ref); reason != "" {
+		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, reason, msg)
+	} else if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, &class); err != nil {
 		conds.SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotFound",
 			"EC2NodeClass "+ref.Name+" not found: create it or fix spec.template.spec.nodeClassRef.name")
-	default:
+	} else {
 		setNodeClassReady(np, &class)
 		np.Status.NodeClassObservedGeneration = class.Generation
 		key := launchhealth.Key{NodePool: np.Name, NodeClass: class.Name}
@@ -133,6 +131,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{RequeueAfter: ResyncPeriod}, nil
+}
+
+// nodeClassRefProblem returns the NodeClassReady reason and message for a
+// nodeClassRef that cannot name an EC2NodeClass (unset, no name, another
+// group or kind), or "" when ref is usable.
+func nodeClassRefProblem(ref *karpv1.NodeClassReference) (reason, message string) {
+	switch {
+	case ref == nil || ref.Name == "":
+		return "NodeClassRefMissing", "spec.template.spec.nodeClassRef is not set: set group karpenter.k8s.aws, kind EC2NodeClass and the name of an EC2NodeClass"
+	case ref.Group != ec2v1.Group || ref.Kind != "EC2NodeClass":
+		return "UnsupportedNodeClass", "spec.template.spec.nodeClassRef must name a karpenter.k8s.aws EC2NodeClass"
+	}
+	return "", ""
 }
 
 // setNodeClassReady mirrors the EC2NodeClass's Ready condition into the

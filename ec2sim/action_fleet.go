@@ -45,6 +45,9 @@ func (s *Simulator) launchLocked(now time.Time, lp launchParams, inUse map[strin
 		arch: lp.arch, reservationID: lp.reservationID, fleetID: lp.fleetID, ltID: lp.ltID, ltName: lp.ltName, ltVersion: lp.ltVersion,
 		securityGroups: sgs, tags: lp.tags, launchTime: now, launchIndex: lp.launchIndex, baseBehavior: lp.baseBehavior,
 	}
+	if lt := s.launchTemplates[lp.ltID]; lt != nil {
+		in.iamInstanceProfile = lt.iamInstanceProfile
+	}
 	in.behavior = in.baseBehavior
 	if v, ok := in.tags.get(BehaviorTagKey); ok {
 		b, err := ParseBehavior(v) // validated by the callers

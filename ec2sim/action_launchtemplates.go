@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // CreateLaunchTemplate, DescribeLaunchTemplates and DeleteLaunchTemplate.
@@ -57,6 +58,10 @@ func (s *Simulator) createLaunchTemplate(req *request) (any, error) {
 			return nil, newError(CodeInvalidParameterValue, "Invalid karpx-sim marker in user data: %v", berr)
 		}
 		lt.behavior = b
+	}
+	lt.iamInstanceProfile = data.str("IamInstanceProfile.Name")
+	if arn := data.str("IamInstanceProfile.Arn"); lt.iamInstanceProfile == "" && arn != "" {
+		lt.iamInstanceProfile = arn[strings.LastIndexByte(arn, '/')+1:]
 	}
 	lt.sgIDs = data.list("SecurityGroupId")
 	for _, ni := range data.items("NetworkInterface") {

@@ -40,6 +40,13 @@ type Config struct {
 	// Parameters are extra SSM parameters (name → value) GetParameter
 	// answers, besides the public EKS AMI aliases.
 	Parameters map[string]string
+	// IAMRoles are IAM roles that exist besides those matching
+	// IAMRolePatterns (see iam.go).
+	IAMRoles []string
+	// IAMRolePatterns are path.Match patterns of role names that exist.
+	// Nil means DefaultIAMRolePatterns (KarpenterNodeRole-*); an empty,
+	// non-nil slice means none.
+	IAMRolePatterns []string
 	// KubernetesVersion is the minor version whose public AMIs are seeded
 	// ("1.35"). SSM alias parameters of other versions create their AMIs on
 	// first use. Default "1.35".

@@ -42,6 +42,10 @@ type Simulator struct {
 	// imageAllocatable are SetImageAllocatable's rules (image_allocatable.go).
 	imageAllocatable []ImageAllocatable
 
+	// iam is the simulated IAM account (iam.go), created on first use.
+	iam     *iamState
+	iamOnce sync.Once
+
 	stopped chan struct{} // closed when a Started server has shut down
 }
 
@@ -110,12 +114,13 @@ func (s *Simulator) Instances() []Instance {
 	return out
 }
 
-// Handler returns the HTTP handler: the EC2 Query API and SSM JSON API on
-// "/", the admin endpoints below "/_sim/" and Prometheus metrics on
+// Handler returns the HTTP handler: the EC2 Query API, the IAM Query API
+// (instance profiles, iam.go) and SSM JSON API on "/", the admin endpoints below "/_sim/" and Prometheus metrics on
 // "/metrics".
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAdmin(mux)
+	s.registerIAMAdmin(mux)
 	mux.HandleFunc("/", s.serveAPI)
 	return mux
 }
@@ -199,6 +204,10 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		e := errMalformedQuery(err.Error())
 		s.metrics.observe(serviceEC2, "Unknown", 0, e, false)
 		writeXMLError(w, reqID, e)
+		return
+	}
+	if r.Form.Get("Version") == iamAPIVersion {
+		s.serveIAM(w, r, reqID) // iam.go
 		return
 	}
 	s.responseDelay()

@@ -59,6 +59,9 @@ type Instance struct {
 	Behavior string `json:"behavior,omitempty"`
 	// NodeName is the Node created for it, once it joined.
 	NodeName string `json:"nodeName,omitempty"`
+	// IAMInstanceProfile is the name of the IAM instance profile of its
+	// launch template, "" for none.
+	IAMInstanceProfile string `json:"iamInstanceProfile,omitempty"`
 }
 
 // instance is the simulator's record of one instance. Guarded by Simulator.mu.
@@ -70,6 +73,7 @@ type instance struct {
 	tags                                             tagSet
 	launchTime, terminatedAt                         time.Time
 	launchIndex                                      int
+	iamInstanceProfile                               string   // from the launch template
 	baseBehavior                                     Behavior // from the launch template's user data
 	behavior                                         Behavior // baseBehavior with the behaviour tag applied
 	// kubelet emulation progress
@@ -101,6 +105,7 @@ func (in *instance) snapshot(now time.Time, cfg *Config) Instance {
 		CapacityType: in.capacityType, State: in.state(now, cfg), PrivateIP: in.privateIP,
 		PrivateDNSName: in.privateDNS, Tags: in.tags.asMap(), LaunchTime: in.launchTime,
 		FleetID: in.fleetID, LaunchTemplateID: in.ltID, Behavior: in.behavior.String(), NodeName: in.node.name,
+		IAMInstanceProfile: in.iamInstanceProfile,
 	}
 	if !in.terminatedAt.IsZero() {
 		t := in.terminatedAt
@@ -120,6 +125,9 @@ type launchTemplate struct {
 	sgIDs        []string
 	instanceTags tagSet
 	behavior     Behavior
+	// iamInstanceProfile is IamInstanceProfile.Name (or the name part of
+	// IamInstanceProfile.Arn).
+	iamInstanceProfile string
 }
 
 // idGen makes deterministic, realistic-looking resource ids.

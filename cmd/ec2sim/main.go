@@ -50,6 +50,8 @@ func run() error {
 		retention    = flags.Duration("terminated-retention", 5*time.Minute, "how long terminated instances stay visible")
 		throttle     = flags.Bool("throttle", true, "apply EC2's request token buckets (RequestLimitExceeded)")
 		neighbours   = flags.Float64("neighbours", 0, "share of every EC2/SSM token bucket, in [0, 0.99], used by the account's other clients")
+		iamRoles     = flags.String("iam-roles", "", "comma-separated IAM role names that exist (for EC2NodeClass spec.role), besides --iam-role-patterns")
+		rolePatterns = flags.String("iam-role-patterns", strings.Join(ec2sim.DefaultIAMRolePatterns, ","), "comma-separated path.Match patterns of IAM role names that exist (empty: none)")
 		seed         = flags.Uint64("seed", 1, "seed of resource ids and probabilistic faults")
 		verbose      = flags.Bool("v", false, "debug logging (every launch, termination and injected fault)")
 	)
@@ -71,6 +73,13 @@ func run() error {
 	}
 	if *zones != "" {
 		cfg.Zones = strings.Split(*zones, ",")
+	}
+	if *iamRoles != "" {
+		cfg.IAMRoles = strings.Split(*iamRoles, ",")
+	}
+	cfg.IAMRolePatterns = []string{}
+	if *rolePatterns != "" {
+		cfg.IAMRolePatterns = strings.Split(*rolePatterns, ",")
 	}
 	if *kubeconfig != "" {
 		rest, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)

@@ -71,6 +71,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Region:            opts.Region,
 			KubeClient:        kube,
 			EC2API:            api,
+			IAMAPI:            raw, // IAM has its own quotas: no EC2 budget or batching
 			Logger:            log,
 			DisableCaches:     !opts.EC2Caches,
 			Hydration:         reg,

@@ -18,6 +18,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
+	"github.com/karpx/karpx/autoscaler/providers/instanceprofile"
 	"github.com/karpx/karpx/autoscaler/providers/instancetype"
 	"github.com/karpx/karpx/autoscaler/providers/launchtemplate"
 	"github.com/karpx/karpx/autoscaler/providers/securitygroup"
@@ -55,6 +56,10 @@ type Options struct {
 	KubeClient client.Reader
 	// EC2API is the AWS API every provider calls. Required.
 	EC2API ec2api.API
+	// IAMAPI manages the instance profiles of spec.role. Default: EC2API
+	// when it implements ec2api.IAMAPI (an *ec2api.Client does); required
+	// otherwise.
+	IAMAPI ec2api.IAMAPI
 	// Logger receives structured logs. Default: discard.
 	Logger logr.Logger
 	// DisableCaches sends every lookup to EC2 (subnets, security groups,
@@ -94,6 +99,7 @@ type CloudProvider struct {
 	launchTemplates *launchtemplate.Provider
 	instances       *instance.Provider
 	capacity        *capacity.Cache
+	profiles        *instanceprofile.Provider
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -111,6 +117,13 @@ func New(opts Options) (*CloudProvider, error) {
 	if opts.EC2API == nil {
 		errs = append(errs, errors.New("Options.EC2API is required"))
 	}
+	if opts.IAMAPI == nil {
+		if iamAPI, ok := opts.EC2API.(ec2api.IAMAPI); ok {
+			opts.IAMAPI = iamAPI
+		} else if opts.EC2API != nil {
+			errs = append(errs, errors.New("Options.IAMAPI is required (Options.EC2API does not implement ec2api.IAMAPI)"))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("aws cloud provider: %w", err)
 	}
@@ -120,6 +133,7 @@ func New(opts Options) (*CloudProvider, error) {
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = ami.DefaultKubernetesVersion
 	}
+	region := opts.Region // before the default, which is for messages
 	if opts.Region == "" {
 		opts.Region = "the region"
 	}
@@ -152,6 +166,7 @@ func New(opts Options) (*CloudProvider, error) {
 		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
 		capacity:        opts.Capacity,
+		profiles:        instanceprofile.NewProvider(opts.IAMAPI, opts.ClusterName, region, log, ttls),
 	}, nil
 }
 

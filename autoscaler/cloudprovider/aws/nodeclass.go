@@ -11,6 +11,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
+	"github.com/karpx/karpx/autoscaler/providers/instanceprofile"
 	"github.com/karpx/karpx/autoscaler/providers/userdata"
 )
 
@@ -35,8 +36,9 @@ type NodeClassStatus struct {
 	Subnets        []v1.Subnet
 	SecurityGroups []v1.SecurityGroup
 	AMIs           []v1.AMI
-	// InstanceProfile is spec.instanceProfile, or "" while karpx does not
-	// manage an instance profile for spec.role.
+	// InstanceProfile is spec.instanceProfile once IAM confirmed it
+	// exists, or the profile karpx created for spec.role; "" when neither
+	// is usable.
 	InstanceProfile string
 	// Checks has one entry per v1.ConditionTypes, in that order.
 	Checks []Check
@@ -116,7 +118,11 @@ func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeC
 			"check the AMI IDs, names, owners and tags"))
 	}
 
-	st.Checks = append(st.Checks, c.instanceProfileCheck(class, st))
+	ipCheck, err := c.instanceProfileCheck(ctx, class, st)
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: %w", class.Name, err)
+	}
+	st.Checks = append(st.Checks, ipCheck)
 	st.Checks = append(st.Checks, c.validationCheck(class))
 	return st, nil
 }
@@ -160,24 +166,34 @@ func termStrings[T any](terms []T) []string {
 	return out
 }
 
-// instanceProfileCheck reports spec.instanceProfile as the profile in use.
-// For spec.role, karpx does not create an instance profile yet: the check
-// passes (launches proceed, as before this condition existed) and its
-// message says so.
-func (c *CloudProvider) instanceProfileCheck(class *v1.EC2NodeClass, st *NodeClassStatus) Check {
+// instanceProfileCheck resolves the class's instance profile: for
+// spec.instanceProfile, IAM must know it; for spec.role, karpx creates (or
+// reuses) the class's profile holding the role. A missing role or profile,
+// or IAM denying the calls, is a failed check whose message names the
+// field and the fix; other IAM failures are returned (transient).
+func (c *CloudProvider) instanceProfileCheck(ctx context.Context, class *v1.EC2NodeClass, st *NodeClassStatus) (Check, error) {
+	var (
+		prof *instanceprofile.Profile
+		err  error
+	)
 	switch {
 	case class.Spec.InstanceProfile != nil && *class.Spec.InstanceProfile != "":
-		st.InstanceProfile = *class.Spec.InstanceProfile
-		return Check{Type: v1.ConditionTypeInstanceProfileReady, OK: true}
-	case class.Spec.Role != "" && class.Status.InstanceProfile != "":
-		st.InstanceProfile = class.Status.InstanceProfile
-		return Check{Type: v1.ConditionTypeInstanceProfileReady, OK: true}
+		prof, err = c.profiles.Get(ctx, *class.Spec.InstanceProfile)
 	case class.Spec.Role != "":
-		return Check{Type: v1.ConditionTypeInstanceProfileReady, OK: true, Reason: "RoleNotManaged",
-			Message: fmt.Sprintf("spec.role %q: karpx does not create an instance profile for the role yet; set spec.instanceProfile to an existing profile for nodes that need AWS credentials", class.Spec.Role)}
+		prof, err = c.profiles.Ensure(ctx, class.Name, class.Spec.Role)
+	default:
+		return Check{Type: v1.ConditionTypeInstanceProfileReady, Reason: "InstanceProfileUnset",
+			Message: "set exactly one of spec.role and spec.instanceProfile"}, nil
 	}
-	return Check{Type: v1.ConditionTypeInstanceProfileReady, Reason: "InstanceProfileUnset",
-		Message: "set exactly one of spec.role and spec.instanceProfile"}
+	var ipErr *instanceprofile.Error
+	switch {
+	case errors.As(err, &ipErr):
+		return Check{Type: v1.ConditionTypeInstanceProfileReady, Reason: ipErr.Reason, Message: ipErr.Message}, nil
+	case err != nil:
+		return Check{}, err
+	}
+	st.InstanceProfile = prof.Name
+	return Check{Type: v1.ConditionTypeInstanceProfileReady, OK: true}, nil
 }
 
 // validationCheck checks what no selector resolves: a bootable AMI family
@@ -211,6 +227,14 @@ func validateFamily(class *v1.EC2NodeClass) (string, error) {
 		return "", fmt.Errorf("%s: karpx launches Linux nodes only (AL2023, AL2, Bottlerocket or Custom)", field)
 	}
 	return family, nil
+}
+
+// DeleteInstanceProfile deletes the instance profile karpx created for the
+// spec.role of EC2NodeClass className, if any, and reports whether it
+// deleted one. A profile this cluster does not own is left alone. Errors
+// are IAM failures, to be retried.
+func (c *CloudProvider) DeleteInstanceProfile(ctx context.Context, className string) (bool, error) {
+	return c.profiles.Delete(ctx, className)
 }
 
 // DeleteLaunchTemplates deletes the launch templates karpx created for the

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/providers/ami"
@@ -39,6 +42,15 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 	r := &resolved{class: class}
 	if r.family, err = validateFamily(class); err != nil {
 		return nil, notReady("%v", err)
+	}
+	if class.Spec.Role != "" && class.Status.InstanceProfile == "" {
+		// Nodes launched without the role's instance profile never get
+		// AWS credentials (and never join on EC2): wait for it.
+		msg := "the instance profile of spec.role %q is not ready yet (status.instanceProfile is empty)"
+		if ip := meta.FindStatusCondition(class.Status.Conditions, v1.ConditionTypeInstanceProfileReady); ip != nil && ip.Status == metav1.ConditionFalse {
+			return nil, notReady("%s", ip.Message)
+		}
+		return nil, notReady(msg, class.Spec.Role)
 	}
 	if r.subnets, err = c.subnets.List(ctx, class.Spec.SubnetSelectorTerms); err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.subnetSelectorTerms: %w", name, err)

@@ -46,6 +46,8 @@ func defaultNodeClass() *v1.EC2NodeClass {
 			Role:                       "KarpxNodeRole",
 			Tags:                       map[string]string{"team": "platform"},
 		},
+		// As the status controller leaves it (ResolveNodeClass).
+		Status: v1.EC2NodeClassStatus{InstanceProfile: "karpx_default"},
 	}
 }
 

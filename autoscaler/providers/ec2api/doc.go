@@ -1,6 +1,7 @@
 // Package ec2api is the single place where karpx talks to AWS: it builds the
-// EC2 and SSM SDK clients and exposes them through API, one narrow interface
-// that names exactly the operations karpx uses.
+// EC2, SSM and IAM SDK clients and exposes them through API (EC2 and SSM)
+// and IAMAPI (instance profiles), narrow interfaces that name exactly the
+// operations karpx uses.
 //
 // Every provider under autoscaler/providers takes an API, never an SDK
 // client, so client-side rate limiting, batching and request metrics can be

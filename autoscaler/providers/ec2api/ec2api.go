@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -46,6 +47,25 @@ type API interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
+// IAMAPI lists every IAM operation karpx calls: managing the instance
+// profile of an EC2NodeClass's spec.role (autoscaler/providers/instanceprofile).
+// It is separate from API because IAM is a global service with its own
+// quotas: the EC2 request budget and batcher do not apply to it.
+type IAMAPI interface {
+	// GetInstanceProfile reads an instance profile and its role.
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+	// CreateInstanceProfile creates the profile of a spec.role, tagged.
+	CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error)
+	// TagInstanceProfile restores the cluster and class tags of a profile.
+	TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error)
+	// AddRoleToInstanceProfile puts spec.role into the profile.
+	AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error)
+	// RemoveRoleFromInstanceProfile takes a replaced or finalized role out.
+	RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
+	// DeleteInstanceProfile deletes a profile karpx created.
+	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
+}
+
 // Config selects the AWS region, endpoint and credentials of a Client.
 type Config struct {
 	// Region is the AWS region, for example "us-east-1". Empty uses the
@@ -58,6 +78,10 @@ type Config struct {
 	// SSMEndpoint, when set, sends SSM requests to this URL. Empty means
 	// BaseEndpoint.
 	SSMEndpoint string
+	// IAMEndpoint, when set, sends IAM requests to this URL. Empty means
+	// BaseEndpoint (the EC2 simulator answers IAM too), or IAM's global
+	// endpoint when BaseEndpoint is empty.
+	IAMEndpoint string
 	// Credentials overrides the standard credentials chain (environment,
 	// shared config and credentials files, web identity, IMDS). Nil uses
 	// the chain.
@@ -72,9 +96,13 @@ type Config struct {
 type Client struct {
 	ec2 *ec2.Client
 	ssm *ssm.Client
+	iam *iam.Client
 }
 
-var _ API = (*Client)(nil)
+var (
+	_ API    = (*Client)(nil)
+	_ IAMAPI = (*Client)(nil)
+)
 
 // New loads the AWS configuration with config.LoadDefaultConfig (standard
 // credentials chain and standard retryer), applies cfg and returns a Client.
@@ -94,12 +122,27 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	return NewFromConfig(awsCfg, cfg.BaseEndpoint, cfg.SSMEndpoint), nil
+	c := NewFromConfig(awsCfg, cfg.BaseEndpoint, cfg.SSMEndpoint)
+	iamEndpoint := cfg.IAMEndpoint
+	if iamEndpoint == "" {
+		iamEndpoint = cfg.BaseEndpoint
+	}
+	c.iam = newIAM(awsCfg, iamEndpoint)
+	return c, nil
+}
+
+func newIAM(awsCfg aws.Config, endpoint string) *iam.Client {
+	return iam.NewFromConfig(awsCfg, func(o *iam.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }
 
 // NewFromConfig builds a Client from an already loaded aws.Config. A
 // non-empty ec2Endpoint overrides the EC2 endpoint; a non-empty ssmEndpoint
-// (or, when empty, ec2Endpoint) overrides the SSM endpoint.
+// (or, when empty, ec2Endpoint) overrides the SSM endpoint; IAM requests
+// go to ec2Endpoint when it is set, else to IAM's global endpoint.
 func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
 	if ssmEndpoint == "" {
 		ssmEndpoint = ec2Endpoint
@@ -115,6 +158,7 @@ func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
 				o.BaseEndpoint = aws.String(ssmEndpoint)
 			}
 		}),
+		iam: newIAM(awsCfg, ec2Endpoint),
 	}
 }
 
@@ -191,4 +235,34 @@ func (c *Client) DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeS
 // GetParameter implements API.
 func (c *Client) GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
 	return c.ssm.GetParameter(ctx, in, optFns...)
+}
+
+// GetInstanceProfile implements IAMAPI.
+func (c *Client) GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
+	return c.iam.GetInstanceProfile(ctx, in, optFns...)
+}
+
+// CreateInstanceProfile implements IAMAPI.
+func (c *Client) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
+	return c.iam.CreateInstanceProfile(ctx, in, optFns...)
+}
+
+// TagInstanceProfile implements IAMAPI.
+func (c *Client) TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
+	return c.iam.TagInstanceProfile(ctx, in, optFns...)
+}
+
+// AddRoleToInstanceProfile implements IAMAPI.
+func (c *Client) AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
+	return c.iam.AddRoleToInstanceProfile(ctx, in, optFns...)
+}
+
+// RemoveRoleFromInstanceProfile implements IAMAPI.
+func (c *Client) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
+	return c.iam.RemoveRoleFromInstanceProfile(ctx, in, optFns...)
+}
+
+// DeleteInstanceProfile implements IAMAPI.
+func (c *Client) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
+	return c.iam.DeleteInstanceProfile(ctx, in, optFns...)
 }

@@ -29,6 +29,15 @@ const (
 	CodeLaunchTemplateNameNotFound = "InvalidLaunchTemplateName.NotFoundException"
 	// CodeParameterNotFound is SSM's code for a missing parameter.
 	CodeParameterNotFound = "ParameterNotFound"
+	// CodeNoSuchEntity is IAM's code for a missing instance profile or
+	// role (IAM API Reference, GetInstanceProfile, AddRoleToInstanceProfile).
+	CodeNoSuchEntity = "NoSuchEntity"
+	// CodeEntityAlreadyExists is IAM's code for creating an instance
+	// profile whose name is taken.
+	CodeEntityAlreadyExists = "EntityAlreadyExists"
+	// CodeAccessDenied is IAM's code for a call the caller's policy does
+	// not allow.
+	CodeAccessDenied = "AccessDenied"
 )
 
 // insufficientCapacityCodes mean "this offering cannot be fulfilled now":
@@ -47,6 +56,7 @@ var insufficientCapacityCodes = map[string]bool{
 // permanentPrefixes are code prefixes for requests EC2 rejects as invalid or
 // forbidden: retrying without changing the EC2NodeClass or IAM cannot help.
 var permanentPrefixes = []string{
+	"AccessDenied",
 	"AuthFailure",
 	"Blocked",
 	"InvalidAMIID.",
@@ -76,9 +86,11 @@ func Code(err error) string {
 }
 
 // IsNotFound reports whether code names a missing resource
-// ("….NotFound", "….NotFoundException" or SSM's "ParameterNotFound").
+// ("….NotFound", "….NotFoundException", SSM's "ParameterNotFound" or IAM's
+// "NoSuchEntity").
 func IsNotFound(code string) bool {
-	return strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == CodeParameterNotFound
+	return strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, "NotFoundException") || code == CodeParameterNotFound ||
+		code == CodeNoSuchEntity
 }
 
 // IsInsufficientCapacity reports whether code means that an offering is out
@@ -86,8 +98,10 @@ func IsNotFound(code string) bool {
 func IsInsufficientCapacity(code string) bool { return insufficientCapacityCodes[code] }
 
 // IsAlreadyExists reports whether code means the resource being created
-// already exists.
-func IsAlreadyExists(code string) bool { return code == CodeLaunchTemplateNameAlreadyExists }
+// already exists (a launch template, or an IAM instance profile).
+func IsAlreadyExists(code string) bool {
+	return code == CodeLaunchTemplateNameAlreadyExists || code == CodeEntityAlreadyExists
+}
 
 // IsPermanent reports whether code means EC2 rejected the request itself
 // (invalid parameter, unknown AMI, unauthorized). Throttling

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +53,10 @@ func newTestEnv(t *testing.T, classes ...*v1.EC2NodeClass) *testEnv {
 	t.Helper()
 	env := ec2apitest.Start(t, ec2sim.Config{ClusterName: cluster, Throttle: ec2sim.ThrottleConfig{Disabled: true}},
 		ec2api.Config{RetryMaxAttempts: 1})
+	// The spec.instanceProfile of class(): an existing profile.
+	if _, err := env.Client.CreateInstanceProfile(context.Background(), &iam.CreateInstanceProfileInput{InstanceProfileName: awssdk.String("KarpxNodeProfile")}); err != nil {
+		t.Fatal(err)
+	}
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -151,6 +157,8 @@ func TestNotReadyNamesTheTerm(t *testing.T) {
 			c.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Alias: "windows2022@latest"}}
 		}),
 		class("noprofile", func(c *v1.EC2NodeClass) { c.Spec.InstanceProfile = nil }),
+		class("missingprofile", func(c *v1.EC2NodeClass) { c.Spec.InstanceProfile = new("NoSuchProfile") }),
+		class("missingrole", func(c *v1.EC2NodeClass) { c.Spec.InstanceProfile = nil; c.Spec.Role = "MissingNodeRole" }),
 	)
 	for _, tc := range []struct {
 		name, typ, reason string
@@ -161,6 +169,8 @@ func TestNotReadyNamesTheTerm(t *testing.T) {
 		{"noami", v1.ConditionTypeAMIsReady, "AMIsNotFound", []string{`spec.amiSelectorTerms[0] {"name":"no-such-image-*"}`}},
 		{"windows", v1.ConditionTypeAMIsReady, "AMISelectorInvalid", []string{"Windows2022", "not supported"}},
 		{"noprofile", v1.ConditionTypeInstanceProfileReady, "InstanceProfileUnset", []string{"spec.role", "spec.instanceProfile"}},
+		{"missingprofile", v1.ConditionTypeInstanceProfileReady, "InstanceProfileNotFound", []string{`spec.instanceProfile "NoSuchProfile"`, "create it"}},
+		{"missingrole", v1.ConditionTypeInstanceProfileReady, "RoleNotFound", []string{`spec.role "MissingNodeRole"`, "create the role", "fix spec.role"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, got := e.reconcile(t, tc.name)
@@ -243,5 +253,27 @@ func TestFirstResolutionTransient(t *testing.T) {
 	_, got = e.reconcile(t, "default")
 	if c := cond(t, got, v1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready after recovery = %+v", c)
+	}
+}
+
+// TestRoleGetsInstanceProfile: for spec.role, the class's instance profile
+// is created in IAM holding the role and reported in
+// status.instanceProfile; InstanceProfileReady and Ready are True.
+func TestRoleGetsInstanceProfile(t *testing.T) {
+	e := newTestEnv(t, class("withrole", func(c *v1.EC2NodeClass) { c.Spec.InstanceProfile = nil; c.Spec.Role = "KarpenterNodeRole-demo" }))
+	_, got := e.reconcile(t, "withrole")
+	for _, typ := range []string{v1.ConditionTypeInstanceProfileReady, v1.ConditionTypeReady} {
+		if c := cond(t, got, typ); c.Status != metav1.ConditionTrue {
+			t.Errorf("%s = %+v, want True", typ, c)
+		}
+	}
+	var found bool
+	for _, p := range e.sim.InstanceProfiles() {
+		if p.Name == got.Status.InstanceProfile {
+			found = len(p.Roles) == 1 && p.Roles[0] == "KarpenterNodeRole-demo" && p.Tags["karpenter.k8s.aws/ec2nodeclass"] == "withrole"
+		}
+	}
+	if !strings.HasPrefix(got.Status.InstanceProfile, cluster+"_") || !found {
+		t.Errorf("status.instanceProfile %q, simulated profiles %+v", got.Status.InstanceProfile, e.sim.InstanceProfiles())
 	}
 }

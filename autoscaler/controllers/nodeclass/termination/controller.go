@@ -22,7 +22,12 @@ import (
 // Cleaner deletes what karpx created for a class; *aws.CloudProvider
 // implements it.
 type Cleaner interface {
+	// DeleteLaunchTemplates deletes the class's launch templates and
+	// returns how many.
 	DeleteLaunchTemplates(ctx context.Context, className string) (int, error)
+	// DeleteInstanceProfile deletes the instance profile karpx created for
+	// the class's spec.role and reports whether there was one.
+	DeleteInstanceProfile(ctx context.Context, className string) (bool, error)
 }
 
 // WaitPeriod is how often a deleted class that NodeClaims still use is
@@ -95,7 +100,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.Info("deleting the class's launch templates failed; retrying", "transient", true, "error", err.Error())
 		return reconcile.Result{RequeueAfter: WaitPeriod}, nil
 	}
-	log.Info("deleted the class's launch templates; releasing the EC2NodeClass", "launchTemplates", n)
+	// The instance profile goes after the launch templates that name it.
+	deleted, err := c.cleaner.DeleteInstanceProfile(ctx, class.Name)
+	if err != nil {
+		log.Info("deleting the class's instance profile failed; retrying", "transient", true, "error", err.Error())
+		return reconcile.Result{RequeueAfter: WaitPeriod}, nil
+	}
+	log.Info("deleted the class's launch templates and instance profile; releasing the EC2NodeClass", "launchTemplates", n, "instanceProfileDeleted", deleted)
 	stored := class.DeepCopy()
 	controllerutil.RemoveFinalizer(class, v1.TerminationFinalizer)
 	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Patch(ctx, class, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})))

@@ -20,8 +20,13 @@ import (
 type cleaner struct{ calls []string }
 
 func (c *cleaner) DeleteLaunchTemplates(_ context.Context, name string) (int, error) {
-	c.calls = append(c.calls, name)
+	c.calls = append(c.calls, "launchTemplates/"+name)
 	return 2, nil
+}
+
+func (c *cleaner) DeleteInstanceProfile(_ context.Context, name string) (bool, error) {
+	c.calls = append(c.calls, "instanceProfile/"+name)
+	return true, nil
 }
 
 func TestFinalizerWaitsForNodeClaimsThenDeletesLaunchTemplates(t *testing.T) {
@@ -67,7 +72,7 @@ func TestFinalizerWaitsForNodeClaimsThenDeletesLaunchTemplates(t *testing.T) {
 	if _, err := c.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if len(cl.calls) != 1 || cl.calls[0] != "default" {
+	if len(cl.calls) != 2 || cl.calls[0] != "launchTemplates/default" || cl.calls[1] != "instanceProfile/default" {
 		t.Errorf("cleaner calls %v", cl.calls)
 	}
 	if _, err := get(); !apierrors.IsNotFound(err) {

@@ -23,10 +23,11 @@ import (
 // on the instances, volumes, network interfaces and the launch template).
 var impliedActions = map[string][]string{"ec2:CreateFleet": {"ec2:RunInstances"}}
 
-// otherServiceActions are the only non-EC2, non-SSM actions the policy may
-// grant: passing the EC2NodeClass's node role to instances (Amazon EC2 User
-// Guide, "IAM roles for Amazon EC2": launching with an instance profile
-// needs iam:PassRole).
+// otherServiceActions are the only actions the policy may grant that the
+// code does not call: passing the EC2NodeClass's node role to instances and
+// to its instance profile (Amazon EC2 User Guide, "IAM roles for Amazon
+// EC2": launching with an instance profile, and AddRoleToInstanceProfile,
+// need iam:PassRole).
 var otherServiceActions = []string{"iam:PassRole"}
 
 // sharedResourceTypes are the EC2 resource types launches use without
@@ -75,30 +76,32 @@ func readPolicy(t *testing.T) []policyStatement {
 	return p.Statement
 }
 
-// calledActions returns the IAM actions of every method of ec2api.API, the
-// controller's only way to EC2 and SSM ("ec2:CreateFleet", …), with
-// impliedActions added, sorted.
+// calledActions returns the IAM actions of every method of ec2api.API and
+// ec2api.IAMAPI, the controller's only ways to EC2, SSM and IAM
+// ("ec2:CreateFleet", "iam:CreateInstanceProfile", …), with impliedActions
+// added, sorted.
 func calledActions() []string {
-	api := reflect.TypeFor[ec2api.API]()
 	var actions []string
-	for i := range api.NumMethod() {
-		m := api.Method(i)
-		// (ctx, *service.XInput, ...optFns): the input's package names the service.
-		service := path.Base(m.Type.In(1).Elem().PkgPath())
-		a := service + ":" + m.Name
-		actions = append(actions, a)
-		actions = append(actions, impliedActions[a]...)
+	for _, api := range []reflect.Type{reflect.TypeFor[ec2api.API](), reflect.TypeFor[ec2api.IAMAPI]()} {
+		for i := range api.NumMethod() {
+			m := api.Method(i)
+			// (ctx, *service.XInput, ...optFns): the input's package names the service.
+			service := path.Base(m.Type.In(1).Elem().PkgPath())
+			a := service + ":" + m.Name
+			actions = append(actions, a)
+			actions = append(actions, impliedActions[a]...)
+		}
 	}
 	slices.Sort(actions)
 	return slices.Compact(actions)
 }
 
-// TestIAMPolicyActions: every EC2 and SSM action the code calls is in
+// TestIAMPolicyActions: every EC2, SSM and IAM action the code calls is in
 // manifests/controller/iam-policy.json and nothing else is, but for
 // otherServiceActions.
 func TestIAMPolicyActions(t *testing.T) {
 	want := calledActions()
-	if !slices.Contains(want, "ec2:CreateFleet") || !slices.Contains(want, "ssm:GetParameter") {
+	if !slices.Contains(want, "ec2:CreateFleet") || !slices.Contains(want, "ssm:GetParameter") || !slices.Contains(want, "iam:CreateInstanceProfile") {
 		t.Fatalf("actions from ec2api.API look wrong: %v", want)
 	}
 	var granted []string
@@ -110,39 +113,48 @@ func TestIAMPolicyActions(t *testing.T) {
 	}
 	slices.Sort(granted)
 	granted = slices.Compact(granted)
-	var ec2ssm []string
 	for _, a := range granted {
 		if strings.Contains(a, "*") {
 			t.Errorf("wildcard action %q", a)
 		}
-		if strings.HasPrefix(a, "ec2:") || strings.HasPrefix(a, "ssm:") {
-			ec2ssm = append(ec2ssm, a)
-		} else if !slices.Contains(otherServiceActions, a) {
-			t.Errorf("policy grants %s, which the controller does not need", a)
+		if !slices.Contains(want, a) && !slices.Contains(otherServiceActions, a) {
+			t.Errorf("policy grants %s, which the controller never calls", a)
 		}
 	}
 	for _, a := range want {
-		if !slices.Contains(ec2ssm, a) {
-			t.Errorf("the controller calls %s (ec2api.API) but the policy does not grant it", a)
-		}
-	}
-	for _, a := range ec2ssm {
-		if !slices.Contains(want, a) {
-			t.Errorf("policy grants %s, which the controller never calls", a)
+		if !slices.Contains(granted, a) {
+			t.Errorf("the controller calls %s (ec2api.API or ec2api.IAMAPI) but the policy does not grant it", a)
 		}
 	}
 }
 
 // TestIAMPolicyScoped: mutating EC2 actions are granted only on shared
 // resource types or under a kubernetes.io/cluster/${CLUSTER_NAME} tag
-// condition; reads are limited to the cluster's region.
+// condition; mutating IAM actions (but iam:PassRole) only under that tag
+// condition and on instance profiles below the cluster's IAM path; reads
+// are limited to the cluster's region (EC2) or to instance profiles (IAM).
 func TestIAMPolicyScoped(t *testing.T) {
 	for _, s := range readPolicy(t) {
 		cond, _ := json.Marshal(s.Condition)
 		clusterScoped := strings.Contains(string(cond), "Tag/kubernetes.io/cluster/${CLUSTER_NAME}")
 		for _, a := range s.Action {
-			read := strings.HasPrefix(a, "ec2:Describe") || strings.HasPrefix(a, "ssm:Get")
+			read := strings.HasPrefix(a, "ec2:Describe") || strings.HasPrefix(a, "ssm:Get") || strings.HasPrefix(a, "iam:Get")
 			switch {
+			case read && strings.HasPrefix(a, "iam:"):
+				for _, r := range s.Resource {
+					if !strings.Contains(r, ":instance-profile/") {
+						t.Errorf("%s: %s on %s, want instance profiles only", s.Sid, a, r)
+					}
+				}
+			case strings.HasPrefix(a, "iam:") && a != "iam:PassRole":
+				if !clusterScoped {
+					t.Errorf("%s: %s without the cluster tag condition", s.Sid, a)
+				}
+				for _, r := range s.Resource {
+					if !strings.HasSuffix(r, ":instance-profile/karpx/${AWS_REGION}/${CLUSTER_NAME}/*") {
+						t.Errorf("%s: %s on %s, want the cluster's instance-profile path /karpx/${AWS_REGION}/${CLUSTER_NAME}/", s.Sid, a, r)
+					}
+				}
 			case read && slices.Contains(s.Resource, "*") && !strings.Contains(string(cond), "aws:RequestedRegion"):
 				t.Errorf("%s: %s on every resource of every region", s.Sid, a)
 			case !read && strings.HasPrefix(a, "ec2:") && !clusterScoped:
@@ -184,7 +196,7 @@ func TestEC2OnlyThroughAPI(t *testing.T) {
 		aliases := map[string]bool{}
 		for _, imp := range f.Imports {
 			ip := strings.Trim(imp.Path.Value, `"`)
-			if ip == "github.com/aws/aws-sdk-go-v2/service/ec2" || ip == "github.com/aws/aws-sdk-go-v2/service/ssm" {
+			if ip == "github.com/aws/aws-sdk-go-v2/service/ec2" || ip == "github.com/aws/aws-sdk-go-v2/service/ssm" || ip == "github.com/aws/aws-sdk-go-v2/service/iam" {
 				name := path.Base(ip)
 				if imp.Name != nil {
 					name = imp.Name.Name
@@ -198,7 +210,7 @@ func TestEC2OnlyThroughAPI(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && aliases[x.Name] && (sel.Sel.Name == "New" || sel.Sel.Name == "NewFromConfig") {
-				t.Errorf("%s: %s.%s: EC2/SSM calls must go through ec2api.API so the IAM policy test sees them", fset.Position(sel.Pos()), x.Name, sel.Sel.Name)
+				t.Errorf("%s: %s.%s: EC2/SSM/IAM calls must go through ec2api.API or ec2api.IAMAPI so the IAM policy test sees them", fset.Position(sel.Pos()), x.Name, sel.Sel.Name)
 			}
 			return true
 		})

@@ -105,8 +105,14 @@ func (p *Provider) Name(className string) string {
 }
 
 // Path returns the IAM path of the profiles karpx creates:
-// /karpx/<region>/<cluster>/.
-func (p *Provider) Path() string { return "/karpx/" + p.region + "/" + p.cluster + "/" }
+// /karpx/<region>/<cluster>/ (/karpx/<cluster>/ without a region), the
+// path manifests/controller/iam-policy.json scopes its IAM actions to.
+func (p *Provider) Path() string {
+	if p.region == "" {
+		return "/karpx/" + p.cluster + "/"
+	}
+	return "/karpx/" + p.region + "/" + p.cluster + "/"
+}
 
 // tags returns the tags of className's profile.
 func (p *Provider) tags(className string) map[string]string {
@@ -247,13 +253,8 @@ func (p *Provider) get(ctx context.Context, name string) (*iamtypes.InstanceProf
 // create creates className's profile; a profile created concurrently
 // (EntityAlreadyExists) is read instead.
 func (p *Provider) create(ctx context.Context, className, name string) (*iamtypes.InstanceProfile, error) {
-	var tags []iamtypes.Tag
-	for k, v := range p.tags(className) {
-		tags = append(tags, iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
-	}
-	slices.SortFunc(tags, func(a, b iamtypes.Tag) int { return strings.Compare(aws.ToString(a.Key), aws.ToString(b.Key)) })
 	out, err := p.api.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name),
-		Path: aws.String(p.Path()), Tags: tags})
+		Path: aws.String(p.Path()), Tags: sortedTags(p.tags(className))})
 	if ec2api.IsAlreadyExists(ec2api.Code(err)) {
 		return p.get(ctx, name)
 	}
@@ -302,14 +303,26 @@ func tagMap(tags []iamtypes.Tag) map[string]string {
 	return m
 }
 
-// missingTags returns the tags of want that have is missing or differs on.
+// missingTags returns every tag of want, sorted, when have lacks or
+// differs on any of them (the IAM policy's aws:RequestTag conditions need
+// all of them in the request), else nil.
 func missingTags(have []iamtypes.Tag, want map[string]string) []iamtypes.Tag {
 	m := tagMap(have)
-	var out []iamtypes.Tag
+	differs := false
 	for k, v := range want {
-		if m[k] != v {
-			out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
-		}
+		differs = differs || m[k] != v
+	}
+	if !differs {
+		return nil
+	}
+	return sortedTags(want)
+}
+
+// sortedTags renders tags in key order.
+func sortedTags(tags map[string]string) []iamtypes.Tag {
+	out := make([]iamtypes.Tag, 0, len(tags))
+	for k, v := range tags {
+		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
 	}
 	slices.SortFunc(out, func(a, b iamtypes.Tag) int { return strings.Compare(aws.ToString(a.Key), aws.ToString(b.Key)) })
 	return out

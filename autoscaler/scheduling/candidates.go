@@ -78,6 +78,9 @@ type pool struct {
 
 	// err says why the NodePool cannot take any pod.
 	err error
+	// unavailable, when set, is why the NodePool may not launch nodes
+	// (Input.UnavailableNodePools): it only explains pending pods.
+	unavailable string
 	// fits caches filter results by pod signature.
 	fits map[string]*podFit
 }
@@ -151,6 +154,9 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 	p.nameRank = make([]int, len(p.types))
 	for rank, i := range byName {
 		p.nameRank[i] = rank
+	}
+	if p.unavailable = in.unavailable; p.unavailable != "" {
+		return p
 	}
 	if len(p.types) == 0 {
 		p.err = p.explainNoTypes(in.InstanceTypes, concrete)

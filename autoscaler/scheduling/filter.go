@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,7 +13,32 @@ import (
 type podFit struct {
 	terms []*termFit
 	err   error
+	// rank orders err among the NodePools' reasons for an unschedulable
+	// pod (see reasonRank).
+	rank reasonRank
 }
+
+// reasonRank orders why NodePools cannot take a pod, most useful first.
+type reasonRank int
+
+const (
+	// rankPoolCause: the pod tolerates the NodePool's taints and
+	// satisfies its requirements; the NodePool's own state stops it
+	// (EC2NodeClass not ready, limits reached, no instance type fits).
+	rankPoolCause reasonRank = iota
+	// rankPoolUnusable: the NodePool takes no pending pod at all (static,
+	// being deleted, contradictory requirements, no instance types).
+	rankPoolUnusable
+	// rankIncompatible: the pod does not tolerate a taint or conflicts
+	// with the NodePool's requirements; another NodePool is meant for it.
+	rankIncompatible
+)
+
+// incompatibleError is a pod that no node of a NodePool could run, because
+// of the NodePool's taints or requirements.
+type incompatibleError struct{ error }
+
+func (e incompatibleError) Unwrap() error { return e.error }
 
 // termFit is one pod term the NodePool can satisfy.
 type termFit struct {
@@ -38,23 +64,40 @@ func (p *pool) fit(pi *podInfo) *podFit {
 
 func (p *pool) computeFit(pi *podInfo) *podFit {
 	if p.err != nil {
-		return &podFit{err: p.err}
+		return &podFit{err: p.err, rank: rankPoolUnusable}
 	}
 	if t, blocked := blockingTaint(p.taints, pi.pod.Spec.Tolerations); blocked {
-		return &podFit{err: fmt.Errorf("incompatible with NodePool %q: taint %s not tolerated (add a toleration to the pod or use another NodePool)", p.name, describeTaint(t))}
+		return &podFit{rank: rankIncompatible, err: fmt.Errorf("incompatible with NodePool %q: taint %s not tolerated (add a toleration to the pod or use another NodePool)", p.name, describeTaint(t))}
 	}
 	if pi.termsErr != nil {
-		return &podFit{err: fmt.Errorf("incompatible with NodePool %q: %w", p.name, pi.termsErr)}
+		return &podFit{rank: rankIncompatible, err: fmt.Errorf("incompatible with NodePool %q: %w", p.name, pi.termsErr)}
 	}
 	f := &podFit{}
 	var errs []string
+	allIncompatible := true
 	for _, term := range pi.terms {
-		tf, err := p.fitTerm(term)
+		var (
+			tf  *termFit
+			err error
+		)
+		if p.unavailable != "" {
+			err = p.fitWithoutTypes(term)
+		} else {
+			tf, err = p.fitTerm(term)
+		}
 		if err != nil {
 			errs = append(errs, err.Error())
+			allIncompatible = allIncompatible && errors.As(err, new(incompatibleError))
 			continue
 		}
+		if p.unavailable != "" {
+			// The pod could run on this NodePool's nodes: its state is the cause.
+			return &podFit{rank: rankPoolCause, err: fmt.Errorf("NodePool %q cannot launch nodes: %s", p.name, p.unavailable)}
+		}
 		f.terms = append(f.terms, tf)
+	}
+	if len(f.terms) == 0 && allIncompatible {
+		f.rank = rankIncompatible
 	}
 	switch {
 	case len(f.terms) > 0:
@@ -73,24 +116,9 @@ func (p *pool) computeFit(pi *podInfo) *podFit {
 // labels against the NodePool's requirements and labels, expressions on
 // instance type and offering labels against every candidate offering.
 func (p *pool) fitTerm(term podTerm) (*termFit, error) {
-	tf := &termFit{exprs: term.exprs}
-	var concrete []requirement
-	for _, e := range term.exprs {
-		if p.typeKeys[e.Key] {
-			concrete = append(concrete, e)
-			continue
-		}
-		if pr, defined := p.requirements[e.Key]; defined {
-			if pr.Intersect(e).Empty() {
-				return nil, fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.Origin, pr.Origin)
-			}
-		} else if !e.AllowAbsent && !karpv1.WellKnownLabels.Has(e.Key) {
-			return nil, fmt.Errorf("incompatible with NodePool %q: %s needs label %s, which the NodePool neither sets in spec.template.metadata.labels nor allows in spec.template.spec.requirements", p.name, e.Origin, e.Key)
-		}
-		tf.abstract = append(tf.abstract, e)
-	}
-	if _, err := intersectAll(p.abstract, tf.abstract); err != nil {
-		return nil, fmt.Errorf("incompatible with NodePool %q: %w", p.name, err)
+	tf, concrete, err := p.fitAbstract(term)
+	if err != nil {
+		return nil, err
 	}
 	tf.masks = make([]uint64, len(p.types))
 	found := false
@@ -102,6 +130,49 @@ func (p *pool) fitTerm(term podTerm) (*termFit, error) {
 		return nil, p.explainNoMatch(concrete)
 	}
 	return tf, nil
+}
+
+// fitAbstract checks one pod term against the NodePool's requirements and
+// labels, without instance types: the term's expressions on instance type
+// and offering labels are returned as concrete. Errors are
+// incompatibleError.
+func (p *pool) fitAbstract(term podTerm) (*termFit, []requirement, error) {
+	tf := &termFit{exprs: term.exprs}
+	var concrete []requirement
+	for _, e := range term.exprs {
+		if p.typeKeys[e.Key] {
+			concrete = append(concrete, e)
+			continue
+		}
+		pr, defined := p.requirements[e.Key]
+		if defined && pr.Intersect(e).Empty() {
+			return nil, nil, incompatibleError{fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.Origin, pr.Origin)}
+		}
+		if !defined && !e.AllowAbsent && !karpv1.WellKnownLabels.Has(e.Key) {
+			return nil, nil, incompatibleError{fmt.Errorf("incompatible with NodePool %q: %s needs label %s, which the NodePool neither sets in spec.template.metadata.labels nor allows in spec.template.spec.requirements", p.name, e.Origin, e.Key)}
+		}
+		tf.abstract = append(tf.abstract, e)
+	}
+	if _, err := intersectAll(p.abstract, tf.abstract); err != nil {
+		return nil, nil, incompatibleError{fmt.Errorf("incompatible with NodePool %q: %w", p.name, err)}
+	}
+	return tf, concrete, nil
+}
+
+// fitWithoutTypes is fitAbstract for a NodePool without instance types
+// (unavailable): expressions on instance type and offering labels are
+// checked against the NodePool's requirements on the same keys.
+func (p *pool) fitWithoutTypes(term podTerm) error {
+	_, concrete, err := p.fitAbstract(term)
+	if err != nil {
+		return err
+	}
+	for _, e := range concrete {
+		if pr, defined := p.requirements[e.Key]; defined && pr.Intersect(e).Empty() {
+			return incompatibleError{fmt.Errorf("incompatible with NodePool %q: %s conflicts with %s", p.name, e.Origin, pr.Origin)}
+		}
+	}
+	return nil
 }
 
 // explainNoMatch names the pod expression no candidate satisfies, with the

@@ -87,6 +87,16 @@ func Solve(in Input) Result {
 		p.addDaemonSetOverhead(daemonSets)
 		s.pools = append(s.pools, p)
 	}
+	for _, u := range in.UnavailableNodePools {
+		if u.NodePool == nil {
+			continue
+		}
+		reason := u.Reason
+		if reason == "" {
+			reason = "it is not available"
+		}
+		s.unavailable = append(s.unavailable, newPool(NodePoolInput{NodePool: u.NodePool, unavailable: reason}, d, s.topo))
+	}
 
 	result := Result{ExistingPlacements: map[string][]*corev1.Pod{}, Unschedulable: map[types.UID]error{}}
 	variantsOf := make(map[*podInfo][]*corev1.Pod, len(pods))
@@ -116,7 +126,10 @@ type solver struct {
 	topo     *topology
 	existing []*existing
 	pools    []*pool
-	plans    []*plan
+	// unavailable are Input.UnavailableNodePools: never planned on, they
+	// only explain unschedulable pods.
+	unavailable []*pool
+	plans       []*plan
 	// hosts counts hostname domains handed out (existing nodes, then
 	// plans).
 	hosts int
@@ -291,14 +304,16 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 			}
 		}
 	}
-	if len(s.pools) == 0 {
+	if len(s.pools) == 0 && len(s.unavailable) == 0 {
 		return errors.New("no NodePool can launch a node for the pod: there are no NodePools")
 	}
-	var reasons []string
+	// Reasons by rank: the NodePools that could take the pod but for
+	// their own state first, those that do not fit the pod last.
+	var reasons [rankIncompatible + 1][]string
 	for _, p := range s.pools {
 		f := p.fit(pi)
 		if f.err != nil {
-			reasons = append(reasons, f.err.Error())
+			reasons[f.rank] = append(reasons[f.rank], f.err.Error())
 			continue
 		}
 		var termErrs []string
@@ -311,9 +326,20 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 			}
 			termErrs = append(termErrs, err.Error())
 		}
-		reasons = append(reasons, strings.Join(termErrs, "; "))
+		reasons[rankPoolCause] = append(reasons[rankPoolCause], strings.Join(termErrs, "; "))
 	}
-	return errors.New(strings.Join(reasons, "; "))
+	// Within a rank, unavailable NodePools go first: one the pod fits is
+	// usually the NodePool the pod was meant for.
+	var unavailable [rankIncompatible + 1][]string
+	for _, p := range s.unavailable {
+		f := p.fit(pi)
+		unavailable[f.rank] = append(unavailable[f.rank], f.err.Error())
+	}
+	var all []string
+	for rank := range reasons {
+		all = append(append(all, unavailable[rank]...), reasons[rank]...)
+	}
+	return errors.New(strings.Join(all, "; "))
 }
 
 // domains returns the plan's domain per topology key: its hostname, and

@@ -56,6 +56,23 @@ type Input struct {
 	// first. Source: Karpenter's --min-values-policy (MIN_VALUES_POLICY),
 	// default Strict.
 	MinValuesPolicy MinValuesPolicy
+	// UnavailableNodePools (optional) are NodePools that may not launch
+	// nodes now: their EC2NodeClass is missing or not Ready, their
+	// provisioning is paused, their instance types cannot be resolved.
+	// Solve never plans on them; a pod they could otherwise take (it
+	// tolerates their taints and satisfies their requirements) is told
+	// their Reason first in Result.Unschedulable.
+	UnavailableNodePools []UnavailableNodePool
+}
+
+// UnavailableNodePool is a NodePool Solve must not launch from, and why.
+type UnavailableNodePool struct {
+	// NodePool is the karpenter.sh/v1 NodePool.
+	NodePool *karpv1.NodePool
+	// Reason completes "NodePool <name> cannot launch nodes: ", naming the
+	// cause and the fix, for example "EC2NodeClass nosubnet is not ready:
+	// SubnetsReady=False: ...".
+	Reason string
 }
 
 // MinValuesPolicy is Input.MinValuesPolicy: "Strict" or "BestEffort".
@@ -84,6 +101,10 @@ type NodePoolInput struct {
 	// resource absent from the list is unlimited. Each new plan counts the
 	// status.capacity of its cheapest instance type against it.
 	Remaining corev1.ResourceList
+
+	// unavailable is UnavailableNodePool.Reason for the pools Solve keeps
+	// only to explain why pods stay pending.
+	unavailable string
 }
 
 // ExistingNode is a Node, or a NodeClaim whose Node is not ready for pods

@@ -227,6 +227,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		}
 	}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
+	// issue 9: pools skipped for their own state still explain pending
+	// pods, their cause first for a pod only they could take.
+	unavailable := func(np *karpv1.NodePool, reason string) {
+		in.UnavailableNodePools = append(in.UnavailableNodePools, scheduling.UnavailableNodePool{NodePool: np, Reason: reason})
+	}
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
 		if !np.DeletionTimestamp.IsZero() {
@@ -235,6 +240,8 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		if paused, st := p.paused(ctx, np); paused {
 			log.V(1).Info("skipping NodePool: provisioning paused after repeated launch failures", "NodePool", np.Name,
 				"cause", st.Cause, "until", st.PausedUntil.UTC().Format(time.RFC3339))
+			unavailable(np, fmt.Sprintf("provisioning is paused until %s: %s (see its NodeRegistrationHealthy condition)",
+				st.PausedUntil.UTC().Format(time.RFC3339), st.String()))
 			continue
 		}
 		// issue 9: a pool whose EC2NodeClass is not Ready is not
@@ -242,6 +249,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		// NodeClassReady=False with an event naming the cause).
 		if cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady); cond != nil && cond.IsFalse() {
 			log.V(1).Info("skipping NodePool: NodeClassReady=False", "NodePool", np.Name, "reason", cond.Reason, "message", cond.Message)
+			unavailable(np, "NodeClassReady=False: "+cond.Message)
 			continue
 		}
 		its, err := p.cloud.GetInstanceTypes(ctx, np)
@@ -257,6 +265,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			}
 			log.Error(err, "skipping NodePool: its instance types are not available", "NodePool", np.Name)
 			p.recorder.Eventf(np, corev1.EventTypeWarning, "InstanceTypesUnavailable", "instance types not available, NodePool skipped: %v", err)
+			unavailable(np, "its instance types are not available: "+err.Error())
 			continue
 		}
 		typesByPool[np.Name] = its
@@ -267,6 +276,10 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		})
 	}
 	if len(in.NodePools) == 0 {
+		if len(in.UnavailableNodePools) > 0 {
+			// Nothing can launch, but the pods learn why.
+			p.reportUnschedulable(pending, scheduling.Solve(scheduling.Input{Pods: pending, UnavailableNodePools: in.UnavailableNodePools}), &res)
+		}
 		return res, errors.New("no NodePool can launch nodes: create a NodePool whose EC2NodeClass resolves")
 	}
 
@@ -298,12 +311,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			}
 		}
 	}
-	for _, pod := range pending {
-		if err, ok := out.Unschedulable[pod.UID]; ok {
-			res.Unschedulable++
-			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedProvisioning", "karpx cannot launch a node for this pod: %v", err)
-		}
-	}
+	p.reportUnschedulable(pending, out, &res)
 
 	var errs []error
 	for _, plan := range out.NewNodeClaims {
@@ -421,6 +429,18 @@ func (p *Provisioner) paused(ctx context.Context, np *karpv1.NodePool) (bool, la
 	}
 	return p.health.Paused(launchhealth.Key{NodePool: np.Name, NodeClass: class.Name},
 		launchhealth.Generations{NodePool: np.Generation, NodeClass: class.Generation})
+}
+
+// reportUnschedulable records a FailedProvisioning Warning event on every
+// pending pod out could not place, with the reasons of every NodePool
+// (the NodePools the pod could run on first), and counts them in res.
+func (p *Provisioner) reportUnschedulable(pending []*corev1.Pod, out scheduling.Result, res *PassResult) {
+	for _, pod := range pending {
+		if err, ok := out.Unschedulable[pod.UID]; ok {
+			res.Unschedulable++
+			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedProvisioning", "karpx cannot launch a node for this pod: %v", err)
+		}
+	}
 }
 
 // DaemonSetPods returns one pod per DaemonSet, built from its template, so

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/ec2sim"
 )
 
 // nodeClassManifests: a pool whose EC2NodeClass matches no subnet, beside
@@ -42,14 +43,38 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: nosubnet}
       requirements:
         - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: norole}
+spec:
+  role: MissingNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: norole}
+spec:
+  template:
+    metadata: {labels: {pool: norole}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: norole}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
 `
 
 // TestNodeClassStatusReadinessAndFinalizer: on the real API server, an
-// EC2NodeClass gets Karpenter v1's status; a class matching no subnet is
-// Ready=False naming the term, its NodePool NodeClassReady=False with an
-// event and no NodeClaim, and kubectl karpx status shows READY False for
-// it; deleting a class waits for its NodeClaims, then removes its launch
-// templates.
+// EC2NodeClass gets Karpenter v1's status, with the instance profile karpx
+// created for its spec.role, which every instance it launches carries; a
+// class matching no subnet is Ready=False naming the term, its NodePool
+// NodeClassReady=False with an event and no NodeClaim, kubectl karpx
+// status shows READY False for it, and a pod only that NodePool can take
+// gets a FailedProvisioning event naming that cause first; a class whose
+// role does not exist is InstanceProfileReady=False naming spec.role and
+// launches nothing; deleting a class waits for its NodeClaims, then
+// removes its launch templates and its instance profile.
 func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	e := newEnv(t, "karpx-nodeclass")
 	e.applyExample("general-purpose.yaml")
@@ -59,7 +84,9 @@ func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	good := deployment("good", 1, "500m", "512Mi")
 	bad := deployment("bad", 1, "500m", "512Mi")
 	bad.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "broken"}
-	for _, d := range []client.Object{good, bad} {
+	noRole := deployment("norole", 1, "500m", "512Mi")
+	noRole.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "norole"}
+	for _, d := range []client.Object{good, bad, noRole} {
 		if err := e.kube.Create(e.ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -81,6 +108,28 @@ func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	}
 	if len(cls.Finalizers) != 1 || cls.Finalizers[0] != v1.TerminationFinalizer {
 		t.Errorf("default class finalizers %v", cls.Finalizers)
+	}
+	// spec.role: karpx's instance profile holds the role, and the class's
+	// instances launched with it.
+	profile := st.InstanceProfile
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionTypeInstanceProfileReady); profile == "" || c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("default class status.instanceProfile %q, InstanceProfileReady %+v", profile, c)
+	}
+	if p := simProfile(e, profile); p == nil || len(p.Roles) != 1 || p.Roles[0] != "KarpenterNodeRole-"+e.name {
+		t.Errorf("instance profile %q in IAM: %+v", profile, p)
+	}
+	launched := 0
+	for _, in := range e.sim.Instances() {
+		if in.Tags["karpenter.k8s.aws/ec2nodeclass"] != "default" {
+			continue
+		}
+		launched++
+		if in.IAMInstanceProfile != profile {
+			t.Errorf("instance %s launched with instance profile %q, want %q", in.ID, in.IAMInstanceProfile, profile)
+		}
+	}
+	if launched == 0 {
+		t.Error("no instance of the default class")
 	}
 
 	var badCls v1.EC2NodeClass
@@ -114,9 +163,55 @@ func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 		}
 		return false, nil
 	})
+	// The bad pod only the broken pool could take: that pool's cause
+	// comes first, the other pools' mismatches after.
+	var failed string
+	e.eventually(30*time.Second, "a FailedProvisioning event naming the broken pool's cause first", func(ctx context.Context) (bool, error) {
+		var evs corev1.EventList
+		if err := e.kube.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "Pod" && strings.HasPrefix(ev.InvolvedObject.Name, "bad-") && ev.Reason == "FailedProvisioning" {
+				failed = ev.Message
+				const first = `karpx cannot launch a node for this pod: NodePool "broken" cannot launch nodes: `
+				if strings.HasPrefix(ev.Message, first) && strings.Contains(ev.Message, "subnetSelectorTerms[0]") {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if i, j := strings.Index(failed, `"broken"`), strings.Index(failed, `"general-purpose"`); j >= 0 && j < i {
+		t.Errorf("FailedProvisioning names general-purpose before broken: %q", failed)
+	}
+	// A role that does not exist: InstanceProfileReady=False naming
+	// spec.role and the fix, Ready=False, nothing launched.
+	var noRoleCls v1.EC2NodeClass
+	e.eventually(30*time.Second, "norole InstanceProfileReady=False", func(ctx context.Context) (bool, error) {
+		if err := e.kube.Get(ctx, types.NamespacedName{Name: "norole"}, &noRoleCls); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(noRoleCls.Status.Conditions, v1.ConditionTypeInstanceProfileReady)
+		return c != nil && c.Status == metav1.ConditionFalse, nil
+	})
+	if c := meta.FindStatusCondition(noRoleCls.Status.Conditions, v1.ConditionTypeInstanceProfileReady); c.Reason != "RoleNotFound" ||
+		!strings.Contains(c.Message, `spec.role "MissingNodeRole"`) || !strings.Contains(c.Message, "create the role") {
+		t.Errorf("norole InstanceProfileReady = %+v", c)
+	}
+	if c := meta.FindStatusCondition(noRoleCls.Status.Conditions, v1.ConditionTypeReady); c == nil || c.Status != metav1.ConditionFalse || noRoleCls.Status.InstanceProfile != "" {
+		t.Errorf("norole Ready = %+v, status.instanceProfile %q", c, noRoleCls.Status.InstanceProfile)
+	}
 	var claims karpv1.NodeClaimList
-	if err := e.kube.List(e.ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: "broken"}); err != nil || len(claims.Items) != 0 {
-		t.Errorf("NodeClaims of the broken pool: %d, %v", len(claims.Items), err)
+	for _, pool := range []string{"broken", "norole"} {
+		if err := e.kube.List(e.ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil || len(claims.Items) != 0 {
+			t.Errorf("NodeClaims of the %s pool: %d, %v", pool, len(claims.Items), err)
+		}
+	}
+	for _, in := range e.sim.Instances() {
+		if in.Tags["karpenter.k8s.aws/ec2nodeclass"] == "norole" {
+			t.Errorf("instance %s launched for the class whose role does not exist", in.ID)
+		}
 	}
 
 	path := buildPlugin(t, e.root)
@@ -162,6 +257,19 @@ func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	for _, lt := range lts.LaunchTemplates {
 		t.Errorf("launch template %s left behind", aws.ToString(lt.LaunchTemplateName))
 	}
-	scenarioLogf(t, "scenario nodeclass: class status with %d subnets, %d AMIs; broken pool NodeClassReady=False, 0 NodeClaims; class deletion removed its launch templates (%d DeleteLaunchTemplate)",
-		len(st.Subnets), len(st.AMIs), e.sim.Counts()["DeleteLaunchTemplate"])
+	if p := simProfile(e, profile); p != nil {
+		t.Errorf("instance profile %s left behind: %+v", profile, p)
+	}
+	scenarioLogf(t, "scenario nodeclass: class status with %d subnets, %d AMIs, instance profile %s on %d instance(s); broken pool NodeClassReady=False, 0 NodeClaims, pod told %q; missing role InstanceProfileReady=False; class deletion removed its launch templates (%d DeleteLaunchTemplate) and instance profile (%d DeleteInstanceProfile)",
+		len(st.Subnets), len(st.AMIs), profile, launched, failed, e.sim.Counts()["DeleteLaunchTemplate"], e.sim.Counts()["DeleteInstanceProfile"])
+}
+
+// simProfile returns the simulated IAM instance profile name, or nil.
+func simProfile(e *env, name string) *ec2sim.InstanceProfile {
+	for _, p := range e.sim.InstanceProfiles() {
+		if p.Name == name {
+			return &p
+		}
+	}
+	return nil
 }

@@ -45,12 +45,12 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 	}
 	if class.Spec.Role != "" && class.Status.InstanceProfile == "" {
 		// Nodes launched without the role's instance profile never get
-		// AWS credentials (and never join on EC2): wait for it.
-		msg := "the instance profile of spec.role %q is not ready yet (status.instanceProfile is empty)"
+		// AWS credentials (and never join on EC2): wait for the status
+		// controller to create it (transient), or report why it cannot.
 		if ip := meta.FindStatusCondition(class.Status.Conditions, v1.ConditionTypeInstanceProfileReady); ip != nil && ip.Status == metav1.ConditionFalse {
 			return nil, notReady("%s", ip.Message)
 		}
-		return nil, notReady(msg, class.Spec.Role)
+		return nil, fmt.Errorf("EC2NodeClass %q: the instance profile of spec.role %q is not created yet (status.instanceProfile is empty); retrying", name, class.Spec.Role)
 	}
 	if r.subnets, err = c.subnets.List(ctx, class.Spec.SubnetSelectorTerms); err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.subnetSelectorTerms: %w", name, err)

@@ -2,13 +2,17 @@ package aws
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 func TestDeleteLaunchTemplatesOfClassOnly(t *testing.T) {
@@ -92,3 +96,26 @@ func TestAllocatableHonoursKubeletAndLearning(t *testing.T) {
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// TestRoleWaitsForInstanceProfile: a class with spec.role launches nothing
+// until status.instanceProfile is set: before the status controller
+// created it the error is transient, once InstanceProfileReady is False it
+// is NodeClassNotReady with that condition's message.
+func TestRoleWaitsForInstanceProfile(t *testing.T) {
+	pending := defaultNodeClass()
+	pending.Name, pending.Status = "pending", v1.EC2NodeClassStatus{}
+	denied := defaultNodeClass()
+	denied.Name, denied.Status = "denied", v1.EC2NodeClassStatus{Conditions: []metav1.Condition{{Type: v1.ConditionTypeInstanceProfileReady,
+		Status: metav1.ConditionFalse, Reason: "RoleNotFound", Message: `spec.role "KarpxNodeRole": IAM role not found`}}}
+	e := newSimEnv(t, pending, denied)
+	ctx := context.Background()
+	var notReady *cloudprovider.NodeClassNotReadyError
+	_, err := e.cp.GetInstanceTypes(ctx, nodePool("pending"))
+	if err == nil || errors.As(err, &notReady) || !strings.Contains(err.Error(), "not created yet") {
+		t.Errorf("without status.instanceProfile: %v, want a transient error", err)
+	}
+	_, err = e.cp.GetInstanceTypes(ctx, nodePool("denied"))
+	if !errors.As(err, &notReady) || !strings.Contains(err.Error(), `spec.role "KarpxNodeRole": IAM role not found`) {
+		t.Errorf("with InstanceProfileReady=False: %v, want NodeClassNotReady with the condition's message", err)
+	}
+}

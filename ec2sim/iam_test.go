@@ -180,3 +180,13 @@ func TestLaunchRecordsInstanceProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestIAMActionsHaveNoDefaultBucket: IAM publishes no request rates, so
+// DefaultRefillRate reports no bucket for IAM actions.
+func TestIAMActionsHaveNoDefaultBucket(t *testing.T) {
+	for _, a := range IAMActions() {
+		if r, ok := DefaultRefillRate(a); ok || r != 0 {
+			t.Errorf("DefaultRefillRate(%s) = %v, %v; want 0, false", a, r, ok)
+		}
+	}
+}

@@ -84,14 +84,16 @@ func DefaultThrottleConfig() ThrottleConfig {
 // calls, those with filters, ids or MaxResults: the only shapes karpx sends
 // and test/e2e counts. Bare calls are charged to
 // CategoryUnfilteredNonMutating instead, which this does not report.
-// ok is false when the simulator does not answer action (then perSecond is
-// 0). Config.Throttle overrides are not taken into account.
+// ok is false when the simulator does not answer action, or answers it
+// without a default bucket (the IAM actions, CategoryIAM); then perSecond
+// is 0. Config.Throttle overrides are not taken into account.
 func DefaultRefillRate(action string) (perSecond float64, ok bool) {
 	spec := lookupAction(action)
 	if spec == nil {
 		return 0, false
 	}
-	return DefaultThrottleConfig().Categories[spec.category].RefillPerSecond, true
+	b, ok := DefaultThrottleConfig().Categories[spec.category]
+	return b.RefillPerSecond, ok
 }
 
 func (tc ThrottleConfig) withDefaults() ThrottleConfig {

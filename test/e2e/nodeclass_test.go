@@ -202,6 +202,14 @@ func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	if c := meta.FindStatusCondition(noRoleCls.Status.Conditions, v1.ConditionTypeReady); c == nil || c.Status != metav1.ConditionFalse || noRoleCls.Status.InstanceProfile != "" {
 		t.Errorf("norole Ready = %+v, status.instanceProfile %q", c, noRoleCls.Status.InstanceProfile)
 	}
+	var noRolePool karpv1.NodePool
+	e.eventually(30*time.Second, "norole NodeClassReady=False naming spec.role", func(ctx context.Context) (bool, error) {
+		if err := e.kube.Get(ctx, types.NamespacedName{Name: "norole"}, &noRolePool); err != nil {
+			return false, err
+		}
+		c := noRolePool.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady)
+		return c.IsFalse() && strings.Contains(c.Message, `spec.role "MissingNodeRole"`), nil
+	})
 	var claims karpv1.NodeClaimList
 	for _, pool := range []string{"broken", "norole"} {
 		if err := e.kube.List(e.ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil || len(claims.Items) != 0 {

@@ -47,6 +47,10 @@ type CertOptions struct {
 	MutatingWebhookConfiguration string
 	// ValidatingWebhookConfiguration is the same for the validating one.
 	ValidatingWebhookConfiguration string
+	// ExtraDNSNames are further DNS names the serving certificate is valid
+	// for, e.g. "localhost" for a webhook configuration that reaches the
+	// server by URL (tests); nil for the Service names only.
+	ExtraDNSNames []string
 }
 
 // AddCertRotator adds cert-controller's rotator to mgr. ready is closed when
@@ -72,7 +76,7 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 		CAName:                 "karpx-webhook-ca",
 		CAOrganization:         "karpx",
 		DNSName:                dns,
-		ExtraDNSNames:          []string{dns + ".cluster.local", o.ServiceName + "." + o.Secret.Namespace},
+		ExtraDNSNames:          append([]string{dns + ".cluster.local", o.ServiceName + "." + o.Secret.Namespace}, o.ExtraDNSNames...),
 		IsReady:                ready,
 		Webhooks:               hooks,
 		RequireLeaderElection:  false,

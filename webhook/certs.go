@@ -71,7 +71,9 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 		hooks = append(hooks, rotator.WebhookInfo{Name: o.ValidatingWebhookConfiguration, Type: rotator.Validating})
 	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:              o.Secret,
+		SecretKey: o.Secret,
+		// One rotator per Secret: controller names are unique per process.
+		ControllerName:         "cert-rotator-" + o.Secret.Name,
 		CertDir:                o.CertDir,
 		CAName:                 "karpx-webhook-ca",
 		CAOrganization:         "karpx",

@@ -51,6 +51,9 @@ type CertOptions struct {
 	// for, e.g. "localhost" for a webhook configuration that reaches the
 	// server by URL (tests); nil for the Service names only.
 	ExtraDNSNames []string
+	// ControllerName names the rotator's controller, which must be unique
+	// in the process; empty means "cert-rotator-" and the Secret's name.
+	ControllerName string
 }
 
 // AddCertRotator adds cert-controller's rotator to mgr. ready is closed when
@@ -63,6 +66,9 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 		return fmt.Errorf("self-managed certificates need a Secret namespace/name and a Service name")
 	}
 	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Secret.Namespace)
+	if o.ControllerName == "" {
+		o.ControllerName = "cert-rotator-" + o.Secret.Name
+	}
 	var hooks []rotator.WebhookInfo
 	if o.MutatingWebhookConfiguration != "" {
 		hooks = append(hooks, rotator.WebhookInfo{Name: o.MutatingWebhookConfiguration, Type: rotator.Mutating})
@@ -71,9 +77,8 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 		hooks = append(hooks, rotator.WebhookInfo{Name: o.ValidatingWebhookConfiguration, Type: rotator.Validating})
 	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey: o.Secret,
-		// One rotator per Secret: controller names are unique per process.
-		ControllerName:         "cert-rotator-" + o.Secret.Name,
+		SecretKey:              o.Secret,
+		ControllerName:         o.ControllerName,
 		CertDir:                o.CertDir,
 		CAName:                 "karpx-webhook-ca",
 		CAOrganization:         "karpx",

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,6 +148,8 @@ func TestSelfSignedRotationUnderServiceAccount(t *testing.T) {
 		Secret: secretKey, CertDir: certDir, ServiceName: "karpx-webhook",
 		MutatingWebhookConfiguration: name, ValidatingWebhookConfiguration: name,
 		ExtraDNSNames: []string{"localhost"},
+		// Unique per run: controller names are checked process-wide (-count).
+		ControllerName: fmt.Sprintf("cert-rotator-%s-%d", t.Name(), rotationRuns.Add(1)),
 	}, ready); err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +283,10 @@ func checkWebhookRBAC(t *testing.T) {
 	granted := cluster.GrantedPermissions(objs, testNamespace, "karpx-webhook")
 	cluster.CheckLeastPrivilege(t, "manifests/webhook", granted, used, forbidden, webhookRBACAllowlist)
 }
+
+// rotationRuns counts runs of TestSelfSignedRotationUnderServiceAccount in
+// this process.
+var rotationRuns atomic.Int32
 
 // eventuallyFor polls f every 100 ms for up to d.
 func eventuallyFor(t *testing.T, d time.Duration, what string, f func() error) {

@@ -373,7 +373,9 @@ func TestApplyNodePoolGetsStartupTaints(t *testing.T) {
 	withCilium(t)
 
 	manifest := strings.Replace(nodePoolYAML("tainted", ""), "      requirements:", "      startupTaints:\n      - {key: example.com/mine, effect: NoSchedule}\n      requirements:", 1)
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "tainted"}}) })
+	t.Cleanup(func() {
+		_ = suite.client.Delete(context.Background(), &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "tainted"}})
+	})
 	_, stderr, err := kubectl(t, manifest, "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, stderr)

@@ -156,11 +156,19 @@ IMAGE_ARCH ?= amd64
 IMAGE_REPOSITORY ?= ghcr.io/karpx
 
 .PHONY: images
-images: ## Build the karpx-controller and karpx-webhook image tarballs (no registry needed) into _output/images.
+images: ## Build the karpx-controller and karpx-webhook image tarballs (no registry needed) and kustomize overlays using their tag into _output/images.
 	@mkdir -p $(IMAGES_DIR)/bin
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/ ./cmd/karpx-controller ./cmd/karpx-webhook
 	go run ./hack/images -version $(DIST_VERSION) -arch $(IMAGE_ARCH) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
 		-binary karpx-controller=$(IMAGES_DIR)/bin/karpx-controller -binary karpx-webhook=$(IMAGES_DIR)/bin/karpx-webhook
+	@# Kustomize overlays deploying exactly these tags: kubectl apply -k _output/images/manifests/controller
+	@for c in controller webhook; do mkdir -p $(IMAGES_DIR)/manifests/$$c; \
+		printf '%s\n' "# Written by make images: manifests/$$c with the image it built." \
+			'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
+			'resources:' "  - ../../../../manifests/$$c" 'images:' \
+			"  - name: ghcr.io/karpx/karpx-$$c" "    newName: $(IMAGE_REPOSITORY)/karpx-$$c" "    newTag: $(DIST_VERSION)" \
+			> $(IMAGES_DIR)/manifests/$$c/kustomization.yaml; \
+	done
 
 ##@ Development
 

@@ -47,6 +47,13 @@ type CertOptions struct {
 	MutatingWebhookConfiguration string
 	// ValidatingWebhookConfiguration is the same for the validating one.
 	ValidatingWebhookConfiguration string
+	// ExtraDNSNames are further DNS names the serving certificate is valid
+	// for, e.g. "localhost" for a webhook configuration that reaches the
+	// server by URL (tests); nil for the Service names only.
+	ExtraDNSNames []string
+	// ControllerName names the rotator's controller, which must be unique
+	// in the process; empty means "cert-rotator-" and the Secret's name.
+	ControllerName string
 }
 
 // AddCertRotator adds cert-controller's rotator to mgr. ready is closed when
@@ -59,6 +66,9 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 		return fmt.Errorf("self-managed certificates need a Secret namespace/name and a Service name")
 	}
 	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Secret.Namespace)
+	if o.ControllerName == "" {
+		o.ControllerName = "cert-rotator-" + o.Secret.Name
+	}
 	var hooks []rotator.WebhookInfo
 	if o.MutatingWebhookConfiguration != "" {
 		hooks = append(hooks, rotator.WebhookInfo{Name: o.MutatingWebhookConfiguration, Type: rotator.Mutating})
@@ -68,11 +78,12 @@ func AddCertRotator(mgr manager.Manager, o CertOptions, ready chan struct{}) err
 	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:              o.Secret,
+		ControllerName:         o.ControllerName,
 		CertDir:                o.CertDir,
 		CAName:                 "karpx-webhook-ca",
 		CAOrganization:         "karpx",
 		DNSName:                dns,
-		ExtraDNSNames:          []string{dns + ".cluster.local", o.ServiceName + "." + o.Secret.Namespace},
+		ExtraDNSNames:          append([]string{dns + ".cluster.local", o.ServiceName + "." + o.Secret.Namespace}, o.ExtraDNSNames...),
 		IsReady:                ready,
 		Webhooks:               hooks,
 		RequireLeaderElection:  false,

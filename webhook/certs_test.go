@@ -37,9 +37,11 @@ func TestSelfManagedCertificates(t *testing.T) {
 	const name = "karpx-webhook-rotation-test"
 	secretKey := types.NamespacedName{Namespace: testNamespace, Name: name}
 	c := suite.client
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace}}); err != nil {
+	secretObj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace}}
+	if err := c.Create(ctx, secretObj); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), secretObj) })
 	hookFor := func(n string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: testNamespace, Name: "karpx-webhook", Path: ptr.To("/" + n)}},
 			[]admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
@@ -69,6 +71,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	if err := webhook.AddCertRotator(mgr, webhook.CertOptions{
 		Secret: secretKey, CertDir: certDir, ServiceName: "karpx-webhook",
 		MutatingWebhookConfiguration: name, ValidatingWebhookConfiguration: name,
+		ControllerName: fmt.Sprintf("cert-rotator-%s-%d", t.Name(), rotationRuns.Add(1)),
 	}, ready); err != nil {
 		t.Fatal(err)
 	}

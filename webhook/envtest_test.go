@@ -57,7 +57,14 @@ var suite struct {
 	kubectl           string
 	addr              string // host:port of the webhook server
 	certDir           string
+	// auditLog is kube-apiserver's audit log of the webhook
+	// ServiceAccount's requests (webhookUser).
+	auditLog string
 }
+
+// webhookUser is the user ServiceAccount karpx-system/karpx-webhook
+// authenticates as.
+const webhookUser = "system:serviceaccount:" + testNamespace + ":karpx-webhook"
 
 const testNamespace = "karpx-system"
 
@@ -122,6 +129,21 @@ func runSuite(m *testing.M) int {
 			Paths: []string{filepath.Join(suite.root, "manifests", "webhook", "webhooks.yaml")},
 		},
 	}
+	// The API server's audit log records the webhook ServiceAccount's
+	// requests, for the least-privilege check (checkWebhookRBAC).
+	auditDir, err := os.MkdirTemp("", "karpx-webhook-audit")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(auditDir)
+	policy := filepath.Join(auditDir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(cluster.AuditPolicy(webhookUser)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	suite.auditLog = filepath.Join(auditDir, "audit.log")
+	env.ControlPlane.GetAPIServer().Configure().Set("audit-policy-file", policy).Set("audit-log-path", suite.auditLog)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
@@ -351,6 +373,9 @@ func TestApplyNodePoolGetsStartupTaints(t *testing.T) {
 	withCilium(t)
 
 	manifest := strings.Replace(nodePoolYAML("tainted", ""), "      requirements:", "      startupTaints:\n      - {key: example.com/mine, effect: NoSchedule}\n      requirements:", 1)
+	t.Cleanup(func() {
+		_ = suite.client.Delete(context.Background(), &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "tainted"}})
+	})
 	_, stderr, err := kubectl(t, manifest, "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, stderr)

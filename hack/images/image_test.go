@@ -6,16 +6,20 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // imagesDir is where `make images` writes the tarballs, relative to this
@@ -188,7 +192,39 @@ func TestReleaseImages(t *testing.T) {
 			}
 			bin := checkImage(t, img, name)
 			checkStaticGoBinary(t, name, bin)
+			checkOverlayImage(t, strings.TrimPrefix(name, "karpx-"), m[0].RepoTags[0])
 		})
+	}
+}
+
+// checkOverlayImage builds the kustomize overlay `make images` wrote for
+// component (controller, webhook) and fails t unless its Deployment runs
+// exactly tag, the image in the tarball.
+func checkOverlayImage(t *testing.T, component, tag string) {
+	t.Helper()
+	dir := filepath.Join(imagesDir, "manifests", component)
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var images []string
+	for _, r := range res.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		containers, err := r.GetSlice("spec.template.spec.containers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range containers {
+			if m, ok := c.(map[string]any); ok {
+				images = append(images, fmt.Sprint(m["image"]))
+			}
+		}
+	}
+	if len(images) != 1 || images[0] != tag {
+		t.Errorf("kustomize build %s runs images %v, want exactly the tarball's %s", dir, images, tag)
 	}
 }
 

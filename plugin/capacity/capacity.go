@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/status"
 	"github.com/karpx/karpx/plugin/throttle"
 )
@@ -30,7 +30,9 @@ allocatable adjusted for the EC2NodeClass's spec.kubelet (maxPods,
 kubeReserved, systemReserved, evictionHard). When a Node of that instance
 type and AMI registers, its real status.allocatable replaces the estimate.
 The table lists, per key, the estimated and observed cpu, memory and pods
-and the observation's age; --all adds keys with an estimate only.`
+and the observation's age; --all adds keys with an estimate only, -o wide
+the ephemeral storage. -o json and -o yaml print a karpx.io/v1alpha1
+CapacityReport.`
 
 const capacityExample = `  # Observed capacity of the controller installed from manifests/controller
   kubectl karpx capacity
@@ -41,27 +43,31 @@ const capacityExample = `  # Observed capacity of the controller installed from 
   # A controller running locally with --metrics-bind-address :8080
   kubectl karpx capacity --endpoint http://127.0.0.1:8080`
 
+// ReportKind is the kind -o json and -o yaml print the capacity report as,
+// with apiVersion output.APIVersion (karpx.io/v1alpha1).
+const ReportKind = "CapacityReport"
+
 // Options are the inputs of `kubectl karpx capacity`.
 type Options struct {
 	genericiooptions.IOStreams
 	// Conn locates the controller (--service, --port, --endpoint, -n), as
 	// for kubectl karpx throttle.
 	Conn *throttle.Options
-	// Output is -o: "" (table) or "json".
-	Output string
+	// Print holds -o ("" and "wide" print the table, wide with the
+	// ephemeral-storage column; json and yaml a karpx.io/v1alpha1
+	// CapacityReport) and --no-headers.
+	Print *output.Flags
 	// All includes keys that have an estimate only (--all).
 	All bool
-	// NoHeaders omits the header row.
-	NoHeaders bool
 	// Now returns the current time for ages; nil means time.Now.
 	Now func() time.Time
 }
 
 // NewCmd returns the `capacity` command.
 func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, Conn: throttle.NewOptions(f, streams)}
+	o := &Options{IOStreams: streams, Conn: throttle.NewOptions(f, streams), Print: output.NewFlags(false)}
 	cmd := &cobra.Command{
-		Use:     "capacity [--all] [--endpoint URL] [-o json]",
+		Use:     "capacity [--all] [--endpoint URL] [-o wide|json|yaml]",
 		Short:   "Show estimated and observed allocatable per instance type and AMI",
 		Long:    capacityLong,
 		Example: capacityExample,
@@ -76,9 +82,8 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json).")
+	o.Print.AddFlags(cmd, true)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Include keys with an estimate only.")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Don't print the header row.")
 	cmd.Flags().StringVar(&o.Conn.Service, "service", o.Conn.Service, "Name of the controller's Service.")
 	cmd.Flags().StringVar(&o.Conn.Port, "port", o.Conn.Port, "Name or number of the Service port that serves /capacity (the metrics port).")
 	cmd.Flags().StringVar(&o.Conn.Endpoint, "endpoint", o.Conn.Endpoint, "Read from this controller URL instead of the API server's service proxy, e.g. http://127.0.0.1:8080.")
@@ -87,10 +92,10 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 
 // Validate checks -o and the controller coordinates.
 func (o *Options) Validate() error {
-	if o.Output != "" && o.Output != "json" {
-		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json", o.Output)
+	if _, err := o.Print.ToPrinter(); err != nil {
+		return err
 	}
-	return o.Conn.Validate()
+	return o.Conn.ValidateSource()
 }
 
 // Run reads the controller's report and prints it.
@@ -102,13 +107,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if !o.All {
 		rep.Entries = slices.DeleteFunc(rep.Entries, func(e capacity.Entry) bool { return e.Observed == nil })
 	}
-	if o.Output == "json" {
-		out, err := json.MarshalIndent(rep, "", "    ")
+	p, err := o.Print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		obj, err := output.Object(ReportKind, &rep)
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(o.Out, "%s\n", out)
-		return err
+		return p.PrintObj(obj, o.Out)
 	}
 	if len(rep.Entries) == 0 {
 		fmt.Fprintln(o.ErrOut, "No observed capacity yet (no Node launched by karpx has registered); --all lists the estimates.")
@@ -121,7 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Now != nil {
 		now = o.Now()
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.NoHeaders}).PrintObj(table(rep.Entries, now), o.Out)
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.Print.IsWide(), NoHeaders: o.Print.NoHeaders}).PrintObj(table(rep.Entries, now), o.Out)
 }
 
 // nowFn is the clock of ages when Options.Now is nil (tests replace it).
@@ -133,6 +141,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "CPU", Type: "string", Description: "Estimated → observed allocatable cpu."},
 	{Name: "Memory", Type: "string", Description: "Estimated → observed allocatable memory."},
 	{Name: "Pods", Type: "string", Description: "Estimated → observed allocatable pods."},
+	{Name: "Ephemeral-Storage", Type: "string", Priority: 1, Description: "Estimated → observed allocatable ephemeral-storage."},
 	{Name: "Observed", Type: "string", Description: "Age of the observation."},
 	{Name: "Node", Type: "string", Description: "The Node observed."},
 }
@@ -149,6 +158,7 @@ func table(entries []capacity.Entry, now time.Time) *metav1.Table {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 			e.InstanceType, e.AMIID,
 			pair(e.Estimate, obs, corev1.ResourceCPU), pair(e.Estimate, obs, corev1.ResourceMemory), pair(e.Estimate, obs, corev1.ResourcePods),
+			pair(e.Estimate, obs, corev1.ResourceEphemeralStorage),
 			age, node,
 		}, Object: runtime.RawExtension{}})
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -137,8 +138,25 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version -o json = %+v", info)
 	}
 
-	if _, _, err := execute(t, f, "version", "-o", "wide"); err == nil {
-		t.Error("version -o wide accepted")
+	var meta struct{ APIVersion, Kind string }
+	if err := json.Unmarshal([]byte(out), &meta); err != nil || meta != (struct{ APIVersion, Kind string }{"karpx.io/v1alpha1", "Version"}) {
+		t.Errorf("version -o json names %+v, want karpx.io/v1alpha1 Version", meta)
+	}
+
+	out, _, err = execute(t, f, "version", "-o", "yaml")
+	if err != nil || !strings.Contains(out, "kind: Version\n") || !strings.Contains(out, "pluginVersion: "+plugin.Version+"\n") {
+		t.Errorf("version -o yaml = %q, %v", out, err)
+	}
+
+	out, _, err = execute(t, f, "version", "-o", "wide")
+	if want := "Plugin Version: " + plugin.Version + " (" + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"; err != nil || !strings.HasPrefix(out, want) || !strings.Contains(out, "Server Version: v1.35.4 (") {
+		t.Errorf("version -o wide = %q, %v; want it to start with %q", out, err, want)
+	}
+
+	// A version is no resource: -o name gets kubectl's error and exit 2.
+	_, errOut, err := execute(t, f, "version", "-o", "name")
+	if want := "error: unable to match a printer suitable for the output format \"name\", allowed formats are: json,wide,yaml\n"; err == nil || errOut != want || ExitCode(err) != ExitUsage {
+		t.Errorf("version -o name: stderr %q, exit %d; want %q, exit %d", errOut, ExitCode(err), want, ExitUsage)
 	}
 }
 

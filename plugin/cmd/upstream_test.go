@@ -117,4 +117,6 @@ func TestUpstreamKarpenterCluster(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Server Version: v1.") {
 		t.Errorf("version: %v\n%s", err, out)
 	}
+
+	t.Run("output formats", func(t *testing.T) { testOutputFormats(ctx, t, c, bin) })
 }

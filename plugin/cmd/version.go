@@ -2,22 +2,31 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpx/karpx/plugin"
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 )
 
-// VersionInfo is what `kubectl karpx version -o json|yaml` prints.
+// VersionKind is the kind `kubectl karpx version -o json|yaml` prints, with
+// apiVersion output.APIVersion (karpx.io/v1alpha1).
+const VersionKind = "Version"
+
+// VersionInfo is what `kubectl karpx version -o json|yaml` prints (with
+// apiVersion and kind added).
 type VersionInfo struct {
 	// PluginVersion is plugin.Version, the kubectl-karpx build's version.
 	PluginVersion string `json:"pluginVersion"`
+	// PluginGoVersion and PluginPlatform describe the build: "go1.26.8",
+	// "linux/amd64".
+	PluginGoVersion string `json:"pluginGoVersion"`
+	PluginPlatform  string `json:"pluginPlatform"`
 	// ServerVersion is the API server's /version, absent with --client.
 	ServerVersion *version.Info `json:"serverVersion,omitempty"`
 }
@@ -30,14 +39,16 @@ type VersionOptions struct {
 	Factory cluster.Factory
 	// ClientOnly skips the server (--client).
 	ClientOnly bool
-	// Output is "" for text, or "json" or "yaml" (-o).
-	Output string
+	// Print holds -o: "" prints "Plugin Version: …" lines, wide adds the
+	// Go version, platform and the server's commit, json and yaml print a
+	// karpx.io/v1alpha1 Version; name is refused.
+	Print *output.Flags
 }
 
 // NewVersionOptions returns VersionOptions that read through f and write to
 // streams.
 func NewVersionOptions(f cluster.Factory, streams genericiooptions.IOStreams) *VersionOptions {
-	return &VersionOptions{IOStreams: streams, Factory: f}
+	return &VersionOptions{IOStreams: streams, Factory: f, Print: output.NewFlags(false)}
 }
 
 func newCmdVersion(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -49,7 +60,10 @@ func newCmdVersion(f cluster.Factory, streams genericiooptions.IOStreams) *cobra
   kubectl karpx version
 
   # Plugin version only, without contacting the server
-  kubectl karpx version --client`,
+  kubectl karpx version --client
+
+  # With Go versions, platforms and the server's commit
+  kubectl karpx version -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -59,48 +73,52 @@ func newCmdVersion(f cluster.Factory, streams genericiooptions.IOStreams) *cobra
 		},
 	}
 	cmd.Flags().BoolVar(&o.ClientOnly, "client", o.ClientOnly, "Print the plugin version only; don't contact the server.")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (json, yaml).")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	o.Print.AddFlags(cmd, false)
 	return cmd
 }
 
-// Validate rejects -o values other than "", "json" and "yaml".
+// Validate rejects -o values other than "", wide, json and yaml with an
+// *output.UnsupportedError.
 func (o *VersionOptions) Validate() error {
-	switch o.Output {
-	case "", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("--output must be 'yaml' or 'json'")
+	_, err := o.Print.ToPrinter()
+	return err
 }
 
 // Run prints the versions. As text it prints "Plugin Version: …" and then
 // "Server Version: …"; when the server cannot be reached the plugin version
 // is still printed and the discovery error is returned.
 func (o *VersionOptions) Run(_ context.Context) error {
-	info := VersionInfo{PluginVersion: plugin.Version}
+	info := VersionInfo{PluginVersion: plugin.Version, PluginGoVersion: runtime.Version(), PluginPlatform: runtime.GOOS + "/" + runtime.GOARCH}
 	var serverErr error
 	if !o.ClientOnly {
 		info.ServerVersion, serverErr = o.serverVersion()
 	}
-
-	switch o.Output {
-	case "json":
-		b, err := json.MarshalIndent(info, "", "  ")
+	p, err := o.Print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		obj, err := output.Object(VersionKind, &info)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(o.Out, string(b))
-	case "yaml":
-		b, err := yaml.Marshal(info)
-		if err != nil {
+		if err := p.PrintObj(obj, o.Out); err != nil {
 			return err
 		}
-		fmt.Fprint(o.Out, string(b))
-	default:
-		fmt.Fprintf(o.Out, "Plugin Version: %s\n", info.PluginVersion)
-		if info.ServerVersion != nil {
-			fmt.Fprintf(o.Out, "Server Version: %s\n", info.ServerVersion.GitVersion)
+		return serverErr
+	}
+	wide := o.Print.IsWide()
+	fmt.Fprintf(o.Out, "Plugin Version: %s", info.PluginVersion)
+	if wide {
+		fmt.Fprintf(o.Out, " (%s, %s)", info.PluginGoVersion, info.PluginPlatform)
+	}
+	fmt.Fprintln(o.Out)
+	if s := info.ServerVersion; s != nil {
+		fmt.Fprintf(o.Out, "Server Version: %s", s.GitVersion)
+		if wide {
+			fmt.Fprintf(o.Out, " (%s, %s, commit %s)", s.GoVersion, s.Platform, s.GitCommit)
 		}
+		fmt.Fprintln(o.Out)
 	}
 	return serverErr
 }

@@ -6,15 +6,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/karpx/karpx/plugin/output"
 )
 
 // ExplanationAPIVersion and ExplanationKind name the object -o json|yaml
 // print: the plugin's output format, not a served API.
 const (
-	ExplanationAPIVersion = "karpx.io/v1alpha1"
+	ExplanationAPIVersion = output.APIVersion
 	ExplanationKind       = "PodExplanation"
 )
 
@@ -111,13 +112,5 @@ func (ex *Explanation) Table() *metav1.Table {
 // Object returns ex as an unstructured PodExplanation for the JSON and
 // YAML printers.
 func (ex *Explanation) Object() (runtime.Object, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ex)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ExplanationAPIVersion, "kind": ExplanationKind}}
-	for k, v := range m {
-		u.Object[k] = v
-	}
-	return u, nil
+	return output.Object(ExplanationKind, ex)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,7 +37,7 @@ func runStreams(t *testing.T, stdin io.Reader, args ...string) (string, string, 
 func TestConcatenatedJSON(t *testing.T) {
 	out, _, err := runStreams(t, strings.NewReader(okClass+restartClass), "-f", "-")
 	var de *DeniedError
-	if !errors.As(err, &de) || !strings.Contains(out, "2 object(s) checked") || !strings.Contains(out, "EC2NodeClass/b: deny KX003") {
+	if !errors.As(err, &de) || !strings.Contains(out, "2 object(s) checked") || !regexp.MustCompile(`\n-\s+2\s+EC2NodeClass/b\s+deny\s+KX003 spec.userData line 2: `).MatchString(out) {
 		t.Fatalf("got %v\n%s", err, out)
 	}
 	// Control: the first object alone passes.

@@ -2,7 +2,6 @@ package lint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,13 +18,16 @@ import (
 	kxlint "github.com/karpx/karpx/lint"
 	"github.com/karpx/karpx/lint/crdschema"
 	"github.com/karpx/karpx/manifests/crds"
+	"github.com/karpx/karpx/plugin/output"
 )
 
-// Output formats accepted by -o.
-const (
-	OutputText = "text"
-	OutputJSON = "json"
-)
+// OutputText is lint's former name of the default output, still accepted
+// by -o.
+const OutputText = "text"
+
+// ReportKind is the kind -o json and -o yaml print the Report as, with
+// apiVersion output.APIVersion (karpx.io/v1alpha1).
+const ReportKind = "LintReport"
 
 // DeniedError is returned by Options.Run when at least one finding has
 // severity deny, after the report has been written. The plugin root maps
@@ -52,8 +54,11 @@ type Options struct {
 	Filenames []string
 	// Recursive descends into subdirectories of directory arguments (-R).
 	Recursive bool
-	// Output is OutputText (default) or OutputJSON.
-	Output string
+	// Print holds -o: "" (or "text") prints a table of findings and a
+	// summary line, wide adds the rule, field and fix columns, json and
+	// yaml print the Report as a karpx.io/v1alpha1 LintReport, and name
+	// prints kind.group/name of each object with a finding.
+	Print *output.Flags
 	// Disable lists rule IDs ("KX101") whose findings are dropped.
 	Disable []string
 
@@ -62,7 +67,7 @@ type Options struct {
 
 // NewOptions returns Options with defaults, writing to streams.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{IOStreams: streams, Output: OutputText}
+	return &Options{IOStreams: streams, Print: output.NewFlags(true, OutputText)}
 }
 
 const longHelp = `Check Karpenter NodePool and EC2NodeClass manifests offline with the rules of
@@ -81,6 +86,12 @@ reported with the reason. A document may be at most 7 MiB. Each object is
 also validated offline against its CRD (OpenAPI schema, CEL rules, unknown
 fields), so what the API server would reject is rejected here with the
 same message (KX011).
+
+Output: a table of findings and a summary line; -o wide adds the rule, the
+field and the fix as columns; -o json and -o yaml print a LintReport
+(apiVersion karpx.io/v1alpha1) holding the findings, the skipped documents
+and the input errors; -o name prints kind.group/name of each object with a
+finding, e.g. nodepool.karpenter.sh/default.
 
 Exit status: 0 when nothing would be denied (warnings allowed), 1 when a
 finding would be denied or input cannot be read, 2 when the input holds no
@@ -103,7 +114,7 @@ const examples = `  # Lint one file
 func NewCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewOptions(streams)
 	cmd := &cobra.Command{
-		Use:     "lint -f FILENAME|DIRECTORY|- [-R] [-o text|json] [--disable KX101,...]",
+		Use:     "lint -f FILENAME|DIRECTORY|- [-R] [-o wide|json|yaml|name] [--disable KX101,...]",
 		Short:   "Check NodePool and EC2NodeClass manifests offline with the webhook's rules",
 		Long:    fmt.Sprintf(longHelp, ruleTable()),
 		Example: examples,
@@ -128,9 +139,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.Filenames, "filename", "f", o.Filenames, "File, directory or - (stdin) to lint; repeatable")
 	f.BoolVarP(&o.Recursive, "recursive", "R", o.Recursive, "Process directories given with -f recursively")
-	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format: text or json")
+	o.Print.AddFlags(cmd, true)
 	f.StringSliceVar(&o.Disable, "disable", o.Disable, "Rule IDs to skip, e.g. KX101,KX102")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputText, OutputJSON}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Complete adds positional arguments to Filenames and builds the disabled
@@ -150,8 +160,8 @@ func (o *Options) Validate() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("no input: give -f FILENAME, a directory, or - for stdin")
 	}
-	if o.Output != OutputText && o.Output != OutputJSON {
-		return fmt.Errorf("unknown output format %q: use text or json", o.Output)
+	if _, err := o.Print.ToPrinter(); err != nil {
+		return err
 	}
 	stdin := 0
 	for _, f := range o.Filenames {
@@ -170,9 +180,13 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Report is the JSON output (-o json), written even when input cannot be
-// read.
+// Report is the -o json and -o yaml output (with apiVersion
+// karpx.io/v1alpha1 and kind LintReport), written even when input cannot
+// be read.
 type Report struct {
+	// APIVersion and Kind are output.APIVersion and ReportKind.
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
 	// Objects is the number of NodePools and EC2NodeClasses checked.
 	Objects int `json:"objects"`
 	// Denied is true when any finding has severity deny.
@@ -226,8 +240,8 @@ var schemaValidator = sync.OnceValues(func() (*crdschema.Validator, error) {
 })
 
 // Run reads the input, lints it and writes the report to Out (warnings
-// about skipped documents and unreadable input go to ErrOut in text mode;
-// under -o json everything is in the JSON on Out). It returns a
+// about skipped documents and unreadable input go to ErrOut in table mode;
+// under -o json and -o yaml everything is in the report on Out). It returns a
 // *DeniedError when a finding denies, an *InputError when input could not
 // be read, and a *NothingCheckedError when nothing was checked.
 func (o *Options) Run(ctx context.Context) error {
@@ -238,7 +252,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading the embedded CRDs: %w", err)
 	}
-	report := Report{Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}, Errors: []kxlint.InputError{}}
+	printer, err := o.Print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	report := Report{APIVersion: output.APIVersion, Kind: ReportKind,
+		Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}, Errors: []kxlint.InputError{}}
 	var objs []kxlint.Object
 	for _, name := range o.Filenames {
 		o.read(name, &objs, &report)
@@ -256,32 +275,8 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	report.Denied = denials > 0
-	switch o.Output {
-	case OutputJSON:
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
-		}
-	default:
-		for _, s := range report.Skipped {
-			what := s.Kind
-			if s.Name != "" {
-				what += "/" + s.Name
-			}
-			if what != "" {
-				what += " "
-			}
-			fmt.Fprintf(o.ErrOut, "warning: %s (document %d) %sskipped: %s\n", s.Source, s.Document, what, s.Reason)
-		}
-		for _, e := range report.Errors {
-			fmt.Fprintf(o.ErrOut, "error: %s\n", e.Error())
-		}
-		for _, f := range report.Findings {
-			fmt.Fprintf(o.Out, "%s (document %d) %s/%s: %s %s\n", f.Source, f.Document, f.Kind, f.Name, f.Severity, f.Finding.String())
-		}
-		fmt.Fprintf(o.Out, "%d object(s) checked: %d denial(s), %d warning(s), %d document(s) skipped, %d input error(s)\n",
-			len(objs), denials, warnings, len(report.Skipped), len(report.Errors))
+	if err := o.print(printer, &report, denials, warnings); err != nil {
+		return err
 	}
 	switch {
 	case denials > 0:

@@ -117,12 +117,65 @@ func TestLintJSONAndDisable(t *testing.T) {
 }
 
 func TestLintValidate(t *testing.T) {
-	for _, args := range [][]string{{}, {"-f", "x", "-o", "yaml"}, {"-f", "x", "--disable", "KX999"}, {"-f", "-", "-f", "-"}} {
+	for _, args := range [][]string{{}, {"-f", "x", "-o", "table"}, {"-f", "x", "--disable", "KX999"}, {"-f", "-", "-f", "-"}} {
 		if _, err := run(t, "", args...); err == nil {
 			t.Errorf("%v: want error", args)
 		}
 	}
 	if _, err := run(t, "", "-f", "/nonexistent.yaml"); err == nil {
 		t.Error("missing file: want error")
+	}
+}
+
+// -o wide, yaml and name print the same findings as the table and JSON;
+// the exit status does not depend on the format.
+func TestLintOutputFormats(t *testing.T) {
+	out, err := run(t, badClass, "-f", "-", "-o", "wide")
+	var de *DeniedError
+	if !errors.As(err, &de) {
+		t.Fatalf("-o wide: want DeniedError, got %v", err)
+	}
+	for _, want := range []string{"RULE", "FIELD", "FIX", "spec.userData line 3", "KX101"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-o wide lacks %q:\n%s", want, out)
+		}
+	}
+	if out, _ := run(t, badClass, "-f", "-"); strings.Contains(out, "FIX") || !strings.Contains(out, "; fix: ") {
+		t.Errorf("default table shows a FIX column or drops the fix:\n%s", out)
+	}
+
+	out, err = run(t, badClass, "-f", "-", "-o", "yaml")
+	if !errors.As(err, &de) {
+		t.Fatalf("-o yaml: want DeniedError, got %v", err)
+	}
+	for _, want := range []string{"apiVersion: karpx.io/v1alpha1\n", "kind: LintReport\n", "denied: true\n", "rule: KX003\n", "rule: KX101\n", "skipped: []\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-o yaml lacks %q:\n%s", want, out)
+		}
+	}
+	out, _ = run(t, badClass, "-f", "-", "-o", "json")
+	var meta struct{ APIVersion, Kind string }
+	if err := json.Unmarshal([]byte(out), &meta); err != nil || meta.APIVersion != "karpx.io/v1alpha1" || meta.Kind != "LintReport" {
+		t.Errorf("-o json names %+v (%v)", meta, err)
+	}
+
+	// -o name: each object with a finding once, as kubectl names it.
+	out, err = run(t, badClass, "-f", "-", "-o", "name")
+	if !errors.As(err, &de) || out != "ec2nodeclass.karpenter.k8s.aws/bad\nnodepool.karpenter.sh/np\n" {
+		t.Errorf("-o name = %q, %v", out, err)
+	}
+	if out, err := run(t, badClass, "-f", "-", "-o", "name", "--disable", "KX101"); !errors.As(err, &de) || out != "ec2nodeclass.karpenter.k8s.aws/bad\n" {
+		t.Errorf("-o name without KX101 = %q, %v", out, err)
+	}
+
+	// The former -o text is still the default table.
+	text, _ := run(t, badClass, "-f", "-", "-o", "text")
+	plain, _ := run(t, badClass, "-f", "-")
+	if text != plain {
+		t.Errorf("-o text differs from the default:\n%s\n---\n%s", text, plain)
+	}
+	if _, err := run(t, badClass, "-f", "-", "-o", "table"); err == nil ||
+		err.Error() != `unable to match a printer suitable for the output format "table", allowed formats are: json,name,wide,yaml` {
+		t.Errorf("-o table: %v", err)
 	}
 }

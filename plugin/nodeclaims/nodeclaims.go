@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/status"
 )
 
@@ -46,7 +47,8 @@ naming it, still pending or bound to its Node); and, until it is
 Initialized, what blocks it: a Node that is not Ready, startup and known
 ephemeral taints still present, requested extended resources (such as
 nvidia.com/gpu) not yet allocatable. -o wide adds the Node and instance
-type. With -o json, yaml or name the NodeClaims are printed as a List.`
+type. With -o json, yaml or name the NodeClaims are printed as a v1 List, as
+kubectl get prints them.`
 
 const example = `  # All NodeClaims with their phase times and blockers
   kubectl karpx nodeclaims
@@ -59,28 +61,26 @@ type Options struct {
 	genericiooptions.IOStreams
 	// Factory builds the client.
 	Factory cluster.Factory
-	// PrintFlags hold -o; "" and "wide" print the table.
-	PrintFlags *genericclioptions.PrintFlags
+	// Print holds -o ("" and "wide" print the table; json, yaml and name
+	// a v1 List of NodeClaims, as kubectl get) and --no-headers.
+	Print *output.Flags
 	// NodePool restricts the output to NodeClaims labelled
 	// karpenter.sh/nodepool with it (--nodepool).
 	NodePool string
 	// Selector is a label selector on NodeClaims (-l/--selector).
 	Selector string
-	// NoHeaders omits the header row (--no-headers).
-	NoHeaders bool
 	// Now is the clock ages and phase times are measured with (time.Now
 	// when nil).
 	Now func() time.Time
 
 	client   client.Reader
 	printer  printers.ResourcePrinter
-	wide     bool
 	selector labels.Selector
 }
 
 // NewCmd returns the `nodeclaims` command reading through f.
 func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	return newCmd(&Options{IOStreams: streams, Factory: f, PrintFlags: genericclioptions.NewPrintFlags("")})
+	return newCmd(&Options{IOStreams: streams, Factory: f, Print: output.NewFlags(true)})
 }
 
 // newCmd returns the command running o (tests set o.Now).
@@ -98,12 +98,9 @@ func newCmd(o *Options) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	o.PrintFlags.JSONYamlPrintFlags.AddFlags(cmd)
-	o.PrintFlags.NamePrintFlags.AddFlags(cmd)
-	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format. One of: (wide, json, yaml, name).")
+	o.Print.AddFlags(cmd, true)
 	cmd.Flags().StringVar(&o.NodePool, "nodepool", "", "Show only the NodeClaims of this NodePool.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Label selector on NodeClaims (e.g. karpenter.sh/capacity-type=spot).")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Don't print the header row.")
 	return cmd
 }
 
@@ -130,16 +127,11 @@ func (o *Options) Complete() error {
 		sel = sel.Add(*req)
 	}
 	o.selector = sel
-	switch format := *o.PrintFlags.OutputFormat; format {
-	case "", "wide":
-		o.wide = format == "wide"
-	default:
-		p, err := o.PrintFlags.ToPrinter()
-		if err != nil {
-			return fmt.Errorf("-o %q: want wide, json, yaml or name: %w", format, err)
-		}
-		o.printer = p
+	p, err := o.Print.ToPrinter()
+	if err != nil {
+		return err
 	}
+	o.printer = p
 	c, err := o.Factory.Client()
 	if err != nil {
 		return err
@@ -159,10 +151,14 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	slices.SortFunc(claims.Items, func(a, b karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
 	if o.printer != nil {
-		list := &karpv1.NodeClaimList{Items: claims.Items}
-		list.SetGroupVersionKind(cluster.KarpenterV1.WithKind("NodeClaimList"))
-		for i := range list.Items {
-			list.Items[i].SetGroupVersionKind(cluster.KarpenterV1.WithKind("NodeClaim"))
+		objs := make([]runtime.Object, len(claims.Items))
+		gvks := make([]schema.GroupVersionKind, len(claims.Items))
+		for i := range claims.Items {
+			objs[i], gvks[i] = &claims.Items[i], cluster.KarpenterV1.WithKind("NodeClaim")
+		}
+		list, err := output.List(objs, gvks)
+		if err != nil {
+			return err
 		}
 		return o.printer.PrintObj(list, o.Out)
 	}
@@ -183,7 +179,7 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "Nominated pods unavailable: %v\n", err)
 	}
 	t := Table(claims.Items, byProviderID, nominated, o.Now())
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.wide, NoHeaders: o.NoHeaders}).PrintObj(t, o.Out)
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.Print.IsWide(), NoHeaders: o.Print.NoHeaders}).PrintObj(t, o.Out)
 }
 
 var schemaNodes = corev1.SchemeGroupVersion.WithResource("nodes")

@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 )
 
 func TestNodeClaimsTable(t *testing.T) {
@@ -64,7 +65,7 @@ func TestNodeClaimsTable(t *testing.T) {
 		Build()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	cmd := newCmd(&Options{IOStreams: streams, Factory: &cluster.StaticFactory{ClientValue: kube, SchemeValue: s},
-		PrintFlags: genericclioptions.NewPrintFlags(""), Now: func() time.Time { return now }})
+		Print: output.NewFlags(true), Now: func() time.Time { return now }})
 	cmd.SetArgs([]string{"--nodepool", "gpu"})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err, errOut.String())

@@ -31,8 +31,9 @@ var dataSetColumns = []metav1.TableColumnDefinition{
 // controller that conn points at, as `kubectl karpx throttle` reads
 // /throttle: from conn.Endpoint with its path replaced when set, else
 // through the API server's service proxy to conn's Service, and decodes the
-// JSON answer into into. Errors are the proxy's (NotFound when the Service
-// is missing) or name the URL.
+// JSON answer into into. Errors are throttle.Options.ReadProxy's
+// (*throttle.ServiceNotFoundError when the Service is missing) or name the
+// URL.
 func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into any) error {
 	var raw []byte
 	if conn.Endpoint != "" {
@@ -61,12 +62,8 @@ func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into an
 			return err
 		}
 	} else {
-		dc, err := conn.Factory.Discovery()
-		if err != nil {
-			return err
-		}
-		proxy := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", conn.Namespace, conn.Service, conn.Port, path)
-		if raw, err = dc.RESTClient().Get().AbsPath(proxy).DoRaw(ctx); err != nil {
+		var err error
+		if raw, err = conn.ReadProxy(ctx, path); err != nil {
 			return err
 		}
 	}
@@ -87,9 +84,12 @@ func (o *Options) printDataSets(ctx context.Context) {
 	defer cancel()
 	rep := &hydration.Report{}
 	err := FetchJSON(ctx, o.Budget, hydration.HandlerPath, rep)
-	var status apierrors.APIStatus
+	var (
+		status  apierrors.APIStatus
+		missing *throttle.ServiceNotFoundError
+	)
 	switch {
-	case err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):
+	case errors.As(err, &missing), err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):
 		return
 	case err != nil:
 		fmt.Fprintf(o.ErrOut, "cloud data sets unavailable: %v\n", err)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -22,6 +23,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/throttle"
 )
 
@@ -231,8 +233,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if genericclioptions.IsNoCompatiblePrinterError(err) {
 		allowed := o.allowedFormats()
 		slices.Sort(allowed)
-		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s",
-			format, strings.Join(allowed, ","))
+		return &output.UnsupportedError{Format: format, Allowed: allowed}
 	}
 	if err != nil {
 		return err
@@ -370,30 +371,13 @@ func (o *Options) list(ctx context.Context) ([]karpv1.NodePool, []karpv1.NodeCla
 // toList returns pools then claims as a v1 List of unstructured objects
 // with apiVersion and kind set, the shape kubectl prints for several kinds.
 func toList(pools []karpv1.NodePool, claims []karpv1.NodeClaim) (*unstructured.UnstructuredList, error) {
-	list := &unstructured.UnstructuredList{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "List",
-		"metadata":   map[string]any{"resourceVersion": ""},
-	}}
-	add := func(obj runtime.Object, kind string) error {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return err
-		}
-		item := unstructured.Unstructured{Object: u}
-		item.SetGroupVersionKind(cluster.KarpenterV1.WithKind(kind))
-		list.Items = append(list.Items, item)
-		return nil
-	}
+	objs := make([]runtime.Object, 0, len(pools)+len(claims))
+	gvks := make([]schema.GroupVersionKind, 0, cap(objs))
 	for i := range pools {
-		if err := add(&pools[i], "NodePool"); err != nil {
-			return nil, err
-		}
+		objs, gvks = append(objs, &pools[i]), append(gvks, cluster.KarpenterV1.WithKind("NodePool"))
 	}
 	for i := range claims {
-		if err := add(&claims[i], "NodeClaim"); err != nil {
-			return nil, err
-		}
+		objs, gvks = append(objs, &claims[i]), append(gvks, cluster.KarpenterV1.WithKind("NodeClaim"))
 	}
-	return list, nil
+	return output.List(objs, gvks)
 }

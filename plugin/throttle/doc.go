@@ -11,5 +11,6 @@
 // reads a URL directly instead (a controller run locally).
 //
 // The default output is a table per throttling category; -o wide adds a
-// table per action; -o json and -o yaml print the status as served.
+// table per action; -o json and -o yaml print the status as served, as a
+// karpx.io/v1alpha1 EC2APIBudget (apiVersion and kind added).
 package throttle

@@ -42,8 +42,8 @@ var actionColumns = []metav1.TableColumnDefinition{
 }
 
 func (o *Options) printTables(st *Status) error {
-	wide := o.Output == formatWide
-	if !o.NoHeaders {
+	wide := o.Print.IsWide()
+	if !o.Print.NoHeaders {
 		if st.Enabled {
 			fmt.Fprintf(o.Out, "EC2 API budget: %s of AWS's documented request rates, %d requests, %d throttled, %d retry-quota errors.\n\n",
 				percent(st.Fraction), st.Totals.Requests, st.Totals.Throttled, st.Totals.QuotaErrors)
@@ -52,7 +52,7 @@ func (o *Options) printTables(st *Status) error {
 				st.Totals.Requests, st.Totals.Throttled, st.Totals.QuotaErrors)
 		}
 	}
-	p := printers.NewTablePrinter(printers.PrintOptions{Wide: wide, NoHeaders: o.NoHeaders})
+	p := printers.NewTablePrinter(printers.PrintOptions{Wide: wide, NoHeaders: o.Print.NoHeaders})
 	if err := p.PrintObj(categoryTable(st), o.Out); err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/output"
 )
 
 // Defaults of the controller's Service, as in manifests/controller/service.yaml.
@@ -33,14 +32,9 @@ const (
 	statusPath = "/throttle"
 )
 
-// Output formats of -o.
-const (
-	formatWide = "wide"
-	formatJSON = "json"
-	formatYAML = "yaml"
-)
-
-var allowedFormats = []string{formatJSON, formatYAML, formatWide}
+// StatusKind is the kind -o json and -o yaml print the budget as, with
+// apiVersion output.APIVersion (karpx.io/v1alpha1).
+const StatusKind = "EC2APIBudget"
 
 const throttleLong = `Show the karpx controller's client-side EC2 API budget.
 
@@ -78,10 +72,10 @@ type Options struct {
 	// Factory provides the REST client of the API server (its discovery
 	// client's).
 	Factory cluster.Factory
-	// Output is -o: "" (tables), "wide", "json" or "yaml".
-	Output string
-	// NoHeaders omits the summary line and the tables' header rows.
-	NoHeaders bool
+	// Print holds -o ("" and "wide" print tables, json and yaml an
+	// EC2APIBudget object) and --no-headers, which omits the summary line
+	// and the tables' header rows.
+	Print *output.Flags
 	// Namespace is the controller Service's namespace: kubectl's
 	// -n/--namespace when given, else DefaultNamespace.
 	Namespace string
@@ -100,7 +94,7 @@ type Options struct {
 
 // NewOptions returns Options that write to streams and read through f.
 func NewOptions(f cluster.Factory, streams genericiooptions.IOStreams) *Options {
-	return &Options{IOStreams: streams, Factory: f, Service: DefaultService, Port: DefaultPort}
+	return &Options{IOStreams: streams, Factory: f, Service: DefaultService, Port: DefaultPort, Print: output.NewFlags(false)}
 }
 
 // NewCmd returns the `throttle` command, reading through f and writing to
@@ -130,14 +124,10 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 // AddFlags binds -o/--output, --no-headers, --service, --port and
 // --endpoint to o.
 func (o *Options) AddFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, fmt.Sprintf("Output format. One of: (%s).", strings.Join(allowedFormats, ", ")))
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "When using the default or wide output format, don't print the summary and headers.")
+	o.Print.AddFlags(cmd, true)
 	cmd.Flags().StringVar(&o.Service, "service", o.Service, "Name of the controller's Service.")
 	cmd.Flags().StringVar(&o.Port, "port", o.Port, "Name or number of the Service port that serves /throttle (the metrics port).")
 	cmd.Flags().StringVar(&o.Endpoint, "endpoint", o.Endpoint, "Read the status from this controller URL instead of the API server's service proxy, e.g. http://127.0.0.1:8080.")
-	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return allowedFormats, cobra.ShellCompDirectiveNoFileComp
-	})
 }
 
 // Complete takes the namespace from kubectl's -n/--namespace when it was
@@ -153,11 +143,19 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate checks -o, the Service coordinates and --endpoint.
+// Validate checks -o (an *output.UnsupportedError), the Service
+// coordinates and --endpoint.
 func (o *Options) Validate() error {
-	if o.Output != "" && !slices.Contains(allowedFormats, o.Output) {
-		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", o.Output, strings.Join(allowedFormats, ","))
+	if o.Print != nil {
+		if _, err := o.Print.ToPrinter(); err != nil {
+			return err
+		}
 	}
+	return o.ValidateSource()
+}
+
+// ValidateSource checks the Service coordinates and --endpoint.
+func (o *Options) ValidateSource() error {
 	if o.Endpoint != "" {
 		u, err := url.Parse(o.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -193,7 +191,7 @@ func (o *Options) Fetch(ctx context.Context) (*Status, error) {
 	if o.Endpoint != "" {
 		raw, err = o.readEndpoint(ctx)
 	} else {
-		raw, err = o.readProxy(ctx)
+		raw, err = o.ReadProxy(ctx, statusPath)
 	}
 	if err != nil {
 		return nil, err
@@ -226,23 +224,18 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch o.Output {
-	case formatJSON:
-		out, err := json.MarshalIndent(st, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(o.Out, "%s\n", out)
-		return err
-	case formatYAML:
-		out, err := yaml.Marshal(st)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(out)
+	p, err := o.Print.ToPrinter()
+	if err != nil {
 		return err
 	}
-	return o.printTables(st)
+	if p == nil {
+		return o.printTables(st)
+	}
+	obj, err := output.Object(StatusKind, st)
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(obj, o.Out)
 }
 
 // source names where the status is read from, for errors.
@@ -253,17 +246,18 @@ func (o *Options) source() string {
 	return fmt.Sprintf("service %s/%s port %s", o.Namespace, o.Service, o.Port)
 }
 
-// proxyPath is the API server path of the controller's /throttle.
-func (o *Options) proxyPath() string {
-	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", o.Namespace, o.Service, o.Port, statusPath)
-}
-
-func (o *Options) readProxy(ctx context.Context) ([]byte, error) {
+// ReadProxy reads path (e.g. "/throttle") from the controller's Service
+// through the API server's service proxy. It returns
+// *ServiceNotFoundError when the Service does not exist, and errors naming
+// the fix when the path is not served, no endpoint is ready or RBAC
+// forbids the proxy.
+func (o *Options) ReadProxy(ctx context.Context, path string) ([]byte, error) {
 	dc, err := o.Factory.Discovery()
 	if err != nil {
 		return nil, err
 	}
-	raw, err := dc.RESTClient().Get().AbsPath(o.proxyPath()).DoRaw(ctx)
+	proxyPath := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy%s", o.Namespace, o.Service, o.Port, path)
+	raw, err := dc.RESTClient().Get().AbsPath(proxyPath).DoRaw(ctx)
 	if err == nil {
 		return raw, nil
 	}
@@ -272,15 +266,15 @@ func (o *Options) readProxy(ctx context.Context) ([]byte, error) {
 		return nil, &ServiceNotFoundError{fmt.Sprintf("service %q not found in namespace %q: install the controller's Service (kubectl apply -f manifests/controller/service.yaml), "+
 			"name another with -n/--namespace and --service, or read a controller directly with --endpoint URL", o.Service, o.Namespace)}
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's metrics port) and that the controller runs a karpx version with the EC2 API budget: %w",
-			o.source(), statusPath, err)
+		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's metrics port) and that the controller runs a karpx version that serves it: %w",
+			o.source(), path, err)
 	case apierrors.IsServiceUnavailable(err):
 		return nil, fmt.Errorf("%s has no ready endpoint: is the karpx controller running? (kubectl -n %s get pods -l app.kubernetes.io/name=%s): %w",
 			o.source(), o.Namespace, o.Service, err)
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("%w (reading the budget needs RBAC \"get\" on \"services/proxy\" in namespace %s, or use --endpoint)", err, o.Namespace)
+		return nil, fmt.Errorf("%w (reading %s needs RBAC \"get\" on \"services/proxy\" in namespace %s, or use --endpoint)", err, path, o.Namespace)
 	}
-	return nil, fmt.Errorf("reading the EC2 API budget from %s: %w", o.source(), err)
+	return nil, fmt.Errorf("reading %s from %s: %w", path, o.source(), err)
 }
 
 // missingService reports whether a NotFound answer of the service proxy is

@@ -133,6 +133,10 @@ func TestJSONRoundTripsBudgetStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
+	var meta struct{ APIVersion, Kind string }
+	if err := json.Unmarshal([]byte(out), &meta); err != nil || meta.APIVersion != "karpx.io/v1alpha1" || meta.Kind != "EC2APIBudget" {
+		t.Errorf("-o json names %+v (%v), want karpx.io/v1alpha1 EC2APIBudget", meta, err)
+	}
 	if want := sample(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the plugin's mirror of budget.Status lost fields:\ngot  %+v\nwant %+v", got, want)
 	}
@@ -180,5 +184,11 @@ func TestEndpoint(t *testing.T) {
 	}
 	if _, err := run(t, apiServer(t), "-o", "table"); err == nil || !strings.Contains(err.Error(), "allowed formats") {
 		t.Errorf("bad -o: %v", err)
+	}
+	// The budget is no Kubernetes resource: -o name is refused as kubectl
+	// refuses a format it cannot print.
+	_, err = run(t, apiServer(t), "-o", "name")
+	if want := `unable to match a printer suitable for the output format "name", allowed formats are: json,wide,yaml`; err == nil || err.Error() != want {
+		t.Errorf("-o name: %v, want %q", err, want)
 	}
 }

@@ -82,6 +82,9 @@ type Options struct {
 	BinDir string
 	// Timeout bounds the start. Default 2 minutes.
 	Timeout time.Duration
+	// AuditUsers, when set, turns on kube-apiserver's audit log for these
+	// users' requests (AuditPolicy); Cluster.AuditLog is its path.
+	AuditUsers []string
 }
 
 // Start creates and starts a cluster. It returns an error naming the
@@ -116,7 +119,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	b := func(name string) string { return filepath.Join(opts.BinDir, name) }
-	_, err := c.kwokctl(ctx, "create", "cluster",
+	var audit []string
+	if len(opts.AuditUsers) > 0 {
+		policy := filepath.Join(opts.Workdir, opts.Name+"-audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(AuditPolicy(opts.AuditUsers...)), 0o600); err != nil {
+			return nil, err
+		}
+		audit = []string{"--kube-audit-policy", policy}
+	}
+	_, err := c.kwokctl(ctx, append([]string{"create", "cluster",
 		"--runtime", "binary",
 		"--kubeconfig", c.Kubeconfig,
 		"--kube-apiserver-binary", b("kube-apiserver"),
@@ -125,7 +136,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		"--etcd-binary", b("etcd"),
 		"--kwok-controller-binary", b("kwok"),
 		"--disable-qps-limits",
-		"--wait", "90s",
+		"--wait", "90s"}, audit...)...,
 	)
 	if err != nil {
 		_ = c.Stop()
@@ -151,6 +162,12 @@ func (c *Cluster) Stop() error {
 		err = rmErr
 	}
 	return err
+}
+
+// AuditLog returns the path of kube-apiserver's audit log (JSON lines),
+// written when the cluster was started with Options.AuditUsers.
+func (c *Cluster) AuditLog() string {
+	return filepath.Join(c.workdir, "clusters", c.Name, "logs", "audit.log")
 }
 
 // Logs returns the last lines of a component's log ("kube-apiserver",
@@ -246,6 +263,14 @@ func (c *Cluster) probeKwok(ctx context.Context) error {
 // `make tools` or `make test`) and when -short is set.
 func StartForTest(t testing.TB) *Cluster {
 	t.Helper()
+	return StartForTestAudited(t)
+}
+
+// StartForTestAudited is StartForTest with kube-apiserver's audit log on
+// for the requests of auditUsers (none: no audit log), e.g.
+// "system:serviceaccount:karpx:karpx"; see Cluster.AuditLog.
+func StartForTestAudited(t testing.TB, auditUsers ...string) *Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a real control plane; skipped with -short")
 	}
@@ -262,7 +287,7 @@ func StartForTest(t testing.TB) *Cluster {
 	}
 	var c *Cluster
 	for attempt := 1; ; attempt++ {
-		c, err = Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir})
+		c, err = Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir, AuditUsers: auditUsers})
 		if err == nil {
 			if err = c.probeKwok(context.Background()); err == nil {
 				break

@@ -79,13 +79,20 @@ type envOptions struct {
 	logs *logRecorder
 	// noAutoscaler leaves the autoscaler to the test (startAutoscaler).
 	noAutoscaler bool
+	// audit turns on kube-apiserver's audit log for the autoscaler's
+	// ServiceAccount (checkControllerRBAC reads it).
+	audit bool
 }
 
 // newEnvWith is newEnv with the changes of o.
 func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	t.Helper()
 	tweak, wrapLog := o.tweak, o.wrapLog
-	c := cluster.StartForTest(t)
+	var auditUsers []string
+	if o.audit {
+		auditUsers = []string{controllerUser}
+	}
+	c := cluster.StartForTestAudited(t, auditUsers...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 

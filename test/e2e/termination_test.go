@@ -13,6 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	apisv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/operator"
 )
 
 // terminationManifest: one NodePool that never consolidates, so only the
@@ -37,9 +40,17 @@ spec:
 // drain: the Node is tainted karpenter.sh/disrupted, pods leave through the
 // Eviction API (a PodDisruptionBudget holds them until lifted), the
 // instance is terminated and neither Node nor NodeClaim nor instance is
-// left behind.
+// left behind. The EC2NodeClass is deleted last (its finalizer), and the
+// autoscaler runs with leader election: the scenario covers the
+// controller's whole lifecycle, so the API server's audit log of its
+// requests is compared with manifests/controller's RBAC
+// (checkControllerRBAC): a permission granted but never used fails.
 func TestTerminationThroughEveryDeletionPath(t *testing.T) {
-	e := newEnv(t, "karpx-term")
+	e := newEnvWith(t, "karpx-term", envOptions{audit: true, tweak: func(o *operator.Options) {
+		o.LeaderElection = true
+		// The namespace manifests/controller grants the Lease in.
+		o.LeaderElectionNamespace = "karpx"
+	}})
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("term", e.name)+"---\n"+terminationManifest), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +147,17 @@ func TestTerminationThroughEveryDeletionPath(t *testing.T) {
 	if err := consistent(e); err != nil {
 		t.Error(err)
 	}
+
+	// 4. The EC2NodeClass, unused now, goes once the controller removes its
+	// finalizer.
+	if _, err := e.cluster.Kubectl(e.ctx, nil, "delete", "ec2nodeclass", "term", "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "EC2NodeClass deleted", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKey{Name: "term"}, &apisv1.EC2NodeClass{})
+		return client.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+	e.checkControllerRBAC()
 }
 
 // onlyNodeClaim waits for exactly one live, Initialized NodeClaim.

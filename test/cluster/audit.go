@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+)
+
+// Permission is one RBAC grant or one request, as RBAC authorizes it: a
+// verb ("get", "list", "watch", "create", "update", "patch", "delete",
+// "deletecollection"), an API group ("" for core) and a resource with its
+// subresource ("pods/eviction"). Namespace and resourceNames are left out:
+// the check is about which kinds of access a component needs at all.
+type Permission struct {
+	Verb, Group, Resource string
+}
+
+// String returns "verb group/resource", e.g. "create /pods/eviction".
+func (p Permission) String() string { return p.Verb + " " + p.Group + "/" + p.Resource }
+
+// AuditPolicy returns a kube-apiserver audit policy (audit.k8s.io/v1) that
+// logs, at the Metadata level (verb, user, object reference, response
+// code; no bodies), every request of the given users, and nothing else.
+func AuditPolicy(users ...string) string {
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = fmt.Sprintf("%q", u)
+	}
+	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: [%s]
+- level: None
+`, strings.Join(quoted, ", "))
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event UsedPermissions reads.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// UsedPermissions reads a kube-apiserver audit log (JSON lines) and returns
+// the resource requests user made, with how often, and separately those
+// the API server refused with 403 Forbidden. Non-resource requests
+// (discovery, /version) are left out: RBAC's default roles grant them.
+func UsedPermissions(auditLog, user string) (used, forbidden map[Permission]int, err error) {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	used, forbidden = map[Permission]int{}, map[Permission]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", auditLog, err)
+		}
+		// A watch is logged when its response starts (it completes only
+		// when it ends); other requests when they complete.
+		done := ev.Stage == "ResponseComplete" || ev.Stage == "Panic"
+		if ev.Verb == "watch" {
+			done = ev.Stage == "ResponseStarted"
+		}
+		if ev.User.Username != user || ev.ObjectRef == nil || !done {
+			continue
+		}
+		p := Permission{Verb: ev.Verb, Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource}
+		if ev.ObjectRef.Subresource != "" {
+			p.Resource += "/" + ev.ObjectRef.Subresource
+		}
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 403 {
+			forbidden[p]++
+		} else {
+			used[p]++
+		}
+	}
+	return used, forbidden, sc.Err()
+}
+
+// GrantedPermissions returns every Permission the Roles and ClusterRoles
+// among objs (LoadRBAC's output) grant to ServiceAccount namespace/name
+// through the RoleBindings and ClusterRoleBindings among objs. Wildcards
+// are returned as written ("*"); the manifests test forbids them.
+func GrantedPermissions(objs []runtime.Object, namespace, name string) map[Permission]bool {
+	roles := map[string][]rbacv1.PolicyRule{} // "Kind/namespace/name"
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.Role:
+			roles["Role/"+o.Namespace+"/"+o.Name] = o.Rules
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole//"+o.Name] = o.Rules
+		}
+	}
+	bound := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return (s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && s.Name == name) ||
+				(s.Kind == rbacv1.UserKind && s.Name == serviceaccount.MakeUsername(namespace, name))
+		})
+	}
+	out := map[Permission]bool{}
+	add := func(key string) {
+		for _, r := range roles[key] {
+			for _, v := range r.Verbs {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						out[Permission{Verb: v, Group: g, Resource: res}] = true
+					}
+				}
+			}
+		}
+	}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.RoleBinding:
+			if bound(o.Subjects) {
+				ns := o.Namespace
+				if o.RoleRef.Kind == "ClusterRole" {
+					ns = ""
+				}
+				add(o.RoleRef.Kind + "/" + ns + "/" + o.RoleRef.Name)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if bound(o.Subjects) {
+				add("ClusterRole//" + o.RoleRef.Name)
+			}
+		}
+	}
+	return out
+}
+
+// CheckLeastPrivilege fails t for every permission granted but never used
+// (unless allowed lists it, with the reason it is still needed) and for
+// every request the API server refused as Forbidden. It also fails for an
+// allowed entry that is not granted, so the allowlist cannot go stale (an
+// allowed entry may be used on some runs: rare paths are why it exists). component names the manifests directory in
+// messages.
+func CheckLeastPrivilege(t testing.TB, component string, granted map[Permission]bool, used, forbidden map[Permission]int, allowed map[Permission]string) {
+	t.Helper()
+	if len(used) == 0 {
+		t.Errorf("%s: the audit log holds no request of the ServiceAccount: is auditing on?", component)
+		return
+	}
+	var unused, stale []string
+	for p := range granted {
+		// An informer lists before it watches; client-go's WatchListClient
+		// streams that list through the watch instead when the server
+		// supports it, and falls back to a list otherwise: a used watch
+		// needs the list.
+		if p.Verb == "list" && used[Permission{Verb: "watch", Group: p.Group, Resource: p.Resource}] > 0 {
+			continue
+		}
+		if _, ok := allowed[p]; !ok && used[p] == 0 {
+			unused = append(unused, p.String())
+		}
+	}
+	for p := range allowed {
+		if !granted[p] {
+			stale = append(stale, p.String()+" (not granted)")
+		}
+	}
+	var refused []string
+	for p, n := range forbidden {
+		refused = append(refused, fmt.Sprintf("%s (%d×)", p, n))
+	}
+	slices.Sort(unused)
+	slices.Sort(stale)
+	slices.Sort(refused)
+	if len(unused) > 0 {
+		t.Errorf("%s grants permissions the component never used (remove them, or allowlist with the reason): %s", component, strings.Join(unused, ", "))
+	}
+	if len(stale) > 0 {
+		t.Errorf("%s: stale least-privilege allowlist entries: %s", component, strings.Join(stale, ", "))
+	}
+	if len(refused) > 0 {
+		t.Errorf("%s lacks permissions the component used (403 Forbidden): %s", component, strings.Join(refused, ", "))
+	}
+	var lines []string
+	for p, n := range used {
+		lines = append(lines, fmt.Sprintf("%s %d×", p, n))
+	}
+	slices.Sort(lines)
+	t.Logf("%s: permissions used (audit log): %s", component, strings.Join(lines, "; "))
+}

@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"path/filepath"
+
+	"github.com/karpx/karpx/test/cluster"
+)
+
+// controllerUser is the user the autoscaler's ServiceAccount (karpx/karpx
+// in manifests/controller) authenticates as.
+const controllerUser = "system:serviceaccount:karpx:karpx"
+
+// controllerRBACAllowlist are permissions manifests/controller grants that
+// the termination scenario does not exercise, each with why the controller
+// still needs it.
+var controllerRBACAllowlist = map[cluster.Permission]string{
+	{Verb: "delete", Resource: "pods"}:                                   "pods still on a draining node when its NodeClaim's terminationGracePeriod runs out (termination/drain.go)",
+	{Verb: "get", Resource: "services"}:                                  "default/kubernetes: the service CIDR on clusters without the ServiceCIDR API, before Kubernetes 1.33 (providers/clusterinfo)",
+	{Verb: "list", Resource: "persistentvolumes"}:                        "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Resource: "persistentvolumes"}:                       "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "list", Resource: "persistentvolumeclaims"}:                   "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Resource: "persistentvolumeclaims"}:                  "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"}:  "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Group: "storage.k8s.io", Resource: "storageclasses"}: "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+}
+
+// checkControllerRBAC compares what manifests/controller grants the
+// autoscaler's ServiceAccount with what the audit log shows it used (the
+// env must have been started with envOptions.audit): a grant never used
+// and not allowlisted, or a Forbidden answer, fails the test.
+func (e *env) checkControllerRBAC() {
+	e.t.Helper()
+	objs, err := cluster.LoadRBAC(filepath.Join(e.root, "manifests", "controller"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	used, forbidden, err := cluster.UsedPermissions(e.cluster.AuditLog(), controllerUser)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	granted := cluster.GrantedPermissions(objs, "karpx", "karpx")
+	cluster.CheckLeastPrivilege(e.t, "manifests/controller", granted, used, forbidden, controllerRBACAllowlist)
+}

@@ -65,13 +65,31 @@ spec:
 type chaosEnv struct {
 	*env
 	healthyNodes map[string]string // node name → UID, Ready before the fault
+	// kubeconfig is ServiceAccount karpx/karpx's, for controller processes
+	// (newChaosProcessEnv).
+	kubeconfig string
 }
 
+// newChaosEnv is a chaos environment with the autoscaler in-process.
 func newChaosEnv(t *testing.T, name string) *chaosEnv {
-	e := newEnvWith(t, name, envOptions{tweak: func(o *operator.Options) {
-		o.GCPeriod = 2 * time.Second
-		o.GCGrace = 10 * time.Second
-	}})
+	return chaosWorkload(newEnvWith(t, name, envOptions{tweak: func(o *operator.Options) {
+		o.GCPeriod = chaosGCPeriod
+		o.GCGrace = chaosGCGrace
+	}}))
+}
+
+// The garbage collector's period and grace in the chaos suite: short, so
+// that an instance a fault leaves unclaimed is terminated within the
+// check's wait.
+const (
+	chaosGCPeriod = 2 * time.Second
+	chaosGCGrace  = 10 * time.Second
+)
+
+// chaosWorkload applies the chaos NodePool, EC2NodeClass and Deployment
+// (no replicas yet) to e.
+func chaosWorkload(e *env) *chaosEnv {
+	t := e.t
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(chaosManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +106,25 @@ func newChaosEnv(t *testing.T, name string) *chaosEnv {
 func (c *chaosEnv) scale(replicas int32, within time.Duration) time.Duration {
 	c.t.Helper()
 	start := time.Now()
+	c.setReplicas(replicas)
+	c.waitRunning(replicas, within)
+	return time.Since(start)
+}
+
+// setReplicas sets the Deployment's replicas.
+func (c *chaosEnv) setReplicas(replicas int32) {
+	c.t.Helper()
 	if _, err := c.cluster.Kubectl(c.ctx, nil, "scale", "deployment/chaos", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// waitRunning waits until replicas chaos pods are Running.
+func (c *chaosEnv) waitRunning(replicas int32, within time.Duration) {
+	c.t.Helper()
 	c.eventually(within, fmt.Sprintf("%d chaos pods Running", replicas), func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, c.kube, "chaos") == int(replicas), nil
 	})
-	return time.Since(start)
 }
 
 // rememberHealthy records the Ready nodes, which no fault may delete.
@@ -189,6 +219,9 @@ func (c *chaosEnv) check(fault string, recovered time.Duration, extra string) {
 		f = c.figures()
 		return f.leaked == 0 && f.nodeClaimsLost == 0, nil
 	})
+	if extra != "" {
+		extra = " " + extra
+	}
 	if f.leaked != 0 || f.duplicates != 0 || f.healthyDeleted != 0 || f.nodeClaimsLost != 0 {
 		c.t.Errorf("invariants broken after %s: %s", fault, f)
 	}
@@ -223,7 +256,7 @@ func runChaos(t *testing.T, fault string, inject func(c *chaosEnv), heal func(c 
 	c.scale(3*n, 120*time.Second)
 	more := ""
 	if extra != nil {
-		more = " " + extra(c)
+		more = extra(c)
 	}
 	c.check(fault, recovered, more)
 }

@@ -31,7 +31,7 @@ func newChaosProcessEnv(t *testing.T, name string) *chaosEnv {
 
 // controller starts a karpx-controller process named name with the chaos
 // suite's garbage-collection timing and args.
-func (c *chaosEnv) controller(name string, args ...string) *controllerProcess {
+func (c *chaosEnv) controller(name string, args ...string) *process {
 	return c.startController(c.kubeconfig, name, append([]string{
 		"--gc-period=" + chaosGCPeriod.String(),
 		"--gc-grace=" + chaosGCGrace.String(),
@@ -283,4 +283,54 @@ func TestChaosLeaderChange(t *testing.T) {
 	}
 	c.check("leader-change", recovered, fmt.Sprintf("takeover=%s afterLeaseExpiry=%s createFleetByA=%d createFleetByB=%d",
 		takeover.Round(100*time.Millisecond), afterExpiry.Round(100*time.Millisecond), per["chaos-a"], per["chaos-b"]))
+}
+
+// TestChaosCombined: during one scale-up, EC2 answers a burst of 500s and
+// 503s and one of RequestLimitExceeded while neighbours take 90% of every
+// bucket; the controller is SIGKILLed after EC2 executed its CreateFleet
+// and before it saw the answer; and the whole control plane restarts
+// before a fresh controller process starts. Then the faults heal and the
+// workload scales up again: nothing leaked, duplicated, lost or deleted.
+func TestChaosCombined(t *testing.T) {
+	c := newChaosProcessEnv(t, "karpx-chaos-combined")
+	p := c.controller("chaos-0")
+	n := int32(2 * chaosScale())
+	c.scale(n, 120*time.Second)
+	c.rememberHealthy()
+
+	burst := 10 * chaosScale()
+	c.sim.SetThrottle(ec2sim.ThrottleConfig{Neighbours: 0.9})
+	if err := c.sim.Faults().Add(
+		ec2sim.FaultRule{Action: "*", Code: "InternalError", Count: burst},
+		ec2sim.FaultRule{Action: "*", Code: "Unavailable", Count: burst},
+		ec2sim.FaultRule{Action: "*", Code: "RequestLimitExceeded", Count: burst},
+	); err != nil {
+		t.Fatal(err)
+	}
+	c.sim.HoldAnswers("CreateFleet", 1)
+	start := time.Now()
+	c.setReplicas(2 * n)
+	call := c.awaitHeld("CreateFleet", 180*time.Second)
+	p.kill()
+	c.sim.ReleaseHeld()
+	c.forbiddenExcused.Store(true)
+	restart := time.Now()
+	if err := c.cluster.Restart(c.ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Since(restart)
+	c.controller("chaos-1")
+	c.waitRunning(2*n, 240*time.Second)
+	recovered := time.Since(start)
+	c.sim.Faults().Clear()
+	c.sim.SetThrottle(ec2sim.ThrottleConfig{})
+	c.forbiddenExcused.Store(false)
+	c.scale(3*n, 180*time.Second)
+	adopted, _, _ := c.instanceFates(call.InstanceIDs)
+	if adopted != len(call.InstanceIDs) {
+		t.Errorf("of %d instances launched before the kill, %d adopted by their NodeClaim: a second instance was launched", len(call.InstanceIDs), adopted)
+	}
+	errs, throttled := simErrors(c.sim)
+	c.check("combined", recovered, fmt.Sprintf("injected=%d errorAnswers=%d bucketThrottled=%d heldInstances=%d adopted=%d idempotentReplays=%d apiServerDown=%s",
+		3*burst, errs, throttled, len(call.InstanceIDs), adopted, c.sim.IdempotentReplays(), down.Round(100*time.Millisecond)))
 }

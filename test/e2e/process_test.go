@@ -44,10 +44,10 @@ const (
 	maxTakeover   = leaseDuration + 2*(retryPeriod*22/10)
 )
 
-// controllerProcess is one karpx-controller process.
-type controllerProcess struct {
-	// name is the replica's name; the process's EC2 calls carry it as the
-	// User-Agent's app id (AWS_SDK_UA_APP_ID), e.g. "app/chaos-a".
+// process is one karpx binary run by startProcess.
+type process struct {
+	// name tells processes apart in logs; a controller's EC2 calls carry it
+	// as the User-Agent's app id (AWS_SDK_UA_APP_ID), e.g. "app/chaos-a".
 	name    string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -71,15 +71,9 @@ func (e *env) controllerKubeconfig() string {
 // named name against the simulator with the flags of runAutoscaler's test
 // defaults, then args (later flags win). kubeconfig comes from
 // controllerKubeconfig. The process is killed when the test ends.
-func (e *env) startController(kubeconfig, name string, args ...string) *controllerProcess {
+func (e *env) startController(kubeconfig, name string, args ...string) *process {
 	e.t.Helper()
-	t := e.t
-	bin := filepath.Join(e.root, "bin", "karpx-controller")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s not found: run make build (%v)", bin, err)
-	}
-	p := &controllerProcess{name: name, exited: make(chan struct{}), logPath: filepath.Join(t.TempDir(), name+".log")}
-	p.cmd = exec.Command(bin, append([]string{
+	return e.startProcess("karpx-controller", name, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--cluster-name=" + e.name,
 		"--cluster-endpoint=" + e.cluster.RESTConfig.Host,
@@ -91,13 +85,29 @@ func (e *env) startController(kubeconfig, name string, args ...string) *controll
 		"--health-probe-bind-address=0",
 		"--leader-elect=false",
 		"--leader-election-namespace=" + leaderLease.Namespace,
-	}, args...)...)
-	p.cmd.Env = append(os.Environ(),
+	}, args...), []string{
 		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00",
 		"AWS_SECRET_ACCESS_KEY=karpx-simulator-secret",
 		"AWS_EC2_METADATA_DISABLED=true",
-		"AWS_SDK_UA_APP_ID="+name,
-	)
+		"AWS_SDK_UA_APP_ID=" + name,
+	})
+}
+
+// startProcess starts bin/binary (built by `make build`) with args and the
+// test's environment plus env. Its output goes to a log file, shown when
+// the test fails; a Forbidden error in it (a permission manifests/ lacks)
+// fails the test unless forbiddenExcused. The process is killed when the
+// test ends.
+func (e *env) startProcess(binary, name string, args, env []string) *process {
+	e.t.Helper()
+	t := e.t
+	bin := filepath.Join(e.root, "bin", binary)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s not found: run make build (%v)", bin, err)
+	}
+	p := &process{name: name, exited: make(chan struct{}), logPath: filepath.Join(t.TempDir(), name+".log")}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +117,6 @@ func (e *env) startController(kubeconfig, name string, args ...string) *controll
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Every line goes to the log file; a Forbidden error (a permission
-	// manifests/controller lacks) is counted unless excused.
 	var forbidden []string
 	var mu sync.Mutex
 	p.lines.Add(1)
@@ -139,11 +147,11 @@ func (e *env) startController(kubeconfig, name string, args ...string) *controll
 		mu.Lock()
 		defer mu.Unlock()
 		for _, line := range forbidden {
-			t.Errorf("RBAC: karpx-controller %s: %s (add the permission to manifests/)", name, line)
+			t.Errorf("RBAC: %s %s: %s (add the permission to manifests/)", binary, name, line)
 		}
 		if t.Failed() {
 			if out, err := os.ReadFile(p.logPath); err == nil {
-				t.Logf("karpx-controller %s log (last 8 KiB):\n%s", name, tail(out, 8<<10))
+				t.Logf("%s %s log (last 8 KiB):\n%s", binary, name, tail(out, 8<<10))
 			}
 		}
 	})
@@ -151,7 +159,7 @@ func (e *env) startController(kubeconfig, name string, args ...string) *controll
 }
 
 // signal sends sig to the process and waits until it has exited.
-func (p *controllerProcess) signal(sig syscall.Signal) {
+func (p *process) signal(sig syscall.Signal) {
 	select {
 	case <-p.exited:
 		return
@@ -162,13 +170,7 @@ func (p *controllerProcess) signal(sig syscall.Signal) {
 }
 
 // kill SIGKILLs the process and waits until it is gone.
-func (p *controllerProcess) kill() { p.signal(syscall.SIGKILL) }
-
-// log returns what the process has logged so far.
-func (p *controllerProcess) log() string {
-	out, _ := os.ReadFile(p.logPath)
-	return string(out)
-}
+func (p *process) kill() { p.signal(syscall.SIGKILL) }
 
 // tail returns the last n bytes of b.
 func tail(b []byte, n int) []byte {

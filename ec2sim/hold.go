@@ -156,3 +156,57 @@ func (h *holds) hold(r *http.Request, req *request, body any) {
 	case <-req.ctx.Done():
 	}
 }
+
+// holdRequest is the body of POST /_sim/hold.
+type holdRequest struct {
+	// Action is the EC2 action whose answers to hold, e.g. "CreateFleet".
+	Action string `json:"action"`
+	// Count is how many successful calls to hold.
+	Count int `json:"count"`
+}
+
+// registerHoldAdmin adds the admin endpoints of this file:
+//
+//	POST   /_sim/hold         {"action": "CreateFleet", "count": n}: HoldAnswers
+//	GET    /_sim/hold         waits up to 30 s for a held call: HeldCall, or 204
+//	DELETE /_sim/hold         ReleaseHeld
+//	GET    /_sim/calls?action=CreateFleet   [Call...]
+func (s *Simulator) registerHoldAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("/_sim/hold", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			var hr holdRequest
+			if !readJSON(w, r, &hr) {
+				return
+			}
+			if spec := lookupAction(hr.Action); spec == nil || !recordedActions[spec.name] || hr.Count < 0 {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "action must be CreateFleet, RunInstances or TerminateInstances and count at least 0"})
+				return
+			}
+			s.HoldAnswers(hr.Action, hr.Count)
+			s.log.Info("Holding answers", "action", hr.Action, "count", hr.Count)
+			w.WriteHeader(http.StatusNoContent)
+		case http.MethodGet:
+			select {
+			case call := <-s.Held():
+				writeJSON(w, http.StatusOK, call)
+			case <-time.After(30 * time.Second):
+				w.WriteHeader(http.StatusNoContent)
+			case <-r.Context().Done():
+			}
+		case http.MethodDelete:
+			s.ReleaseHeld()
+			s.log.Info("Released held answers")
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			methodNotAllowed(w)
+		}
+	})
+	mux.HandleFunc("/_sim/calls", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w)
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Calls(r.URL.Query().Get("action")))
+	})
+}

@@ -2,6 +2,8 @@ package ec2sim
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,40 @@ func TestHoldAnswers(t *testing.T) {
 	calls := env.sim.Calls("CreateFleet")
 	if len(calls) != 2 || !strings.Contains(calls[0].UserAgent, "app/replica-a") || calls[0].End.Sub(calls[0].Start) < 200*time.Millisecond {
 		t.Errorf("calls %+v: want 2, the first held at least 200ms", calls)
+	}
+}
+
+// TestHoldAdmin: the same through the admin endpoints, as a test in
+// another process drives a standalone ec2sim.
+func TestHoldAdmin(t *testing.T) {
+	env := newTestEnv(t, Config{})
+	ami := env.al2023(t, "x86_64")
+	env.launchTemplate(t, "hold", ami, "")
+	if code, body := httpDo(t, http.MethodPost, env.endpoint+"/_sim/hold", `{"action":"DescribeImages","count":1}`); code != http.StatusBadRequest {
+		t.Errorf("holding DescribeImages: %d %s, want 400", code, body)
+	}
+	if code, body := httpDo(t, http.MethodPost, env.endpoint+"/_sim/hold", `{"action":"CreateFleet","count":1}`); code != http.StatusNoContent {
+		t.Fatalf("POST /_sim/hold: %d %s", code, body)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.ec2.CreateFleet(context.Background(), fleetInput("hold", types.DefaultTargetCapacityTypeOnDemand, 1, nil, ov("m5.large", "")))
+		done <- err
+	}()
+	code, body := httpDo(t, http.MethodGet, env.endpoint+"/_sim/hold", "")
+	var held HeldCall
+	if err := json.Unmarshal(body, &held); code != http.StatusOK || err != nil || len(held.InstanceIDs) != 1 {
+		t.Fatalf("GET /_sim/hold: %d %s (%v), want the held call", code, body, err)
+	}
+	if code, _ := httpDo(t, http.MethodDelete, env.endpoint+"/_sim/hold", ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE /_sim/hold: %d", code)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var calls []Call
+	_, body = httpDo(t, http.MethodGet, env.endpoint+"/_sim/calls?action=CreateFleet", "")
+	if err := json.Unmarshal(body, &calls); err != nil || len(calls) != 1 || calls[0].End.IsZero() {
+		t.Errorf("GET /_sim/calls: %s (%v), want one finished call", body, err)
 	}
 }

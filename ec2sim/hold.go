@@ -57,8 +57,13 @@ type holds struct {
 	pending map[string]int // action → answers still to hold
 	release chan struct{}  // closed by ReleaseHeld
 	held    chan HeldCall
-	calls   []Call
+	calls   []*Call // the last maxCalls, oldest first
 }
+
+// maxCalls bounds the calls Calls remembers, so that a long-running
+// simulator (ec2sim, the demo) does not grow without end; older calls are
+// forgotten first.
+const maxCalls = 10000
 
 func newHolds() *holds {
 	return &holds{pending: map[string]int{}, release: make(chan struct{}), held: make(chan HeldCall, 256)}
@@ -88,14 +93,15 @@ func (s *Simulator) ReleaseHeld() {
 }
 
 // Calls returns the recorded calls of action (CreateFleet, RunInstances or
-// TerminateInstances) in the order they began.
+// TerminateInstances) in the order they began, of the last 5,000 to
+// 10,000 calls of those actions (maxCalls).
 func (s *Simulator) Calls(action string) []Call {
 	s.holds.mu.Lock()
 	defer s.holds.mu.Unlock()
 	var out []Call
 	for _, c := range s.holds.calls {
 		if c.Action == action {
-			out = append(out, c)
+			out = append(out, *c)
 		}
 	}
 	return out
@@ -108,9 +114,11 @@ func (h *holds) serve(r *http.Request, req *request, dispatch func() (any, *APIE
 	if !recordedActions[action] {
 		return dispatch()
 	}
-	call := Call{Action: action, UserAgent: r.UserAgent(), Start: time.Now()}
+	call := &Call{Action: action, UserAgent: r.UserAgent(), Start: time.Now()}
 	h.mu.Lock()
-	i := len(h.calls)
+	if len(h.calls) >= maxCalls {
+		h.calls = append(h.calls[:0], h.calls[len(h.calls)-maxCalls/2:]...)
+	}
 	h.calls = append(h.calls, call)
 	h.mu.Unlock()
 	body, apiErr := dispatch()
@@ -118,9 +126,9 @@ func (h *holds) serve(r *http.Request, req *request, dispatch func() (any, *APIE
 		h.hold(r, req, body)
 	}
 	h.mu.Lock()
-	h.calls[i].End = time.Now()
+	call.End = time.Now()
 	if apiErr != nil {
-		h.calls[i].Code = apiErr.Code
+		call.Code = apiErr.Code
 	}
 	h.mu.Unlock()
 	return body, apiErr

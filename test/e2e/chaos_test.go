@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/operator"
@@ -120,11 +121,32 @@ func (c *chaosEnv) setReplicas(replicas int32) {
 }
 
 // waitRunning waits until replicas chaos pods are Running.
+// On a timeout it fails the test naming the pods that are not Running.
 func (c *chaosEnv) waitRunning(replicas int32, within time.Duration) {
 	c.t.Helper()
-	c.eventually(within, fmt.Sprintf("%d chaos pods Running", replicas), func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(c.ctx, 500*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, c.kube, "chaos") == int(replicas), nil
 	})
+	if err == nil {
+		return
+	}
+	var pods corev1.PodList
+	_ = c.kube.List(c.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "chaos"})
+	var stuck []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		why := ""
+		for _, cond := range p.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue && cond.Message != "" {
+				why = cond.Message
+			}
+		}
+		stuck = append(stuck, fmt.Sprintf("%s phase=%s node=%q nominated=%q deleting=%v %s",
+			p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.NominatedNodeName, !p.DeletionTimestamp.IsZero(), why))
+	}
+	c.t.Fatalf("%d chaos pods Running: not true within %s (%v); not Running:\n%s", replicas, within, err, strings.Join(stuck, "\n"))
 }
 
 // rememberHealthy records the Ready nodes, which no fault may delete.
@@ -214,11 +236,7 @@ func (c *chaosEnv) figures() chaosFigures {
 // then fails the test on any broken invariant and logs the chaos line.
 func (c *chaosEnv) check(fault string, recovered time.Duration, extra string) {
 	c.t.Helper()
-	var f chaosFigures
-	_ = wait.PollUntilContextTimeout(c.ctx, time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
-		f = c.figures()
-		return f.leaked == 0 && f.nodeClaimsLost == 0, nil
-	})
+	f := c.settle()
 	if extra != "" {
 		extra = " " + extra
 	}
@@ -227,6 +245,18 @@ func (c *chaosEnv) check(fault string, recovered time.Duration, extra string) {
 	}
 	scenarioLogf(c.t, "chaos %s: pods=%d running=%d recovered=%s %s%s", fault, c.replicas(), countRunning(c.ctx, c.kube, "chaos"),
 		recovered.Round(100*time.Millisecond), f, extra)
+}
+
+// settle waits up to 60 s until no instance is leaked and no NodeClaim
+// lost (garbage collection terminates an unclaimed instance after its
+// grace period) and returns the figures then.
+func (c *chaosEnv) settle() chaosFigures {
+	var f chaosFigures
+	_ = wait.PollUntilContextTimeout(c.ctx, time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
+		f = c.figures()
+		return f.leaked == 0 && f.nodeClaimsLost == 0, nil
+	})
+	return f
 }
 
 func (c *chaosEnv) replicas() int {

@@ -146,6 +146,22 @@ func (c *chaosEnv) waitRunning(replicas int32, within time.Duration) {
 		stuck = append(stuck, fmt.Sprintf("%s phase=%s node=%q nominated=%q deleting=%v %s",
 			p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.NominatedNodeName, !p.DeletionTimestamp.IsZero(), why))
 	}
+	// And the nodes with a taint, which keep pods away, with their
+	// NodeClaim (by providerID) if any.
+	var claims karpv1.NodeClaimList
+	_ = c.kube.List(c.ctx, &claims)
+	claimOf := map[string]string{}
+	for _, nc := range claims.Items {
+		claimOf[nc.Status.ProviderID] = nc.Name
+	}
+	var nodes corev1.NodeList
+	_ = c.kube.List(c.ctx, &nodes)
+	for _, n := range nodes.Items {
+		if len(n.Spec.Taints) > 0 {
+			stuck = append(stuck, fmt.Sprintf("node %s taints=%v nodeClaim=%q providerID=%s created=%s",
+				n.Name, n.Spec.Taints, claimOf[n.Spec.ProviderID], n.Spec.ProviderID, n.CreationTimestamp.Format(time.RFC3339)))
+		}
+	}
 	c.t.Fatalf("%d chaos pods Running: not true within %s (%v); not Running:\n%s", replicas, within, err, strings.Join(stuck, "\n"))
 }
 

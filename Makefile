@@ -242,7 +242,7 @@ fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 .PHONY: chaos
 chaos: tools build ## Run the chaos suite (TestChaos*) on the real control plane; prints one "chaos <fault>:" line each.
 	@mkdir -p _output && rm -f _output/chaos.log
-	PATH="$(BIN):$$PATH" KARPX_CHAOS_LONG=1 KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log go test -count=1 -timeout 30m -run '^TestChaos' ./test/e2e
+	PATH="$(BIN):$$PATH" KARPX_CHAOS_LONG=1 KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log go test -count=1 -timeout 45m -run '^TestChaos' ./test/e2e
 	@cat _output/chaos.log
 
 # `kubectl karpx status` at scale: STATUS_SCALE NodeClaims and Nodes in a

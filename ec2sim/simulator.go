@@ -26,6 +26,7 @@ type Simulator struct {
 	clock   clock.WithTicker
 	throttl *throttler
 	idem    *idempotency
+	holds   *holds // hold.go
 	faults  *Faults
 	metrics *metrics
 
@@ -63,6 +64,7 @@ func New(cfg Config) (*Simulator, error) {
 		clock:           cfg.Clock,
 		throttl:         newThrottler(cfg.Throttle),
 		idem:            newIdempotency(),
+		holds:           newHolds(),
 		faults:          newFaults(cfg.Seed),
 		ids:             newIDGen(cfg.Seed),
 		instances:       map[string]*instance{},
@@ -234,7 +236,8 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeXMLError(w, reqID, apiErr)
 		return
 	}
-	body, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, p: p})
+	req := &request{ctx: r.Context(), spec: spec, p: p}
+	body, apiErr := s.holds.serve(r, req, func() (any, *APIError) { return s.dispatch(req) }) // hold.go
 	if apiErr != nil {
 		writeXMLError(w, reqID, apiErr)
 		return

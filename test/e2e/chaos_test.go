@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/operator"
@@ -65,13 +66,31 @@ spec:
 type chaosEnv struct {
 	*env
 	healthyNodes map[string]string // node name → UID, Ready before the fault
+	// kubeconfig is ServiceAccount karpx/karpx's, for controller processes
+	// (newChaosProcessEnv).
+	kubeconfig string
 }
 
+// newChaosEnv is a chaos environment with the autoscaler in-process.
 func newChaosEnv(t *testing.T, name string) *chaosEnv {
-	e := newEnvWith(t, name, envOptions{tweak: func(o *operator.Options) {
-		o.GCPeriod = 2 * time.Second
-		o.GCGrace = 10 * time.Second
-	}})
+	return chaosWorkload(newEnvWith(t, name, envOptions{tweak: func(o *operator.Options) {
+		o.GCPeriod = chaosGCPeriod
+		o.GCGrace = chaosGCGrace
+	}}))
+}
+
+// The garbage collector's period and grace in the chaos suite: short, so
+// that an instance a fault leaves unclaimed is terminated within the
+// check's wait.
+const (
+	chaosGCPeriod = 2 * time.Second
+	chaosGCGrace  = 10 * time.Second
+)
+
+// chaosWorkload applies the chaos NodePool, EC2NodeClass and Deployment
+// (no replicas yet) to e.
+func chaosWorkload(e *env) *chaosEnv {
+	t := e.t
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(chaosManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +107,62 @@ func newChaosEnv(t *testing.T, name string) *chaosEnv {
 func (c *chaosEnv) scale(replicas int32, within time.Duration) time.Duration {
 	c.t.Helper()
 	start := time.Now()
+	c.setReplicas(replicas)
+	c.waitRunning(replicas, within)
+	return time.Since(start)
+}
+
+// setReplicas sets the Deployment's replicas.
+func (c *chaosEnv) setReplicas(replicas int32) {
+	c.t.Helper()
 	if _, err := c.cluster.Kubectl(c.ctx, nil, "scale", "deployment/chaos", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
 		c.t.Fatal(err)
 	}
-	c.eventually(within, fmt.Sprintf("%d chaos pods Running", replicas), func(ctx context.Context) (bool, error) {
+}
+
+// waitRunning waits until replicas chaos pods are Running.
+// On a timeout it fails the test naming the pods that are not Running.
+func (c *chaosEnv) waitRunning(replicas int32, within time.Duration) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(c.ctx, 500*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, c.kube, "chaos") == int(replicas), nil
 	})
-	return time.Since(start)
+	if err == nil {
+		return
+	}
+	var pods corev1.PodList
+	_ = c.kube.List(c.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "chaos"})
+	var stuck []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		why := ""
+		for _, cond := range p.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue && cond.Message != "" {
+				why = cond.Message
+			}
+		}
+		stuck = append(stuck, fmt.Sprintf("%s phase=%s node=%q nominated=%q deleting=%v %s",
+			p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.NominatedNodeName, !p.DeletionTimestamp.IsZero(), why))
+	}
+	// And the nodes with a taint, which keep pods away, with their
+	// NodeClaim (by providerID) if any.
+	var claims karpv1.NodeClaimList
+	_ = c.kube.List(c.ctx, &claims)
+	claimOf := map[string]string{}
+	for _, nc := range claims.Items {
+		claimOf[nc.Status.ProviderID] = nc.Name
+	}
+	var nodes corev1.NodeList
+	_ = c.kube.List(c.ctx, &nodes)
+	for _, n := range nodes.Items {
+		if len(n.Spec.Taints) > 0 {
+			stuck = append(stuck, fmt.Sprintf("node %s taints=%v nodeClaim=%q providerID=%s created=%s",
+				n.Name, n.Spec.Taints, claimOf[n.Spec.ProviderID], n.Spec.ProviderID, n.CreationTimestamp.Format(time.RFC3339)))
+		}
+	}
+	c.t.Fatalf("%d chaos pods Running: not true within %s (%v); not Running:\n%s", replicas, within, err, strings.Join(stuck, "\n"))
 }
 
 // rememberHealthy records the Ready nodes, which no fault may delete.
@@ -184,16 +252,27 @@ func (c *chaosEnv) figures() chaosFigures {
 // then fails the test on any broken invariant and logs the chaos line.
 func (c *chaosEnv) check(fault string, recovered time.Duration, extra string) {
 	c.t.Helper()
-	var f chaosFigures
-	_ = wait.PollUntilContextTimeout(c.ctx, time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
-		f = c.figures()
-		return f.leaked == 0 && f.nodeClaimsLost == 0, nil
-	})
+	f := c.settle()
+	if extra != "" {
+		extra = " " + extra
+	}
 	if f.leaked != 0 || f.duplicates != 0 || f.healthyDeleted != 0 || f.nodeClaimsLost != 0 {
 		c.t.Errorf("invariants broken after %s: %s", fault, f)
 	}
 	scenarioLogf(c.t, "chaos %s: pods=%d running=%d recovered=%s %s%s", fault, c.replicas(), countRunning(c.ctx, c.kube, "chaos"),
 		recovered.Round(100*time.Millisecond), f, extra)
+}
+
+// settle waits up to 60 s until no instance is leaked and no NodeClaim
+// lost (garbage collection terminates an unclaimed instance after its
+// grace period) and returns the figures then.
+func (c *chaosEnv) settle() chaosFigures {
+	var f chaosFigures
+	_ = wait.PollUntilContextTimeout(c.ctx, time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
+		f = c.figures()
+		return f.leaked == 0 && f.nodeClaimsLost == 0, nil
+	})
+	return f
 }
 
 func (c *chaosEnv) replicas() int {
@@ -223,7 +302,7 @@ func runChaos(t *testing.T, fault string, inject func(c *chaosEnv), heal func(c 
 	c.scale(3*n, 120*time.Second)
 	more := ""
 	if extra != nil {
-		more = " " + extra(c)
+		more = extra(c)
 	}
 	c.check(fault, recovered, more)
 }

@@ -3,10 +3,13 @@ package budget_test
 import (
 	"context"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
@@ -64,17 +67,26 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 // TestAdaptiveLearnsNeighboursShare: neighbours use 60% of every bucket of
 // the account, so a fixed half of AWS's rates is too much. 200 calls in a
 // row at the fixed budget are throttled again and again; the adaptive
-// budget is throttled once and then stays below the share left.
+// budget is throttled once and then stays below the share left. The
+// simulator and the budget share a fake clock (pacedClock) that moves
+// 5 ms per call and, while the budget holds a call back, to the moment
+// it lets the call go: the outcome depends on no machine's speed.
 func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
-	// Buckets 10 times faster than AWS's, so that 200 calls take a second.
+	// Buckets 10 times faster than AWS's: 200 calls take about a second.
 	fastAWS := budget.Bucket{Size: 100, RefillPerSecond: 200}
 	run := func(adaptiveOff bool) (throttled, failed int64) {
-		e := ec2apitest.Start(t, ec2sim.Config{Throttle: ec2sim.ThrottleConfig{Neighbours: 0.6,
+		clk := newPacedClock()
+		e := ec2apitest.Start(t, ec2sim.Config{Clock: clk, Throttle: ec2sim.ThrottleConfig{Neighbours: 0.6,
 			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{ec2sim.CategoryNonMutating: {Size: fastAWS.Size, RefillPerSecond: fastAWS.RefillPerSecond}}}}, ec2api.Config{})
-		api := budget.New(e.Client, budget.Options{AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
+		api := budget.New(e.Client, budget.Options{Clock: clk, AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
 			Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: fastAWS}})
 		for i := range 200 {
-			if _, err := api.DescribeAvailabilityZones(context.Background(), &ec2.DescribeAvailabilityZonesInput{}, fastRetries(3)); err != nil {
+			clk.Step(5 * time.Millisecond)
+			err := clk.run(func() error {
+				_, err := api.DescribeAvailabilityZones(context.Background(), &ec2.DescribeAvailabilityZonesInput{}, fastRetries(3))
+				return err
+			})
+			if err != nil {
 				if !adaptiveOff {
 					t.Fatalf("call %d: %v", i, err)
 				}
@@ -95,6 +107,62 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 	}
 	if fixed < 5 {
 		t.Errorf("fixed budget throttled %d times: the scenario does not need adaptation", fixed)
+	}
+}
+
+// pacedClock is a fake clock for a test with one caller at a time: it
+// records the budget's dispatch timers, so that run can move the time to
+// the moment a held-back call is let go, and nothing else moves it.
+type pacedClock struct {
+	*testingclock.FakeClock
+	mu      sync.Mutex
+	pending []time.Time // AfterFunc deadlines not yet stepped past
+}
+
+func newPacedClock() *pacedClock {
+	return &pacedClock{FakeClock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+}
+
+// AfterFunc records the deadline and runs f in its own goroutine (the fake
+// clock calls it holding its lock, and the budget's dispatch reads the
+// time).
+func (c *pacedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.mu.Lock()
+	c.pending = append(c.pending, c.Now().Add(d))
+	c.mu.Unlock()
+	return c.FakeClock.AfterFunc(d, func() { go f() })
+}
+
+// run calls call and, while it has not returned and the budget holds it
+// back (a dispatch timer is pending), steps the time to the earliest
+// pending deadline. A call the budget lets through is not waited on by
+// the clock: the HTTP exchange takes no simulated time.
+func (c *pacedClock) run(call func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Millisecond):
+		}
+		now := c.Now()
+		c.mu.Lock()
+		var next time.Time
+		kept := c.pending[:0]
+		for _, at := range c.pending {
+			if at.After(now) {
+				kept = append(kept, at)
+				if next.IsZero() || at.Before(next) {
+					next = at
+				}
+			}
+		}
+		c.pending = kept
+		c.mu.Unlock()
+		if !next.IsZero() {
+			c.SetTime(next)
+		}
 	}
 }
 

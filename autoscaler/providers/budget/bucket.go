@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 )
 
 // bucket is the client-side token bucket of one action (and, for
@@ -31,10 +32,12 @@ type bucket struct {
 	adaptDecrease, adaptMin  float64
 	adaptHold, adaptRecovery time.Duration
 	adapt                    adaptState
+	// clock is Options.Clock.
+	clock clock.WithDelayedExecution
 
 	mu      sync.Mutex
 	queues  [len(priorities)][]*waiter
-	timer   *time.Timer
+	timer   clock.Timer
 	timerAt time.Time
 }
 
@@ -55,11 +58,12 @@ func newBucket(action string, cat Category, unfiltered bool, aws Bucket, fractio
 		adaptOff: opts.Disabled || opts.AdaptiveDisabled, adaptDecrease: opts.AdaptiveDecrease,
 		adaptMin: opts.AdaptiveMinFactor, adaptHold: opts.AdaptiveHold, adaptRecovery: opts.AdaptiveRecovery,
 		adapt: adaptState{factor: 1, low: 1},
+		clock: opts.Clock,
 	}
 }
 
 // tokens returns the tokens in the bucket now.
-func (b *bucket) tokens() float64 { return b.lim.Tokens() }
+func (b *bucket) tokens() float64 { return b.lim.TokensAt(b.clock.Now()) }
 
 // need is the number of tokens the bucket must hold to serve p.
 func (b *bucket) need(p Priority) float64 {
@@ -73,7 +77,7 @@ func (b *bucket) need(p Priority) float64 {
 // the call waited, and ctx's error when ctx ends first or *ExhaustedError
 // when a Speculative call cannot be served in time.
 func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error) {
-	start := time.Now()
+	start := b.clock.Now()
 	b.mu.Lock()
 	b.recoverLocked(start)
 	if b.queuedAtOrAbove(p) == 0 && b.lim.TokensAt(start) >= b.need(p) {
@@ -97,23 +101,23 @@ func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error)
 
 	var timeout <-chan time.Time
 	if p == Speculative {
-		t := time.NewTimer(b.specWait)
+		t := b.clock.NewTimer(b.specWait)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	select {
 	case <-w.ready:
-		return time.Since(start), nil
+		return b.clock.Since(start), nil
 	case <-ctx.Done():
 		if b.dequeue(w) {
-			return time.Since(start), ctx.Err()
+			return b.clock.Since(start), ctx.Err()
 		}
-		return time.Since(start), nil // served meanwhile: use the token
+		return b.clock.Since(start), nil // served meanwhile: use the token
 	case <-timeout:
 		if b.dequeue(w) {
-			return time.Since(start), b.exhausted(p, b.tokens(), time.Since(start))
+			return b.clock.Since(start), b.exhausted(p, b.tokens(), b.clock.Since(start))
 		}
-		return time.Since(start), nil
+		return b.clock.Since(start), nil
 	}
 }
 
@@ -142,7 +146,7 @@ func (b *bucket) dequeue(w *waiter) bool {
 		return false
 	}
 	b.queues[w.prio.rank()] = slices.Delete(q, i, i+1)
-	b.scheduleLocked(time.Now())
+	b.scheduleLocked(b.clock.Now())
 	return true
 }
 
@@ -151,7 +155,7 @@ func (b *bucket) dequeue(w *waiter) bool {
 func (b *bucket) dispatch() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
+	now := b.clock.Now()
 	b.timer, b.timerAt = nil, time.Time{}
 	b.recoverLocked(now)
 	for {
@@ -204,5 +208,5 @@ func (b *bucket) scheduleLocked(now time.Time) {
 		}
 		b.timer.Stop()
 	}
-	b.timer, b.timerAt = time.AfterFunc(delay, b.dispatch), at
+	b.timer, b.timerAt = b.clock.AfterFunc(delay, b.dispatch), at
 }

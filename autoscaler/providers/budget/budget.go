@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 )
@@ -79,6 +80,10 @@ type Options struct {
 	// AdaptiveRecovery (a slow start). Zero means DefaultAdaptiveStart; 1
 	// starts at the configured rate.
 	AdaptiveStart float64
+	// Clock tells the time for the buckets' refill, waits and adaptation
+	// (a k8s.io/utils/clock testing.FakeClock makes them deterministic in
+	// tests). Nil means the real clock.
+	Clock clock.WithDelayedExecution
 	// Registerer receives the metrics (see the Metric* constants), e.g.
 	// controller-runtime's metrics.Registry. Nil registers nothing;
 	// Snapshot works either way.
@@ -129,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !(o.AdaptiveMinFactor > 0 && o.AdaptiveMinFactor <= 1) {
 		return o, fmt.Errorf("adaptive minimum factor %v is not in (0, 1]", o.AdaptiveMinFactor)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.AdaptiveHold == 0 {
 		o.AdaptiveHold = DefaultAdaptiveHold
@@ -196,7 +204,7 @@ func New(next ec2api.API, opts Options) *API {
 		k := bucketKey{action, unfiltered}
 		b := newBucket(action, cat, unfiltered, aws[cat], opts.Fraction, &opts)
 		if !b.adaptOff && opts.AdaptiveStart < 1 {
-			b.startAdaptation(opts.AdaptiveStart, time.Now())
+			b.startAdaptation(opts.AdaptiveStart, opts.Clock.Now())
 		}
 		a.buckets[k], a.stats[k] = b, &counters{}
 		a.order = append(a.order, b)
@@ -326,8 +334,8 @@ func (c *call) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 		c.a.metrics.throttled.WithLabelValues(c.b.action).Inc()
 		c.st.add(func(s *counters) { s.throttled++ })
 		c.a.log.V(1).Info("Throttled by AWS", "action", c.b.action, "code", code, "attempt", c.attempts.Load())
-		if c.b.onThrottled(time.Now()) {
-			factor, size, refill, _, _ := c.b.adaptation(time.Now())
+		if now := c.b.clock.Now(); c.b.onThrottled(now) {
+			factor, size, refill, _, _ := c.b.adaptation(now)
 			c.a.log.Info("Slowed down the client-side budget after a throttled answer", "action", c.b.action,
 				"code", code, "factor", factor, "size", size, "refillPerSecond", refill)
 		}

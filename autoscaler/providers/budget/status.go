@@ -125,7 +125,7 @@ type Status struct {
 
 // Snapshot returns the current Status.
 func (a *API) Snapshot() Status {
-	st := Status{Time: time.Now(), Enabled: !a.opts.Disabled, Fraction: a.opts.Fraction}
+	st := Status{Time: a.opts.Clock.Now(), Enabled: !a.opts.Disabled, Fraction: a.opts.Fraction}
 	var cat *CategoryStatus
 	var catWaits []float64
 	flush := func() {

@@ -198,6 +198,9 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err := c.progress(ctx, s); err != nil {
 		return res, err
 	}
+	if err := c.releaseOrphanedTaints(ctx, s); err != nil {
+		return res, err
+	}
 	if err := c.markConditions(ctx, s); err != nil {
 		return res, err
 	}

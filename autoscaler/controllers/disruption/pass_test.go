@@ -285,3 +285,50 @@ func TestConsolidationLeavesRoomForPendingPods(t *testing.T) {
 		}
 	}
 }
+
+// TestOrphanedDisruptedTaintIsRemoved: a controller killed between tainting
+// a candidate and deleting it (or recording its replacements) leaves
+// karpenter.sh/disrupted on a healthy node; the next pass removes it. A
+// taint that a replacement-first command still holds stays.
+func TestOrphanedDisruptedTaintIsRemoved(t *testing.T) {
+	for name, tc := range map[string]struct {
+		held      bool
+		wantTaint bool
+	}{
+		"orphaned by a stopped controller":    {held: false, wantTaint: false},
+		"held by a replacement-first command": {held: true, wantTaint: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			var annotations map[string]string
+			if tc.held {
+				annotations = map[string]string{disruption.ReplacementsAnnotationKey: "new"}
+				c.objs = append(c.objs, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new", CreationTimestamp: metav1.NewTime(c.now),
+					Labels: map[string]string{karpv1.NodePoolLabelKey: "p"}}})
+			}
+			n := c.node("tainted", "p", time.Hour, annotations)
+			c.pod("web", n, "100m", nil)
+			for _, o := range c.objs {
+				if node, ok := o.(*corev1.Node); ok && node.Name == n {
+					node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+				}
+			}
+			c.pass()
+			var node corev1.Node
+			if err := c.kube.Get(context.Background(), client.ObjectKey{Name: n}, &node); err != nil {
+				t.Fatal(err)
+			}
+			has := false
+			for _, taint := range node.Spec.Taints {
+				has = has || taint.Key == karpv1.DisruptedTaintKey
+			}
+			if has != tc.wantTaint {
+				t.Fatalf("after a pass the Node has karpenter.sh/disrupted=%v (taints %v), want %v", has, node.Spec.Taints, tc.wantTaint)
+			}
+			if !c.exists("tainted") {
+				t.Fatal("the NodeClaim of a node with a pod was deleted")
+			}
+		})
+	}
+}

@@ -80,7 +80,9 @@ func (g *Grace) view(n *corev1.Node, nc *karpv1.NodeClaim) ([]corev1.Taint, core
 	starting, notReady := g.inGrace(nc), g.briefNotReady(n)
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if (starting || notReady) && isEphemeral(t) {
+		// A Node without a NodeClaim is never registered by karpx, so
+		// its karpenter.sh/unregistered taint stays.
+		if (starting || notReady) && isEphemeral(t) && (nc != nil || t.Key != karpv1.UnregisteredTaintKey) {
 			continue
 		}
 		if starting && (isStartupTaint(nc, t) || (g.AgentTaint != nil && g.AgentTaint(t))) {

@@ -121,7 +121,14 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 			subtract(available, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
 			subtract(available, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
 		}
-		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: withoutTaint(taints, karpv1.UnregisteredTaintKey),
+		// karpenter.sh/unregistered goes when karpx registers the Node
+		// with its NodeClaim. A Node with no NodeClaim (an instance left
+		// for garbage collection, say, after a controller was killed
+		// mid-launch) keeps it: its room is not capacity.
+		if nc != nil {
+			taints = withoutTaint(taints, karpv1.UnregisteredTaintKey)
+		}
+		out = append(out, scheduling.ExistingNode{Name: name, Labels: n.Labels, Taints: taints,
 			Available: available, Pods: s.Pods[name]})
 	}
 	for _, nc := range s.NodeClaims {

@@ -48,7 +48,8 @@ type pool struct {
 	// minValues are the requirements with minValues, on typeKeys.
 	minValues []requirement
 	// taints are the template taints a pod must tolerate (startupTaints
-	// never block a pod).
+	// never block a pod, nor does karpenter.sh/unregistered, which
+	// registration removes).
 	taints []corev1.Taint
 
 	// overhead[i] is the requests of the DaemonSet pods that would run on
@@ -94,7 +95,7 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 		dims:         d,
 		typeKeys:     map[string]bool{corev1.LabelInstanceTypeStable: true, corev1.LabelTopologyZone: true, karpv1.CapacityTypeLabelKey: true},
 		requirements: requirementSet{},
-		taints:       np.Spec.Template.Spec.Taints,
+		taints:       templateTaints(np.Spec.Template.Spec.Taints),
 		fits:         map[string]*podFit{},
 		limited:      make([]bool, len(d.names)),
 		remaining:    make(vector, len(d.names)),
@@ -375,4 +376,16 @@ func (p *pool) cheapestPrice(i int, mask uint64) float64 {
 		}
 	}
 	return best
+}
+
+// templateTaints returns taints without karpenter.sh/unregistered: a new
+// node loses it when it registers, so it never keeps a pod off a plan.
+func templateTaints(taints []corev1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if t.Key != karpv1.UnregisteredTaintKey {
+			out = append(out, t)
+		}
+	}
+	return out
 }

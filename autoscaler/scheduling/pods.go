@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
@@ -157,12 +156,14 @@ func podSignature(pod *corev1.Pod) string {
 
 // blockingTaint returns the first taint in taints that keeps pod off a node
 // and true, or false when the pod tolerates them all. PreferNoSchedule taints
-// never block, nor does karpenter.sh/unregistered, which Karpenter puts on
-// every node until it registers. Taint comparison operators (an alpha
-// Kubernetes 1.35 feature) are off, the Kubernetes default.
+// never block. karpenter.sh/unregistered blocks as it does for the
+// kube-scheduler: callers leave it out of the taints of a node they will
+// register (clusterstate.ExistingNodes does), so it blocks only on a Node
+// nobody will register. Taint comparison operators (an alpha Kubernetes
+// 1.35 feature) are off, the Kubernetes default.
 func blockingTaint(taints []corev1.Taint, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, tolerations, func(t *corev1.Taint) bool {
-		return t.Effect != corev1.TaintEffectPreferNoSchedule && t.Key != karpv1.UnregisteredTaintKey
+		return t.Effect != corev1.TaintEffectPreferNoSchedule
 	}, false)
 }
 

@@ -318,10 +318,13 @@ func TestInFlight(t *testing.T) {
 			nodes:     []scheduling.ExistingNode{{Name: "n1", Labels: amd, Taints: []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectNoSchedule}}, Available: resources("cpu", "4", "memory", "8Gi", "pods", "10")}},
 			pods:      pods(2, "p", "1", "1Gi"),
 			wantPlans: 1},
-		{name: "unregistered taint ignored",
-			nodes:      []scheduling.ExistingNode{{Name: "n1", Labels: amd, Taints: []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}, Available: resources("cpu", "4", "memory", "8Gi", "pods", "10")}},
-			pods:       pods(2, "p", "1", "1Gi"),
-			wantOnNode: map[string]int{"n1": 2}},
+		// The caller leaves karpenter.sh/unregistered out for a node it
+		// will register; one that keeps it is nobody's (the kube-scheduler
+		// refuses it too).
+		{name: "unregistered taint blocks",
+			nodes:     []scheduling.ExistingNode{{Name: "n1", Labels: amd, Taints: []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}, Available: resources("cpu", "4", "memory", "8Gi", "pods", "10")}},
+			pods:      pods(2, "p", "1", "1Gi"),
+			wantPlans: 1},
 		{name: "first fit in name order",
 			nodes: []scheduling.ExistingNode{
 				{Name: "n2", Labels: amd, Available: resources("cpu", "4", "memory", "8Gi", "pods", "10")},

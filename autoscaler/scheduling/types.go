@@ -117,9 +117,10 @@ type ExistingNode struct {
 	// NodePool, template labels, …), matched against each pod's nodeSelector
 	// and required node affinity.
 	Labels map[string]string
-	// Taints are the taints pods must tolerate. Leave out startup taints;
-	// karpenter.sh/unregistered is ignored, as it is removed at
-	// registration.
+	// Taints are the taints pods must tolerate. Leave out startup taints,
+	// and karpenter.sh/unregistered on a node whose NodeClaim will
+	// register it (registration removes it); kept, it blocks pods that do
+	// not tolerate it, as it does for the kube-scheduler.
 	Taints []corev1.Taint
 	// Available is what pods can still request on the node: allocatable
 	// minus the requests of pods (DaemonSet pods included) already bound or

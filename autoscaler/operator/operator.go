@@ -35,6 +35,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
 // Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
@@ -144,6 +145,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		InitializationGrace:        opts.InitializationGrace,
 		DisableInitializationGrace: opts.InitializationGrace <= 0,
 		DisableNomination:          !opts.NominatePods,
+		MinValuesPolicy:            scheduling.MinValuesPolicy(opts.MinValuesPolicy),
 	})
 	var gates []func(manager.Runnable) manager.Runnable
 	if src, ok := cloud.(hydrationSources); ok && opts.hydration != nil {
@@ -175,7 +177,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
 	disrupt := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
-		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger()})
+		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
+		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}

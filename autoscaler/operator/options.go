@@ -11,6 +11,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -119,6 +120,14 @@ type Options struct {
 	// EC2Batching merges concurrent CreateFleet, DescribeInstances and
 	// TerminateInstances calls. Default true.
 	EC2Batching bool
+	// MinValuesPolicy is what provisioning and consolidation do when a
+	// NodePool requirement's minValues cannot be met: "Strict" (the pods
+	// stay pending, with a FailedProvisioning event) or "BestEffort" (the
+	// NodeClaim is planned with fewer values and annotated
+	// karpenter.sh/nodeclaim-min-values-relaxed: "true"). Flag
+	// --min-values-policy, env MIN_VALUES_POLICY; default Strict, as
+	// Karpenter v1's operator option of the same name.
+	MinValuesPolicy string
 	// metricsHandlers are served beside /metrics (set by NewAWS).
 	metricsHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
@@ -150,6 +159,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LaunchHealth, "launch-health", env("LAUNCH_HEALTH", "true") == "true", "pause a NodePool/EC2NodeClass pair after 3 consecutive failures with one cause")
 	o.Budget.AddFlags(fs)
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
+	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
@@ -194,6 +204,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DisruptionPeriod <= 0 || o.DisruptionPeriod > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--disruption-period %s: want more than 0 and at most 10m", o.DisruptionPeriod))
+	}
+	if p := scheduling.MinValuesPolicy(o.MinValuesPolicy); p != scheduling.MinValuesPolicyStrict && p != scheduling.MinValuesPolicyBestEffort {
+		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: want Strict or BestEffort", o.MinValuesPolicy))
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)

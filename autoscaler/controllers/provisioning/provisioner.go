@@ -56,6 +56,9 @@ type Options struct {
 	// and the grace window off: pods are planned from what Nodes show
 	// right now. Only the P4 control scenario sets them.
 	DisableNomination, DisableInitializationGrace bool
+	// MinValuesPolicy is passed to scheduling.Solve: Strict (the default,
+	// as Karpenter's --min-values-policy) or BestEffort.
+	MinValuesPolicy scheduling.MinValuesPolicy
 }
 
 func (o *Options) defaults() {
@@ -215,7 +218,8 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{}}
+	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{},
+		MinValuesPolicy: p.opts.MinValuesPolicy}
 	for _, pod := range pending {
 		reqs, err := volumetopology.Requirements(ctx, p.kube, pod)
 		if err != nil {

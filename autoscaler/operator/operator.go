@@ -34,6 +34,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
@@ -135,6 +136,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if opts.LaunchHealth {
 		health = launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax})
 	}
+	latency := launchlatency.New(opts.LaunchLatencyHook)
 	prov := provisioning.NewProvisioner(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
@@ -146,6 +148,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		DisableInitializationGrace: opts.InitializationGrace <= 0,
 		DisableNomination:          !opts.NominatePods,
 		MinValuesPolicy:            scheduling.MinValuesPolicy(opts.MinValuesPolicy),
+		Latency:                    latency,
 	})
 	var gates []func(manager.Runnable) manager.Runnable
 	if src, ok := cloud.(hydrationSources); ok && opts.hydration != nil {
@@ -169,7 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
 		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
-		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold})
+		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold, Latency: latency})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}

@@ -132,6 +132,11 @@ type Options struct {
 	metricsHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
 	hydration *hydration.Registry
+	// LaunchLatencyHook, when set, receives every provisioning-latency
+	// observation (seconds from a pod first seen pending to its
+	// NodeClaim's CreateFleet) besides the histogram
+	// karpx_provisioning_pod_to_launch_seconds (benchmarks only). No flag.
+	LaunchLatencyHook func(seconds float64)
 	// SkipControllerNameValidation allows several operators in one process
 	// (tests only; controller names key Prometheus metrics). No flag.
 	SkipControllerNameValidation bool

@@ -22,6 +22,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
@@ -59,6 +60,10 @@ type Options struct {
 	// MinValuesPolicy is passed to scheduling.Solve: Strict (the default,
 	// as Karpenter's --min-values-policy) or BestEffort.
 	MinValuesPolicy scheduling.MinValuesPolicy
+	// Latency, when set, records when pending pods were first seen and the
+	// NodeClaims they were planned onto, for the pod-to-launch histogram
+	// (package launchlatency).
+	Latency *launchlatency.Tracker
 }
 
 func (o *Options) defaults() {
@@ -194,12 +199,17 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, fmt.Errorf("listing pods: %w", err)
 	}
 	var pending []*corev1.Pod
+	pendingKeys := map[types.NamespacedName]bool{}
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		if IsProvisionable(pod) {
 			pending = append(pending, pod)
+			key := client.ObjectKeyFromObject(pod)
+			pendingKeys[key] = true
+			p.opts.Latency.Seen(key)
 		}
 	}
+	p.opts.Latency.KeepOnly(pendingKeys)
 	res.Pending = len(pending)
 	if len(pending) == 0 {
 		return res, nil
@@ -317,6 +327,13 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			continue
 		}
 		res.Created = append(res.Created, nc.Name)
+		if p.opts.Latency != nil {
+			keys := make([]types.NamespacedName, len(plan.Pods))
+			for i, pod := range plan.Pods {
+				keys[i] = client.ObjectKeyFromObject(pod)
+			}
+			p.opts.Latency.Planned(nc.Name, keys)
+		}
 		log.Info("created NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
 			"pods", len(plan.Pods), "instanceTypes", len(plan.InstanceTypes),
 			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)

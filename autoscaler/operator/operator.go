@@ -23,6 +23,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/cachetransform"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
@@ -90,6 +91,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
 		Logger: log,
+		// issue 12: informers keep only what karpx reads (managedFields,
+		// pods' env/probes/volume sources/container statuses, nodes'
+		// images dropped): the cache is most of the controller's memory.
+		Cache: cachetransform.Options(),
 		// Runnables (the provisioner, the garbage collector) get their
 		// context from BaseContext; without it they would get
 		// context.Background(), where logr.FromContextOrDiscard finds no
@@ -98,6 +103,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		BaseContext:             func() context.Context { return logr.NewContext(context.Background(), log) },
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "karpx-leader-election",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -110,6 +110,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's net/http/pprof (heap, CPU profiles)
+	// for diagnosing memory and CPU use. Default "0": disabled.
+	PprofBindAddress string
 	// LeaderElection enables leader election (Lease in LeaderElectionNamespace). Default true.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
@@ -175,6 +178,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", env("PPROF_BIND_ADDRESS", "0"), "address of Go's pprof endpoints (/debug/pprof/); 0 disables")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("POD_NAMESPACE", "kube-system"), "namespace of the leader-election Lease")
 }

@@ -205,6 +205,18 @@ bench-latency: tools ## Provisioning latency (pending pod seen → CreateFleet i
 		-karpx.latency-waves $(LATENCY_WAVES) -karpx.latency-wave-pods $(LATENCY_WAVE_PODS) -karpx.latency-singles $(LATENCY_SINGLES) \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|latency|wave [0-9]+:|single pods|n='
 
+# Controller memory: bin/karpx-controller in its own process with RSS_NODES
+# Nodes/NodeClaims and RSS_PODS_PER_NODE pods each in the real API server;
+# prints peak RSS (VmHWM), RSS after the passes and the Go heap in use
+# (issue 12's goal: <= 300 MiB at 2,000 nodes and 20,000 pods).
+RSS_NODES ?= 2000
+RSS_PODS_PER_NODE ?= 10
+.PHONY: bench-rss
+bench-rss: tools build ## Controller RSS with RSS_NODES nodes and RSS_NODES*RSS_PODS_PER_NODE pods.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 40m -run '^TestControllerRSS$$' -v ./test/e2e \
+		-karpx.rss-nodes $(RSS_NODES) -karpx.rss-pods-per-node $(RSS_PODS_PER_NODE) -karpx.controller-binary $(BIN)/karpx-controller \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|rss_test.go'
+
 .PHONY: bench-vs-karpenter
 bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's on the same mix, same run; prints the ratio.
 	hack/bench-vs-karpenter.sh

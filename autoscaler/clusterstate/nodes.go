@@ -37,6 +37,13 @@ type Snapshot struct {
 
 // Read lists Nodes, NodeClaims and bound pods from kube. It returns the
 // first list error.
+//
+// The pods of the Snapshot are the informer cache's own objects, not
+// copies (copying every pod of the cluster on every provisioning and
+// disruption pass was half of the controller's heap at 20,000 pods; issue
+// 12): callers must not modify them, and DeepCopy a pod before changing
+// it (as consolidation's simulation does). Nodes and NodeClaims are
+// copies, free to change.
 func Read(ctx context.Context, kube client.Reader) (*Snapshot, error) {
 	var nodes corev1.NodeList
 	if err := kube.List(ctx, &nodes); err != nil {
@@ -47,7 +54,7 @@ func Read(ctx context.Context, kube client.Reader) (*Snapshot, error) {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var pods corev1.PodList
-	if err := kube.List(ctx, &pods); err != nil {
+	if err := kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	s := &Snapshot{Nodes: map[string]*corev1.Node{}, NodeClaims: map[string]*karpv1.NodeClaim{},

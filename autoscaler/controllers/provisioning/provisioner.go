@@ -194,15 +194,17 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	var res PassResult
 
+	// The cache's own pods (read-only; not a copy of every pod in the
+	// cluster per pass): only the pending ones are copied.
 	var podList corev1.PodList
-	if err := p.kube.List(ctx, &podList); err != nil {
+	if err := p.kube.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
 		return res, fmt.Errorf("listing pods: %w", err)
 	}
 	var pending []*corev1.Pod
 	pendingKeys := map[types.NamespacedName]bool{}
 	for i := range podList.Items {
-		pod := &podList.Items[i]
-		if IsProvisionable(pod) {
+		if IsProvisionable(&podList.Items[i]) {
+			pod := podList.Items[i].DeepCopy()
 			pending = append(pending, pod)
 			key := client.ObjectKeyFromObject(pod)
 			pendingKeys[key] = true

@@ -203,7 +203,7 @@ LATENCY_SINGLES ?= 10
 bench-latency: tools ## Provisioning latency (pending pod seen → CreateFleet issued), p50/p99/max.
 	PATH="$(BIN):$$PATH" go test -count=1 -timeout 30m -run '^TestProvisioningLatency$$' -v ./test/e2e \
 		-karpx.latency-waves $(LATENCY_WAVES) -karpx.latency-wave-pods $(LATENCY_WAVE_PODS) -karpx.latency-singles $(LATENCY_SINGLES) \
-		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|latency|wave [0-9]+:|single pods|n='
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|latency_test.go|waves of|single pods:'
 
 # Controller memory: bin/karpx-controller in its own process with RSS_NODES
 # Nodes/NodeClaims and RSS_PODS_PER_NODE pods each in the real API server;

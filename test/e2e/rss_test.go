@@ -19,12 +19,14 @@ import (
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
@@ -37,6 +39,7 @@ var (
 	rssSettle       = flag.Duration("karpx.rss-settle", 45*time.Second, "TestControllerRSS: how long the controller runs after its provisioning pass (disruption passes every 10s)")
 	rssKwokWait     = flag.Duration("karpx.rss-kwok-wait", 4*time.Minute, "TestControllerRSS: how long kwok may take to mark the pods Running before the rest get status Running directly")
 	rssHeapProfile  = flag.String("karpx.rss-heap-profile", "", "TestControllerRSS: write the controller's heap profile (pprof) at the end to this file")
+	rssGoMemLimit   = flag.Bool("karpx.rss-gomemlimit", true, "TestControllerRSS: run the controller with the GOMEMLIMIT manifests/controller/deployment.yaml gives it (false: without, to measure what it does)")
 	rssControllerBn = flag.String("karpx.controller-binary", "", "TestControllerRSS: karpx-controller binary to run (default: bin/karpx-controller)")
 )
 
@@ -115,7 +118,14 @@ func TestControllerRSS(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--cluster-name", e.name, "--cluster-endpoint", e.cluster.RESTConfig.Host,
 		"--ec2-endpoint", e.endpoint, "--leader-elect=false", "--gc-grace", "1h",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY=karpx-simulator-secret")
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY=karpx-simulator-secret", "GOMEMLIMIT=off")
+	if *rssGoMemLimit {
+		limit, memory := deploymentMemory(t, filepath.Join(e.root, "manifests", "controller", "deployment.yaml"), "controller")
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
+		t.Logf("controller env from manifests/controller/deployment.yaml: GOMEMLIMIT=%s (container memory limit %s)", limit, memory)
+	} else {
+		t.Logf("controller runs without GOMEMLIMIT (-karpx.rss-gomemlimit=false)")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -420,4 +430,40 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// deploymentMemory returns the GOMEMLIMIT value and the memory limit that
+// the Deployment in the multi-document YAML file at path gives its
+// container named container, so the measurement runs the binary as the
+// Deployment does. It fails t when either is missing or the GOMEMLIMIT is
+// not a literal value.
+func deploymentMemory(t *testing.T, path, container string) (goMemLimit, memoryLimit string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name != container {
+				continue
+			}
+			mem := c.Resources.Limits.Memory()
+			for _, env := range c.Env {
+				if env.Name == "GOMEMLIMIT" && env.Value != "" {
+					return env.Value, mem.String()
+				}
+			}
+			t.Fatalf("%s: container %s has no literal GOMEMLIMIT env", path, container)
+		}
+	}
+	t.Fatalf("%s: no Deployment with a container %s", path, container)
+	return "", ""
 }

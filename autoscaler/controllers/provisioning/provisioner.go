@@ -23,6 +23,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/launchlatency"
+	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
@@ -196,15 +197,15 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 
 	// The cache's own pods (read-only; not a copy of every pod in the
 	// cluster per pass): only the pending ones are copied.
-	var podList corev1.PodList
-	if err := p.kube.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
-		return res, fmt.Errorf("listing pods: %w", err)
+	all, err := podcache.List(ctx, p.kube)
+	if err != nil {
+		return res, err
 	}
 	var pending []*corev1.Pod
 	pendingKeys := map[types.NamespacedName]bool{}
-	for i := range podList.Items {
-		if IsProvisionable(&podList.Items[i]) {
-			pod := podList.Items[i].DeepCopy()
+	for _, pod := range all {
+		if IsProvisionable(pod) {
+			pod := pod.DeepCopy()
 			pending = append(pending, pod)
 			key := client.ObjectKeyFromObject(pod)
 			pendingKeys[key] = true

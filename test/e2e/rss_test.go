@@ -68,7 +68,10 @@ spec:
 // (VmRSS) and the Go heap in use (go_memstats_heap_inuse_bytes from
 // /metrics). The NodeClaims' instances are not in the simulator, so
 // garbage collection gets a one-hour grace (it would delete them after
-// five minutes). It asserts only that the controller ran; the figures are
+// five minutes). The controller runs with the GOMEMLIMIT that
+// manifests/controller/deployment.yaml gives its container (printed), or
+// with none under -karpx.rss-gomemlimit=false. It asserts only that the
+// controller ran; the figures are
 // for docs/performance.md (goal: at most 300 MiB with 2,000 nodes and
 // 20,000 pods).
 func TestControllerRSS(t *testing.T) {

@@ -188,7 +188,7 @@ vet: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: bench
-bench: tools build bench-webhook bench-status ## Run the benchmarks and scripted measurements; prints figures.
+bench: tools build bench-webhook bench-status bench-latency bench-rss ## Run the benchmarks and scripted measurements; prints figures.
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench . -benchmem -count=1 ./...
 
 # The scheduling benchmark suite: Karpenter's pod mix at 1,000/5,000/20,000
@@ -199,6 +199,31 @@ SCHED_BENCHTIME ?= 3x
 .PHONY: bench-scheduling
 bench-scheduling: ## Scheduling benchmark suite (Karpenter's pod mix); prints one table.
 	go test -count=1 -run '^$$' -bench '$(SCHED_BENCH)' -benchtime $(SCHED_BENCHTIME) ./autoscaler/scheduling/bench
+
+# Provisioning latency on the real control plane with the simulator: waves
+# of LATENCY_WAVE_PODS pending pods, then LATENCY_SINGLES single pods; prints
+# p50/p99/max of karpx_provisioning_pod_to_launch_seconds with the batch
+# window (Karpenter's defaults, 1s idle / 10s max).
+LATENCY_WAVES ?= 10
+LATENCY_WAVE_PODS ?= 50
+LATENCY_SINGLES ?= 10
+.PHONY: bench-latency
+bench-latency: tools ## Provisioning latency (pending pod seen → CreateFleet issued), p50/p99/max.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 30m -run '^TestProvisioningLatency$$' -v ./test/e2e \
+		-karpx.latency-waves $(LATENCY_WAVES) -karpx.latency-wave-pods $(LATENCY_WAVE_PODS) -karpx.latency-singles $(LATENCY_SINGLES) \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|latency_test.go|waves of|single pods:'
+
+# Controller memory: bin/karpx-controller in its own process with RSS_NODES
+# Nodes/NodeClaims and RSS_PODS_PER_NODE pods each in the real API server;
+# prints peak RSS (VmHWM), RSS after the passes and the Go heap in use
+# (issue 12's goal: <= 300 MiB at 2,000 nodes and 20,000 pods).
+RSS_NODES ?= 2000
+RSS_PODS_PER_NODE ?= 10
+.PHONY: bench-rss
+bench-rss: tools build ## Controller RSS with RSS_NODES nodes and RSS_NODES*RSS_PODS_PER_NODE pods.
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 40m -run '^TestControllerRSS$$' -v ./test/e2e \
+		-karpx.rss-nodes $(RSS_NODES) -karpx.rss-pods-per-node $(RSS_PODS_PER_NODE) -karpx.controller-binary $(BIN)/karpx-controller \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|rss_test.go'
 
 .PHONY: bench-vs-karpenter
 bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's on the same mix, same run; prints the ratio.

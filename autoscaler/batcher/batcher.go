@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 )
 
@@ -194,7 +195,14 @@ func (b *Batcher[T, U]) context(reqs []*request[T, U]) (context.Context, context
 	for _, r := range reqs[1:] {
 		prio = higher(prio, budget.PriorityFrom(r.ctx))
 	}
-	ctx, cancel := context.WithCancel(budget.WithPriority(context.WithoutCancel(reqs[0].ctx), prio))
+	ctx := budget.WithPriority(context.WithoutCancel(reqs[0].ctx), prio)
+	// A merged call issues every caller's NodeClaim launch (provisioning
+	// latency, package launchlatency).
+	ctxs := make([]context.Context, len(reqs))
+	for i, r := range reqs {
+		ctxs[i] = r.ctx
+	}
+	ctx, cancel := context.WithCancel(launchlatency.Merge(ctx, ctxs...))
 	if b.opts.RunToCompletion {
 		return ctx, cancel
 	}

@@ -23,6 +23,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/cachetransform"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
@@ -34,7 +35,10 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/launchlatency"
+	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
 // Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
@@ -88,6 +92,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
 		Logger: log,
+		// issue 12: informers keep only what karpx reads (managedFields,
+		// pods' env/probes/volume sources/container statuses, nodes'
+		// images dropped): the cache is most of the controller's memory.
+		Cache: cachetransform.Options(),
 		// Runnables (the provisioner, the garbage collector) get their
 		// context from BaseContext; without it they would get
 		// context.Background(), where logr.FromContextOrDiscard finds no
@@ -96,6 +104,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		BaseContext:             func() context.Context { return logr.NewContext(context.Background(), log) },
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "karpx-leader-election",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -130,11 +139,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := lifecycle.IndexFields(ctx, mgr); err != nil {
 		return nil, err
 	}
+	// issue 12: the provisioner's and disruption's passes read every pod
+	// as pointers into the informer store (podcache), not as a copied
+	// []corev1.Pod per pass.
+	podReader, err := podcache.New(ctx, mgr.GetClient(), mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
 	var health *launchhealth.Tracker
 	if opts.LaunchHealth {
 		health = launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax})
 	}
-	prov := provisioning.NewProvisioner(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
+	latency := launchlatency.New(opts.LaunchLatencyHook)
+	prov := provisioning.NewProvisioner(podReader, cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
@@ -144,6 +161,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		InitializationGrace:        opts.InitializationGrace,
 		DisableInitializationGrace: opts.InitializationGrace <= 0,
 		DisableNomination:          !opts.NominatePods,
+		MinValuesPolicy:            scheduling.MinValuesPolicy(opts.MinValuesPolicy),
+		Latency:                    latency,
 	})
 	var gates []func(manager.Runnable) manager.Runnable
 	if src, ok := cloud.(hydrationSources); ok && opts.hydration != nil {
@@ -167,15 +186,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}
 	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
 		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
-		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold})
+		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold, Latency: latency})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}
 	if err := termination.NewNodeController(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
-	disrupt := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
-		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger()})
+	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
+		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
+		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}

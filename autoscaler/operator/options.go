@@ -11,6 +11,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -109,6 +110,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's net/http/pprof (heap, CPU profiles)
+	// for diagnosing memory and CPU use. Default "0": disabled.
+	PprofBindAddress string
 	// LeaderElection enables leader election (Lease in LeaderElectionNamespace). Default true.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
@@ -119,10 +123,23 @@ type Options struct {
 	// EC2Batching merges concurrent CreateFleet, DescribeInstances and
 	// TerminateInstances calls. Default true.
 	EC2Batching bool
+	// MinValuesPolicy is what provisioning and consolidation do when a
+	// NodePool requirement's minValues cannot be met: "Strict" (the pods
+	// stay pending, with a FailedProvisioning event) or "BestEffort" (the
+	// NodeClaim is planned with fewer values and annotated
+	// karpenter.sh/nodeclaim-min-values-relaxed: "true"). Flag
+	// --min-values-policy, env MIN_VALUES_POLICY; default Strict, as
+	// Karpenter v1's operator option of the same name.
+	MinValuesPolicy string
 	// metricsHandlers are served beside /metrics (set by NewAWS).
 	metricsHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
 	hydration *hydration.Registry
+	// LaunchLatencyHook, when set, receives every provisioning-latency
+	// observation (seconds from a pod first seen pending to its
+	// NodeClaim's CreateFleet) besides the histogram
+	// karpx_provisioning_pod_to_launch_seconds (benchmarks only). No flag.
+	LaunchLatencyHook func(seconds float64)
 	// SkipControllerNameValidation allows several operators in one process
 	// (tests only; controller names key Prometheus metrics). No flag.
 	SkipControllerNameValidation bool
@@ -150,6 +167,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LaunchHealth, "launch-health", env("LAUNCH_HEALTH", "true") == "true", "pause a NodePool/EC2NodeClass pair after 3 consecutive failures with one cause")
 	o.Budget.AddFlags(fs)
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
+	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
@@ -160,6 +178,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", env("PPROF_BIND_ADDRESS", "0"), "address of Go's pprof endpoints (/debug/pprof/); 0 disables")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("POD_NAMESPACE", "kube-system"), "namespace of the leader-election Lease")
 }
@@ -194,6 +213,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DisruptionPeriod <= 0 || o.DisruptionPeriod > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--disruption-period %s: want more than 0 and at most 10m", o.DisruptionPeriod))
+	}
+	if p := scheduling.MinValuesPolicy(o.MinValuesPolicy); p != scheduling.MinValuesPolicyStrict && p != scheduling.MinValuesPolicyBestEffort {
+		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: want Strict or BestEffort", o.MinValuesPolicy))
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)

@@ -19,8 +19,10 @@ func (pl *plan) finish() NodeClaimPlan {
 		i     int
 		price float64
 	}
+	// Indexed by type (slices, not maps: finish runs once per plan and
+	// was a fifth of Solve's time with maps).
 	opts := make([]option, len(pl.types))
-	mask := make(map[int]uint64, len(pl.types))
+	mask := make([]uint64, len(p.types))
 	for k, i := range pl.types {
 		opts[k] = option{i, p.cheapestPrice(i, pl.masks[k])}
 		mask[i] = pl.masks[k]
@@ -32,19 +34,12 @@ func (pl *plan) finish() NodeClaimPlan {
 		return cmp.Compare(p.nameRank[a.i], p.nameRank[b.i])
 	})
 	order := make([]int, len(opts))
-	price := make(map[int]float64, MaxInstanceTypes)
+	price := make([]float64, len(p.types))
 	for k, o := range opts {
 		order[k] = o.i
-		if k < MaxInstanceTypes {
-			price[o.i] = o.price
-		}
+		price[o.i] = o.price
 	}
 	order = p.truncate(order, mask)
-	for _, i := range order {
-		if _, ok := price[i]; !ok {
-			price[i] = p.cheapestPrice(i, mask[i])
-		}
-	}
 
 	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
 	requests := []corev1.ResourceList{p.minOverhead(order)}
@@ -92,11 +87,12 @@ func (pl *plan) finish() NodeClaimPlan {
 // each requirement with minValues it first keeps the cheapest type of each
 // new value until minValues distinct values are kept, so the cap never
 // breaks minValues, then fills up with the cheapest remaining types.
-func (p *pool) truncate(order []int, mask map[int]uint64) []int {
+func (p *pool) truncate(order []int, mask []uint64) []int {
 	if len(order) <= MaxInstanceTypes {
 		return order
 	}
-	keep := map[int]bool{}
+	keep := make([]bool, len(p.types))
+	kept := 0
 	for _, r := range p.minValues {
 		seen := map[string]struct{}{}
 		for _, i := range order {
@@ -106,18 +102,24 @@ func (p *pool) truncate(order []int, mask map[int]uint64) []int {
 			for _, v := range p.values(r.Key, i, mask[i]) {
 				if _, ok := seen[v]; !ok {
 					seen[v] = struct{}{}
-					keep[i] = true
+					if !keep[i] {
+						keep[i] = true
+						kept++
+					}
 				}
 			}
 		}
 	}
 	for _, i := range order {
-		if len(keep) >= MaxInstanceTypes {
+		if kept >= MaxInstanceTypes {
 			break
 		}
-		keep[i] = true
+		if !keep[i] {
+			keep[i] = true
+			kept++
+		}
 	}
-	out := make([]int, 0, len(keep))
+	out := make([]int, 0, kept)
 	for _, i := range order {
 		if keep[i] {
 			out = append(out, i)

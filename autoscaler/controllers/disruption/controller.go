@@ -48,6 +48,10 @@ type Options struct {
 	// the design that let upstream WhenEmpty NodePools stop scaling down
 	// after a restart (problem P5). Only the P5 control scenario sets it.
 	EdgeTriggered bool
+	// MinValuesPolicy is passed to the consolidation simulation's
+	// scheduling.Solve, so consolidation plans replacements as
+	// provisioning would: Strict (default) or BestEffort.
+	MinValuesPolicy scheduling.MinValuesPolicy
 }
 
 func (o *Options) defaults() {

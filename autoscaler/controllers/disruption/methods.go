@@ -211,6 +211,7 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		DaemonSetPods:      s.daemonSets,
 		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] }),
 		VolumeRequirements: s.volumes,
+		MinValuesPolicy:    c.opts.MinValuesPolicy,
 	}
 	res := scheduling.Solve(in)
 	for uid := range res.Unschedulable {

@@ -51,9 +51,18 @@ func IsProvisionable(pod *corev1.Pod) bool {
 }
 
 // triggerer is a reconciler that only triggers the Provisioner.
-type triggerer struct{ p *Provisioner }
+type triggerer struct {
+	p *Provisioner
+	// pods is true for the controller of pending pods.
+	pods bool
+}
 
-func (t triggerer) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+func (t triggerer) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Only the pods controller's requests are pods; the first event of a
+	// pending pod is when provisioning latency starts.
+	if t.pods {
+		t.p.opts.Latency.Seen(req.NamespacedName)
+	}
 	t.p.Trigger()
 	return reconcile.Result{}, nil
 }
@@ -76,7 +85,7 @@ func Register(mgr manager.Manager, p *Provisioner, gate ...func(manager.Runnable
 	if err := builder.ControllerManagedBy(mgr).Named("provisioning.pods").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return IsProvisionable(o.(*corev1.Pod))
-		}))).Complete(triggerer{p}); err != nil {
+		}))).Complete(triggerer{p: p, pods: true}); err != nil {
 		return err
 	}
 	return builder.ControllerManagedBy(mgr).Named("provisioning.nodepools").
@@ -86,5 +95,5 @@ func Register(mgr manager.Manager, p *Provisioner, gate ...func(manager.Runnable
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).Complete(triggerer{p})
+		})).Complete(triggerer{p: p})
 }

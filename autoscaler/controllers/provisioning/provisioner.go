@@ -22,6 +22,8 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/launchlatency"
+	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
@@ -56,6 +58,13 @@ type Options struct {
 	// and the grace window off: pods are planned from what Nodes show
 	// right now. Only the P4 control scenario sets them.
 	DisableNomination, DisableInitializationGrace bool
+	// MinValuesPolicy is passed to scheduling.Solve: Strict (the default,
+	// as Karpenter's --min-values-policy) or BestEffort.
+	MinValuesPolicy scheduling.MinValuesPolicy
+	// Latency, when set, records when pending pods were first seen and the
+	// NodeClaims they were planned onto, for the pod-to-launch histogram
+	// (package launchlatency).
+	Latency *launchlatency.Tracker
 }
 
 func (o *Options) defaults() {
@@ -186,17 +195,24 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	var res PassResult
 
-	var podList corev1.PodList
-	if err := p.kube.List(ctx, &podList); err != nil {
-		return res, fmt.Errorf("listing pods: %w", err)
+	// The cache's own pods (read-only; not a copy of every pod in the
+	// cluster per pass): only the pending ones are copied.
+	all, err := podcache.List(ctx, p.kube)
+	if err != nil {
+		return res, err
 	}
 	var pending []*corev1.Pod
-	for i := range podList.Items {
-		pod := &podList.Items[i]
+	pendingKeys := map[types.NamespacedName]bool{}
+	for _, pod := range all {
 		if IsProvisionable(pod) {
+			pod := pod.DeepCopy()
 			pending = append(pending, pod)
+			key := client.ObjectKeyFromObject(pod)
+			pendingKeys[key] = true
+			p.opts.Latency.Seen(key)
 		}
 	}
+	p.opts.Latency.KeepOnly(pendingKeys)
 	res.Pending = len(pending)
 	if len(pending) == 0 {
 		return res, nil
@@ -215,7 +231,8 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{}}
+	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{},
+		MinValuesPolicy: p.opts.MinValuesPolicy}
 	for _, pod := range pending {
 		reqs, err := volumetopology.Requirements(ctx, p.kube, pod)
 		if err != nil {
@@ -321,6 +338,13 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			continue
 		}
 		res.Created = append(res.Created, nc.Name)
+		if p.opts.Latency != nil {
+			keys := make([]types.NamespacedName, len(plan.Pods))
+			for i, pod := range plan.Pods {
+				keys[i] = client.ObjectKeyFromObject(pod)
+			}
+			p.opts.Latency.Planned(nc.Name, keys)
+		}
 		log.Info("created NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
 			"pods", len(plan.Pods), "instanceTypes", len(plan.InstanceTypes),
 			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/karpx/karpx/autoscaler/launchlatency"
 )
 
 // API lists every EC2 and SSM operation karpx calls. Method signatures are the
@@ -209,6 +211,8 @@ func (c *Client) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchT
 
 // CreateFleet implements API.
 func (c *Client) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	// The launch is issued now (provisioning latency ends here).
+	launchlatency.Issued(ctx)
 	return c.ec2.CreateFleet(ctx, in, optFns...)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// it doubles per consecutive failure up to LaunchBackoffMax.
 	// Defaults 30s and 10m.
 	LaunchBackoffBase, LaunchBackoffMax time.Duration
+	// Latency, when set, is told when a NodeClaim's CreateFleet is issued
+	// (the context of its launch carries it; package launchlatency).
+	Latency *launchlatency.Tracker
 }
 
 // Controller reconciles NodeClaims through their lifecycle.
@@ -279,7 +283,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	c.mu.Unlock()
 	if launched == nil {
 		var err error
-		if launched, err = c.cloud.Create(ctx, nc); err != nil {
+		if launched, err = c.cloud.Create(c.opts.Latency.ForLaunch(ctx, nc.Name), nc); err != nil {
 			return c.launchFailed(ctx, nc, err)
 		}
 		c.mu.Lock()

@@ -57,15 +57,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ok {
 		return reconcile.Result{}, nil
 	}
+	// The cache's own objects (no copy of every NodeClaim per Node
+	// event); only the matching one is copied before it is changed.
 	var claims karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &claims); err != nil {
+	if err := c.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	for i := range claims.Items {
-		nc := &claims.Items[i]
-		if nc.Status.ProviderID != node.Spec.ProviderID || equality.Semantic.DeepEqual(nc.Status.Allocatable, node.Status.Allocatable) {
+		if cached := &claims.Items[i]; cached.Status.ProviderID != node.Spec.ProviderID || equality.Semantic.DeepEqual(cached.Status.Allocatable, node.Status.Allocatable) {
 			continue
 		}
+		nc := claims.Items[i].DeepCopy()
 		stored := nc.DeepCopy()
 		nc.Status.Allocatable = node.Status.Allocatable.DeepCopy()
 		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {

@@ -69,6 +69,17 @@ func (c *Controller) nodePoolsOf(ctx context.Context, o client.Object) []reconci
 }
 
 // Reconcile recomputes one NodePool's status.
+// launched reports whether nc's Launched condition is True, without
+// modifying nc.
+func launched(nc *karpv1.NodeClaim) bool {
+	for _, cond := range nc.Status.Conditions {
+		if cond.Type == karpv1.ConditionTypeLaunched {
+			return cond.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
@@ -76,16 +87,21 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	stored := np.DeepCopy()
 
+	// Read-only: the cache's own objects, not copies (a reconcile per
+	// NodeClaim event copied every NodeClaim of the pool; issue 12's
+	// memory measurement). Nothing below may modify them, so the
+	// condition is read directly (StatusConditions() sets missing ones).
 	var claims karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {
+	if err := c.kube.List(ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	resources := corev1.ResourceList{}
 	var nodes int64
-	for _, nc := range claims.Items {
+	for i := range claims.Items {
+		nc := &claims.Items[i]
 		// Only launched NodeClaims are nodes (or instances on their
 		// way); a claim whose launch failed or has not been tried is not.
-		if !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		if !launched(nc) {
 			continue
 		}
 		nodes++

@@ -1,0 +1,113 @@
+package cachetransform
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// TestPodKeepsWhatKarpxReads: scheduling inputs (labels, annotations,
+// owner references, requests, host ports, sidecar restart policy, node
+// selector, affinity, tolerations, spread, PVC and ephemeral volumes,
+// phase, conditions) survive; managedFields, env, commands, probes, volume
+// mounts, other volume sources and container statuses go.
+func TestPodKeepsWhatKarpxReads(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	container := func(name string) corev1.Container {
+		return corev1.Container{
+			Name: name, Image: "app:1", Resources: corev1.ResourceRequirements{Requests: requests},
+			Ports:   []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+			Env:     []corev1.EnvVar{{Name: "BIG", Value: "x"}},
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}},
+			Command: []string{"/app"}, Args: []string{"--flag"},
+			VolumeMounts:  []corev1.VolumeMount{{Name: "token", MountPath: "/var/run"}},
+			LivenessProbe: &corev1.Probe{}, ReadinessProbe: &corev1.Probe{}, StartupProbe: &corev1.Probe{}, Lifecycle: &corev1.Lifecycle{},
+		}
+	}
+	sidecar := container("sidecar")
+	sidecar.RestartPolicy = &always
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u", Labels: map[string]string{"app": "web"},
+			Annotations:     map[string]string{"karpenter.sh/do-not-disrupt": "true"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{
+			NodeName: "n", NodeSelector: map[string]string{"zone": "a"},
+			Affinity:                  &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}},
+			Tolerations:               []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone}},
+			InitContainers:            []corev1.Container{sidecar},
+			Containers:                []corev1.Container{container("app")},
+			Volumes: []corev1.Volume{
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{}}}}},
+			},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar"}}},
+	}
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	for _, c := range []*corev1.Container{&want.Spec.InitContainers[0], &want.Spec.Containers[0]} {
+		c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	}
+	want.Spec.Volumes[2].VolumeSource = corev1.VolumeSource{}
+	want.Status.ContainerStatuses, want.Status.InitContainerStatuses = nil, nil
+
+	got, err := Pod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("trimmed pod:\n%+v\nwant:\n%+v", got, want)
+	}
+	tombstone := toolscache.DeletedFinalStateUnknown{Key: "default/web"}
+	if got, _ := Pod(tombstone); got != tombstone {
+		t.Fatal("a tombstone must pass through unchanged")
+	}
+}
+
+// TestNodeDropsImagesAndManagedFields: labels, taints, capacity,
+// allocatable and conditions stay.
+func TestNodeDropsImagesAndManagedFields(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Images:      []corev1.ContainerImage{{Names: []string{"registry.k8s.io/pause:3.10"}, SizeBytes: 1 << 20}},
+		},
+	}
+	want := node.DeepCopy()
+	want.ManagedFields, want.Status.Images = nil, nil
+	got, err := Node(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("trimmed node:\n%+v\nwant:\n%+v", got, want)
+	}
+}
+
+// TestOptions: managedFields go from every type, pods and nodes get their
+// own transforms.
+func TestOptions(t *testing.T) {
+	o := Options()
+	if o.DefaultTransform == nil || len(o.ByObject) != 2 {
+		t.Fatalf("options %+v", o)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	if got, _ := o.DefaultTransform(cm); got.(*corev1.ConfigMap).ManagedFields != nil {
+		t.Fatal("DefaultTransform kept managedFields")
+	}
+}

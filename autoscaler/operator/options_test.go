@@ -1,0 +1,34 @@
+package operator
+
+import (
+	"flag"
+	"strings"
+	"testing"
+)
+
+// TestMinValuesPolicyOption: --min-values-policy defaults to Strict, as
+// Karpenter's; MIN_VALUES_POLICY and the flag set it; anything but Strict
+// or BestEffort is an error naming the flag.
+func TestMinValuesPolicyOption(t *testing.T) {
+	if got := DefaultOptions().MinValuesPolicy; got != "Strict" {
+		t.Fatalf("default %q, want Strict", got)
+	}
+	t.Setenv("MIN_VALUES_POLICY", "BestEffort")
+	if got := DefaultOptions().MinValuesPolicy; got != "BestEffort" {
+		t.Fatalf("with MIN_VALUES_POLICY=BestEffort: %q", got)
+	}
+	var o Options
+	fs := flag.NewFlagSet("karpx", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--cluster-name", "demo", "--min-values-policy", "Loose"}); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), `--min-values-policy (MIN_VALUES_POLICY) "Loose": want Strict or BestEffort`) {
+		t.Fatalf("Validate = %v, want an error naming --min-values-policy", err)
+	}
+	o.MinValuesPolicy = "Strict"
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate with Strict: %v", err)
+	}
+}

@@ -428,13 +428,6 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
 // deploymentMemory returns the GOMEMLIMIT value and the memory limit that
 // the Deployment in the multi-document YAML file at path gives its
 // container named container, so the measurement runs the binary as the

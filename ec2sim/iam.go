@@ -437,6 +437,19 @@ func errNoSuchProfile(name string) *APIError {
 	return iamError("NoSuchEntity", "Instance Profile %s cannot be found.", name)
 }
 
+// onProfile runs fn on the instance profile called name with the IAM state
+// locked, and answers NoSuchEntity when there is none.
+func (s *Simulator) onProfile(name string, fn func(st *iamState, prof *iamProfile) (any, error)) (any, error) {
+	st := s.iamState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	prof, ok := st.profiles[name]
+	if !ok {
+		return nil, errNoSuchProfile(name)
+	}
+	return fn(st, prof)
+}
+
 func (s *Simulator) createInstanceProfile(req *request) (any, error) {
 	name, e := profileName(req.p)
 	if e != nil {
@@ -474,14 +487,9 @@ func (s *Simulator) getInstanceProfile(req *request) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	st := s.iamState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	prof, ok := st.profiles[name]
-	if !ok {
-		return nil, errNoSuchProfile(name)
-	}
-	return &instanceProfileResult{InstanceProfile: s.profileXMLLocked(st, prof)}, nil
+	return s.onProfile(name, func(st *iamState, prof *iamProfile) (any, error) {
+		return &instanceProfileResult{InstanceProfile: s.profileXMLLocked(st, prof)}, nil
+	})
 }
 
 func (s *Simulator) addRoleToInstanceProfile(req *request) (any, error) {
@@ -493,22 +501,17 @@ func (s *Simulator) addRoleToInstanceProfile(req *request) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	st := s.iamState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	prof, ok := st.profiles[name]
-	if !ok {
-		return nil, errNoSuchProfile(name)
-	}
-	if !st.roleExistsLocked(role) {
-		return nil, iamError("NoSuchEntity", "The role with name %s cannot be found.", role)
-	}
-	if len(prof.roles) > 0 {
-		return nil, iamError("LimitExceeded", "Cannot exceed quota for InstanceSessionsPerInstanceProfile: 1")
-	}
-	prof.roles = []string{role}
-	s.log.V(1).Info("Added role to instance profile", "name", name, "role", role)
-	return iamNoOutput{}, nil
+	return s.onProfile(name, func(st *iamState, prof *iamProfile) (any, error) {
+		if !st.roleExistsLocked(role) {
+			return nil, iamError("NoSuchEntity", "The role with name %s cannot be found.", role)
+		}
+		if len(prof.roles) > 0 {
+			return nil, iamError("LimitExceeded", "Cannot exceed quota for InstanceSessionsPerInstanceProfile: 1")
+		}
+		prof.roles = []string{role}
+		s.log.V(1).Info("Added role to instance profile", "name", name, "role", role)
+		return iamNoOutput{}, nil
+	})
 }
 
 func (s *Simulator) removeRoleFromInstanceProfile(req *request) (any, error) {
@@ -520,19 +523,14 @@ func (s *Simulator) removeRoleFromInstanceProfile(req *request) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	st := s.iamState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	prof, ok := st.profiles[name]
-	if !ok {
-		return nil, errNoSuchProfile(name)
-	}
-	i := slices.Index(prof.roles, role)
-	if i < 0 {
-		return nil, iamError("NoSuchEntity", "The role with name %s cannot be found.", role)
-	}
-	prof.roles = append(prof.roles[:i], prof.roles[i+1:]...)
-	return iamNoOutput{}, nil
+	return s.onProfile(name, func(st *iamState, prof *iamProfile) (any, error) {
+		i := slices.Index(prof.roles, role)
+		if i < 0 {
+			return nil, iamError("NoSuchEntity", "The role with name %s cannot be found.", role)
+		}
+		prof.roles = append(prof.roles[:i], prof.roles[i+1:]...)
+		return iamNoOutput{}, nil
+	})
 }
 
 func (s *Simulator) deleteInstanceProfile(req *request) (any, error) {
@@ -540,19 +538,14 @@ func (s *Simulator) deleteInstanceProfile(req *request) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	st := s.iamState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	prof, ok := st.profiles[name]
-	if !ok {
-		return nil, errNoSuchProfile(name)
-	}
-	if len(prof.roles) > 0 {
-		return nil, iamError("DeleteConflict", "Cannot delete entity, must remove roles from instance profile first.")
-	}
-	delete(st.profiles, name)
-	s.log.V(1).Info("Deleted instance profile", "name", name)
-	return iamNoOutput{}, nil
+	return s.onProfile(name, func(st *iamState, prof *iamProfile) (any, error) {
+		if len(prof.roles) > 0 {
+			return nil, iamError("DeleteConflict", "Cannot delete entity, must remove roles from instance profile first.")
+		}
+		delete(st.profiles, name)
+		s.log.V(1).Info("Deleted instance profile", "name", name)
+		return iamNoOutput{}, nil
+	})
 }
 
 func (s *Simulator) tagInstanceProfile(req *request) (any, error) {
@@ -567,19 +560,14 @@ func (s *Simulator) tagInstanceProfile(req *request) (any, error) {
 	if len(tags) == 0 {
 		return nil, iamError("ValidationError", "1 validation error detected: Value null at 'tags' failed to satisfy constraint: Member must not be null")
 	}
-	st := s.iamState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	prof, ok := st.profiles[name]
-	if !ok {
-		return nil, errNoSuchProfile(name)
-	}
-	merged := prof.tags.set(tags...)
-	if len(merged) > maxIAMTags {
-		return nil, iamError("LimitExceeded", "Cannot exceed quota for TagsPerInstanceProfile: %d", maxIAMTags)
-	}
-	prof.tags = merged
-	return iamNoOutput{}, nil
+	return s.onProfile(name, func(st *iamState, prof *iamProfile) (any, error) {
+		merged := prof.tags.set(tags...)
+		if len(merged) > maxIAMTags {
+			return nil, iamError("LimitExceeded", "Cannot exceed quota for TagsPerInstanceProfile: %d", maxIAMTags)
+		}
+		prof.tags = merged
+		return iamNoOutput{}, nil
+	})
 }
 
 // registerIAMAdmin serves the IAM admin endpoints:

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,11 @@ const apiVersion = apis.Group + "/v1"
 //   - annotations: the template annotations plus karpenter.sh/nodepool-hash
 //     and karpenter.sh/nodepool-hash-version, which drift detection compares,
 //     and karpenter.sh/nodeclaim-min-values-relaxed: "true" when
-//     MinValuesRelaxed;
+//     MinValuesRelaxed, "false" otherwise. Karpenter's scheduler writes it
+//     on every NodeClaim it plans, with or without minValues in the
+//     NodePool (Scheduler.addToNewNodeClaim), so provisioned and
+//     consolidation replacement NodeClaims both carry it, and it overrides
+//     a value the template's annotations set;
 //   - an owner reference to the NodePool, so deleting it deletes the
 //     NodeClaim;
 //   - spec: Requirements, Requests (as resources.requests), and the
@@ -60,9 +65,7 @@ func (p NodeClaimPlan) NodeClaim() *karpv1.NodeClaim {
 	}
 	annotations[karpv1.NodePoolHashAnnotationKey] = np.Hash()
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
-	if p.MinValuesRelaxed {
-		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
-	}
+	annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(p.MinValuesRelaxed)
 
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(p.Requirements))
 	for i := range p.Requirements {

@@ -180,7 +180,7 @@ type NodeClaimPlan struct {
 	// MinValuesRelaxed is set when Input.MinValuesPolicy is BestEffort and
 	// the plan keeps fewer values of a key than the NodePool's minValues;
 	// Requirements then carry the lowered minValues, and NodeClaim adds
-	// the karpenter.sh/nodeclaim-min-values-relaxed: "true" annotation, as
-	// Karpenter does.
+	// the karpenter.sh/nodeclaim-min-values-relaxed: "true" annotation
+	// ("false" when not set), as Karpenter does.
 	MinValuesRelaxed bool
 }

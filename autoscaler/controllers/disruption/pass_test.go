@@ -21,6 +21,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
 // fakeCloud serves one instance type, m5.large, and no drift.
@@ -57,6 +58,7 @@ type cluster struct {
 	clock *clocktesting.FakeClock
 	objs  []client.Object
 	kube  client.Client
+	opts  disruption.Options
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -107,7 +109,7 @@ func (c *cluster) pass() disruption.PassResult {
 			WithStatusSubresource(&karpv1.NodeClaim{}).
 			WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	}
-	ctrl := disruption.New(c.kube, c.kube, fakeCloud{}, record.NewFakeRecorder(1000), c.clock, disruption.Options{})
+	ctrl := disruption.New(c.kube, c.kube, fakeCloud{}, record.NewFakeRecorder(1000), c.clock, c.opts)
 	res, err := ctrl.Pass(context.Background())
 	if err != nil {
 		c.t.Fatalf("pass: %v", err)
@@ -257,6 +259,58 @@ func TestDriftedAndExpiredNodesAreReplaced(t *testing.T) {
 			}
 			if !c.exists("old") {
 				t.Fatal("the old node was deleted before its replacement was Initialized")
+			}
+		})
+	}
+}
+
+// TestReplacementMinValuesRelaxedAnnotation: a replacement NodeClaim
+// carries karpenter.sh/nodeclaim-min-values-relaxed as a provisioned one
+// does (Karpenter plans both with the same scheduler): "false" when no
+// minValues was lowered, "true" when BestEffort lowered one; under Strict an
+// unmeetable minValues plans no replacement, so the drifted node stays.
+func TestReplacementMinValuesRelaxedAnnotation(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		minValues *int // on the NodePool's instance-type In [m5.large]
+		policy    scheduling.MinValuesPolicy
+		want      string // "" when no replacement may be created
+	}{
+		{name: "no minValues", want: "false"},
+		{name: "minValues met", minValues: new(1), policy: scheduling.MinValuesPolicyStrict, want: "false"},
+		{name: "minValues 2 of 1 type, BestEffort", minValues: new(2), policy: scheduling.MinValuesPolicyBestEffort, want: "true"},
+		{name: "minValues 2 of 1 type, Strict", minValues: new(2), policy: scheduling.MinValuesPolicyStrict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.opts.MinValuesPolicy = tt.policy
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			c.objs[0].(*karpv1.NodePool).Spec.Template.Spec.Requirements[0].MinValues = tt.minValues
+			n := c.node("old", "p", 3*time.Hour, map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
+				karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion})
+			c.pod("web", n, "1500m", nil)
+			c.pass()
+			var list karpv1.NodeClaimList
+			if err := c.kube.List(context.Background(), &list); err != nil {
+				t.Fatal(err)
+			}
+			var replacements []karpv1.NodeClaim
+			for _, nc := range list.Items {
+				if nc.Annotations[disruption.ReplacementForAnnotationKey] != "" {
+					replacements = append(replacements, nc)
+				}
+			}
+			if tt.want == "" {
+				if len(replacements) != 0 {
+					t.Fatalf("%d replacements created, want none: minValues cannot be met under Strict", len(replacements))
+				}
+				return
+			}
+			if len(replacements) != 1 {
+				t.Fatalf("%d replacements created, want 1 for the drifted node", len(replacements))
+			}
+			if got, ok := replacements[0].Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]; !ok || got != tt.want {
+				t.Errorf("replacement annotation %s = %q (set %t), want %q", karpv1.NodeClaimMinValuesRelaxedAnnotationKey, got, ok, tt.want)
 			}
 		})
 	}

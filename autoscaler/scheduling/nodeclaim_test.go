@@ -1,0 +1,70 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/catalog"
+)
+
+// TestNodeClaimMinValuesRelaxedAnnotation: like Karpenter v1.13.0's
+// scheduler (Scheduler.addToNewNodeClaim), every planned NodeClaim carries
+// karpenter.sh/nodeclaim-min-values-relaxed, "true" when a minValues was
+// lowered for it and "false" otherwise, whether or not the NodePool has
+// minValues; the value overrides one the NodePool template sets.
+func TestNodeClaimMinValuesRelaxedAnnotation(t *testing.T) {
+	category := func(n int) karpv1.NodeSelectorRequirementWithMinValues {
+		r := req(catalog.LabelInstanceCategory, corev1.NodeSelectorOpIn, "c", "m", "r")
+		r.MinValues = &n
+		return r
+	}
+	onlyC := []*corev1.Pod{pod("only-c", "1", "1Gi", nodeSelector(catalog.LabelInstanceCategory, "c"))}
+	tests := []struct {
+		name      string
+		minValues *int // on instance-category In [c m r]; nil: no minValues
+		template  map[string]string
+		policy    scheduling.MinValuesPolicy
+		pods      []*corev1.Pod
+		want      string // "" when no NodeClaim may be planned
+	}{
+		{name: "no minValues, Strict", policy: scheduling.MinValuesPolicyStrict, pods: pods(2, "p", "1", "1Gi"), want: "false"},
+		{name: "no minValues, default policy", pods: pods(2, "p", "1", "1Gi"), want: "false"},
+		{name: "no minValues, BestEffort", policy: scheduling.MinValuesPolicyBestEffort, pods: onlyC, want: "false"},
+		{name: "minValues met, Strict", minValues: new(3), policy: scheduling.MinValuesPolicyStrict, pods: pods(2, "p", "1", "1Gi"), want: "false"},
+		{name: "minValues met, BestEffort", minValues: new(3), policy: scheduling.MinValuesPolicyBestEffort, pods: pods(2, "p", "1", "1Gi"), want: "false"},
+		{name: "minValues unmet, Strict: no NodeClaim", minValues: new(3), policy: scheduling.MinValuesPolicyStrict, pods: onlyC},
+		{name: "minValues unmet, BestEffort: relaxed", minValues: new(3), policy: scheduling.MinValuesPolicyBestEffort, pods: onlyC, want: "true"},
+		{name: "template says true, plan not relaxed", template: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "true"},
+			pods: pods(1, "p", "1", "1Gi"), want: "false"},
+		{name: "template says false, plan relaxed", minValues: new(2), template: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "false"},
+			policy: scheduling.MinValuesPolicyBestEffort, pods: onlyC, want: "true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			np := generalPurpose()
+			np.Spec.Template.Annotations = tt.template
+			if tt.minValues != nil {
+				np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, category(*tt.minValues))
+			}
+			res := solve(t, scheduling.Input{Pods: tt.pods, NodePools: []scheduling.NodePoolInput{pool(np)}, MinValuesPolicy: tt.policy})
+			if tt.want == "" {
+				if len(res.NewNodeClaims) != 0 || len(res.Unschedulable) != len(tt.pods) {
+					t.Fatalf("%d NodeClaims, %d unschedulable; want none planned", len(res.NewNodeClaims), len(res.Unschedulable))
+				}
+				return
+			}
+			if len(res.NewNodeClaims) == 0 || len(res.Unschedulable) != 0 {
+				t.Fatalf("%d NodeClaims, unschedulable %v; want every pod planned", len(res.NewNodeClaims), res.Unschedulable)
+			}
+			for _, p := range res.NewNodeClaims {
+				got, ok := p.NodeClaim().Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
+				if !ok || got != tt.want {
+					t.Errorf("annotation %s = %q (set %t), want %q", karpv1.NodeClaimMinValuesRelaxedAnnotationKey, got, ok, tt.want)
+				}
+			}
+		})
+	}
+}

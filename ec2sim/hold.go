@@ -19,8 +19,9 @@ import (
 //   - Calls(action): every CreateFleet, RunInstances and TerminateInstances
 //     call with its User-Agent (aws-sdk-go-v2 appends "app/<id>" from
 //     AWS_SDK_UA_APP_ID, so two replicas of a controller are told apart as
-//     AWS CloudTrail tells them apart) and the wall-clock times its handling
-//     began and ended.
+//     AWS CloudTrail tells them apart), the wall-clock times its handling
+//     began and ended and, for CreateFleet, the overrides it asked for (as
+//     CloudTrail records a call's request parameters).
 
 // HeldCall is one call whose answer HoldAnswers holds.
 type HeldCall struct {
@@ -45,6 +46,33 @@ type Call struct {
 	End   time.Time `json:"end"`
 	// Code is the error code answered, or "" for success.
 	Code string `json:"code,omitempty"`
+	// Overrides are a CreateFleet call's launch template overrides as the
+	// caller sent them, every LaunchTemplateConfigs entry's in order; nil
+	// for other actions.
+	Overrides []FleetOverride `json:"overrides,omitempty"`
+}
+
+// FleetOverride is one CreateFleet launch template override of a recorded
+// Call; a field the caller left out is "".
+type FleetOverride struct {
+	// InstanceType is Overrides.N.InstanceType, e.g. "m5.large".
+	InstanceType string `json:"instanceType,omitempty"`
+	// SubnetID is Overrides.N.SubnetId.
+	SubnetID string `json:"subnetId,omitempty"`
+	// AvailabilityZone is Overrides.N.AvailabilityZone.
+	AvailabilityZone string `json:"availabilityZone,omitempty"`
+}
+
+// fleetOverrides returns the overrides of a CreateFleet request's
+// parameters.
+func fleetOverrides(p params) []FleetOverride {
+	var out []FleetOverride
+	for _, cfg := range p.items("LaunchTemplateConfigs") {
+		for _, ov := range cfg.items("Overrides") {
+			out = append(out, FleetOverride{InstanceType: ov.str("InstanceType"), SubnetID: ov.str("SubnetId"), AvailabilityZone: ov.str("AvailabilityZone")})
+		}
+	}
+	return out
 }
 
 // recordedActions are the actions Calls records: the ones that change what
@@ -115,6 +143,9 @@ func (h *holds) serve(r *http.Request, req *request, dispatch func() (any, *APIE
 		return dispatch()
 	}
 	call := &Call{Action: action, UserAgent: r.UserAgent(), Start: time.Now()}
+	if action == "CreateFleet" {
+		call.Overrides = fleetOverrides(req.p)
+	}
 	h.mu.Lock()
 	if len(h.calls) >= maxCalls {
 		h.calls = append(h.calls[:0], h.calls[len(h.calls)-maxCalls/2:]...)

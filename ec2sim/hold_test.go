@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,22 @@ func TestHoldAnswers(t *testing.T) {
 	calls := env.sim.Calls("CreateFleet")
 	if len(calls) != 2 || !strings.Contains(calls[0].UserAgent, "app/replica-a") || calls[0].End.Sub(calls[0].Start) < 200*time.Millisecond {
 		t.Errorf("calls %+v: want 2, the first held at least 200ms", calls)
+	}
+}
+
+// TestCallsRecordFleetOverrides: Calls keeps every override a CreateFleet
+// asked for, as sent, including those EC2 refuses (an unknown type).
+func TestCallsRecordFleetOverrides(t *testing.T) {
+	env := newTestEnv(t, Config{})
+	env.launchTemplate(t, "rec", env.al2023(t, "x86_64"), "")
+	in := fleetInput("rec", types.DefaultTargetCapacityTypeOnDemand, 1, nil, ov("m5.large", "us-east-1b"), ov("c5.large", ""), ov("m5.huge", ""))
+	if _, err := env.ec2.CreateFleet(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	calls := env.sim.Calls("CreateFleet")
+	want := []FleetOverride{{InstanceType: "m5.large", AvailabilityZone: "us-east-1b"}, {InstanceType: "c5.large"}, {InstanceType: "m5.huge"}}
+	if len(calls) != 1 || !reflect.DeepEqual(calls[0].Overrides, want) {
+		t.Fatalf("calls %+v: want one with overrides %+v", calls, want)
 	}
 }
 

@@ -2,8 +2,9 @@
 //
 // A pod controller watches pods that kube-scheduler marked Unschedulable and
 // triggers the Provisioner. The Provisioner batches triggers (an idle window
-// and a maximum window, as Karpenter's BATCH_IDLE_DURATION and
-// BATCH_MAX_DURATION), then reads the whole current state — pending pods,
+// that only an object's first trigger in the window restarts, and a maximum
+// window, as Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION), then
+// reads the whole current state — pending pods,
 // NodePools with their instance types, every live Node with its pods and
 // free capacity, and every NodeClaim still on its way (launching,
 // registering) — through autoscaler/clusterstate, and asks

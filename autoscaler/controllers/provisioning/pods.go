@@ -62,8 +62,10 @@ func (t triggerer) Reconcile(_ context.Context, req reconcile.Request) (reconcil
 	// pending pod is when provisioning latency starts.
 	if t.pods {
 		t.p.opts.Latency.Seen(req.NamespacedName)
+		t.p.Trigger("pod " + req.String())
+	} else {
+		t.p.Trigger("nodepool or nodeclaim " + req.Name)
 	}
-	t.p.Trigger()
 	return reconcile.Result{}, nil
 }
 

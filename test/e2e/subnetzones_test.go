@@ -83,8 +83,20 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	e.eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
-		return countRunning(ctx, e.kube, "all") == 1 && countRunning(ctx, e.kube, "one") == 1, nil
+	e.eventually(90*time.Second, "both pods Running and their NodeClaims registered", func(ctx context.Context) (bool, error) {
+		if countRunning(ctx, e.kube, "all") != 1 || countRunning(ctx, e.kube, "one") != 1 {
+			return false, nil
+		}
+		var list karpv1.NodeClaimList
+		if err := e.kube.List(ctx, &list); err != nil {
+			return false, err
+		}
+		for _, nc := range list.Items {
+			if nc.Status.NodeName == "" {
+				return false, nil
+			}
+		}
+		return len(list.Items) == 2, nil
 	})
 
 	var cls v1.EC2NodeClass

@@ -68,7 +68,6 @@ func (c *Controller) nodePoolsOf(ctx context.Context, o client.Object) []reconci
 	return out
 }
 
-// Reconcile recomputes one NodePool's status.
 // launched reports whether nc's Launched condition is True, without
 // modifying nc.
 func launched(nc *karpv1.NodeClaim) bool {
@@ -80,6 +79,9 @@ func launched(nc *karpv1.NodeClaim) bool {
 	return false
 }
 
+// Reconcile recomputes one NodePool's status: resources and nodes of its
+// launched NodeClaims and its conditions. It returns the read or patch
+// error.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {

@@ -66,8 +66,10 @@ spec:
 // they exist, becomes ready (informers synced, catalogue loaded), runs a
 // provisioning pass for 20 new pending pods and disruption passes for
 // -karpx.rss-settle. It prints the peak RSS (VmHWM), the RSS at the end
-// (VmRSS) and the Go heap in use (go_memstats_heap_inuse_bytes from
-// /metrics). The NodeClaims' instances are not in the simulator, so
+// (VmRSS, and its anonymous and file-backed parts), the Go heap in use
+// (go_memstats_heap_inuse_bytes from /metrics), the controller's CPU time,
+// and from its GODEBUG=gctrace=1 lines the GC cycles, the share of time in
+// GC and the largest live heap. The NodeClaims' instances are not in the simulator, so
 // garbage collection gets a one-hour grace (it would delete them after
 // five minutes). The controller runs with the GOMEMLIMIT that
 // manifests/controller/deployment.yaml gives its container (printed), or

@@ -37,16 +37,42 @@ func Pod(obj any) (any, error) {
 	for i := range pod.Spec.EphemeralContainers {
 		c := &pod.Spec.EphemeralContainers[i].EphemeralContainerCommon
 		c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
-		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.SecurityContext = nil, nil, nil, nil, nil
 	}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		if v.PersistentVolumeClaim == nil && v.Ephemeral == nil {
-			v.VolumeSource = corev1.VolumeSource{}
+	pod.Spec.Volumes = claimVolumes(pod.Spec.Volumes)
+	pod.Spec.SecurityContext, pod.Spec.DNSConfig, pod.Spec.HostAliases, pod.Spec.ImagePullSecrets = nil, nil, nil, nil
+	pod.Status.Conditions = scheduledCondition(pod.Status.Conditions)
+	pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses = nil, nil, nil
+	pod.Status.PodIP, pod.Status.PodIPs, pod.Status.HostIP, pod.Status.HostIPs = "", nil, "", nil
+	pod.Status.StartTime, pod.Status.QOSClass = nil, ""
+	return pod, nil
+}
+
+// claimVolumes returns the volumes of vs with a persistentVolumeClaim or
+// ephemeral source (volume topology reads them), in a new slice, or nil
+// when there are none: the service-account token volume every pod has
+// goes, and with it the slice the API's answer was decoded into.
+func claimVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			out = append(out, v)
 		}
 	}
-	pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses = nil, nil, nil
-	return pod, nil
+	return out
+}
+
+// scheduledCondition returns the PodScheduled condition of conds (the only
+// one karpx reads: Unschedulable marks a pod to provision for) in a new
+// one-element slice, or nil when there is none. A running pod's other four
+// conditions were a quarter of a cached pod's memory.
+func scheduledCondition(conds []corev1.PodCondition) []corev1.PodCondition {
+	for _, c := range conds {
+		if c.Type == corev1.PodScheduled {
+			return []corev1.PodCondition{c}
+		}
+	}
+	return nil
 }
 
 // trimContainer drops what karpx does not read from c; name, image,
@@ -54,7 +80,7 @@ func Pod(obj any) (any, error) {
 // containers) stay.
 func trimContainer(c *corev1.Container) {
 	c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts, c.VolumeDevices = nil, nil, nil, nil, nil, nil
-	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.SecurityContext = nil, nil, nil, nil, nil
 }
 
 // Node trims a *corev1.Node in place (managedFields, status.images) and

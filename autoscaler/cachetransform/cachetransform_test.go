@@ -13,8 +13,9 @@ import (
 // TestPodKeepsWhatKarpxReads: scheduling inputs (labels, annotations,
 // owner references, requests, host ports, sidecar restart policy, node
 // selector, affinity, tolerations, spread, PVC and ephemeral volumes,
-// phase, conditions) survive; managedFields, env, commands, probes, volume
-// mounts, other volume sources and container statuses go.
+// phase, the PodScheduled condition) survive; managedFields, env,
+// commands, probes, security contexts, volume mounts, other volumes, other
+// conditions, container statuses, IPs, start time and QoS class go.
 func TestPodKeepsWhatKarpxReads(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
@@ -27,6 +28,7 @@ func TestPodKeepsWhatKarpxReads(t *testing.T) {
 			Command: []string{"/app"}, Args: []string{"--flag"},
 			VolumeMounts:  []corev1.VolumeMount{{Name: "token", MountPath: "/var/run"}},
 			LivenessProbe: &corev1.Probe{}, ReadinessProbe: &corev1.Probe{}, StartupProbe: &corev1.Probe{}, Lifecycle: &corev1.Lifecycle{},
+			SecurityContext: &corev1.SecurityContext{},
 		}
 	}
 	sidecar := container("sidecar")
@@ -43,6 +45,8 @@ func TestPodKeepsWhatKarpxReads(t *testing.T) {
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone}},
 			InitContainers:            []corev1.Container{sidecar},
 			Containers:                []corev1.Container{container("app")},
+			SecurityContext:           &corev1.PodSecurityContext{},
+			ImagePullSecrets:          []corev1.LocalObjectReference{{Name: "registry"}},
 			Volumes: []corev1.Volume{
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
@@ -50,17 +54,21 @@ func TestPodKeepsWhatKarpxReads(t *testing.T) {
 			},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar"}}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar"}},
+			PodIP: "10.0.0.2", PodIPs: []corev1.PodIP{{IP: "10.0.0.2"}}, HostIP: "10.0.0.1", HostIPs: []corev1.HostIP{{IP: "10.0.0.1"}},
+			StartTime: &metav1.Time{}, QOSClass: corev1.PodQOSBurstable},
 	}
 	want := pod.DeepCopy()
 	want.ManagedFields = nil
 	for _, c := range []*corev1.Container{&want.Spec.InitContainers[0], &want.Spec.Containers[0]} {
 		c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
-		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.SecurityContext = nil, nil, nil, nil, nil
 	}
-	want.Spec.Volumes[2].VolumeSource = corev1.VolumeSource{}
-	want.Status.ContainerStatuses, want.Status.InitContainerStatuses = nil, nil
+	want.Spec.Volumes = want.Spec.Volumes[:2]
+	want.Spec.SecurityContext, want.Spec.ImagePullSecrets = nil, nil
+	want.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
 
 	got, err := Pod(pod)
 	if err != nil {
@@ -109,5 +117,26 @@ func TestOptions(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	if got, _ := o.DefaultTransform(cm); got.(*corev1.ConfigMap).ManagedFields != nil {
 		t.Fatal("DefaultTransform kept managedFields")
+	}
+}
+
+// TestPodWithoutClaimsOrScheduling: a pod with only the service-account
+// token volume and no PodScheduled condition keeps neither volumes nor
+// conditions, and an unschedulable pending pod keeps its PodScheduled
+// condition with reason and message (provisioning reads them).
+func TestPodWithoutClaimsOrScheduling(t *testing.T) {
+	token := corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{token}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}
+	got, _ := Pod(pod)
+	if p := got.(*corev1.Pod); p.Spec.Volumes != nil || p.Status.Conditions != nil {
+		t.Fatalf("volumes %v, conditions %v: want none", p.Spec.Volumes, p.Status.Conditions)
+	}
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}
+	pending := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, unschedulable}}}
+	got, _ = Pod(pending)
+	if c := got.(*corev1.Pod).Status.Conditions; len(c) != 1 || c[0] != unschedulable {
+		t.Fatalf("conditions %+v: want only %+v", c, unschedulable)
 	}
 }

@@ -6,9 +6,12 @@
 // Every object loses metadata.managedFields (karpx never reads them and
 // writes with merge patches and updates that leave them to the API
 // server). Pods also lose what no karpx controller reads: containers'
-// environment, commands, arguments, probes, lifecycle hooks and volume
-// mounts, the sources of volumes other than persistentVolumeClaim and
-// ephemeral (kept: volume topology reads them), and container statuses.
+// environment, commands, arguments, probes, lifecycle hooks, security
+// contexts and volume mounts; volumes other than persistentVolumeClaim and
+// ephemeral ones (kept: volume topology reads them); the pod's security
+// context, DNS config, host aliases and image pull secrets; every status
+// condition but PodScheduled; container statuses, IPs, start time and QoS
+// class.
 // Nodes lose status.images. karpx never updates a Pod, and patches Nodes
 // with merge patches computed from two trimmed copies, so nothing trimmed
 // is ever written back.

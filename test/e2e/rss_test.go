@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ var (
 	rssPodsPerNode  = flag.Int("karpx.rss-pods-per-node", 10, "TestControllerRSS: pods bound to each Node")
 	rssSettle       = flag.Duration("karpx.rss-settle", 45*time.Second, "TestControllerRSS: how long the controller runs after its provisioning pass (disruption passes every 10s)")
 	rssKwokWait     = flag.Duration("karpx.rss-kwok-wait", 4*time.Minute, "TestControllerRSS: how long kwok may take to mark the pods Running before the rest get status Running directly")
-	rssHeapProfile  = flag.String("karpx.rss-heap-profile", "", "TestControllerRSS: write the controller's heap profile (pprof) at the end to this file")
+	rssHeapProfile  = flag.String("karpx.rss-heap-profile", "", "TestControllerRSS: write the controller's heap profiles (pprof) to this file at the end and to this file + \".ready\" once it is ready")
 	rssGoMemLimit   = flag.Bool("karpx.rss-gomemlimit", true, "TestControllerRSS: run the controller with the GOMEMLIMIT manifests/controller/deployment.yaml gives it (false: without, to measure what it does)")
 	rssControllerBn = flag.String("karpx.controller-binary", "", "TestControllerRSS: karpx-controller binary to run (default: bin/karpx-controller)")
 )
@@ -65,8 +66,10 @@ spec:
 // they exist, becomes ready (informers synced, catalogue loaded), runs a
 // provisioning pass for 20 new pending pods and disruption passes for
 // -karpx.rss-settle. It prints the peak RSS (VmHWM), the RSS at the end
-// (VmRSS) and the Go heap in use (go_memstats_heap_inuse_bytes from
-// /metrics). The NodeClaims' instances are not in the simulator, so
+// (VmRSS, and its anonymous and file-backed parts), the Go heap in use
+// (go_memstats_heap_inuse_bytes from /metrics), the controller's CPU time,
+// and from its GODEBUG=gctrace=1 lines the GC cycles, the share of time in
+// GC and the largest live heap. The NodeClaims' instances are not in the simulator, so
 // garbage collection gets a one-hour grace (it would delete them after
 // five minutes). The controller runs with the GOMEMLIMIT that
 // manifests/controller/deployment.yaml gives its container (printed), or
@@ -121,7 +124,10 @@ func TestControllerRSS(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--cluster-name", e.name, "--cluster-endpoint", e.cluster.RESTConfig.Host,
 		"--ec2-endpoint", e.endpoint, "--leader-elect=false", "--gc-grace", "1h",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY=karpx-simulator-secret", "GOMEMLIMIT=off")
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY=karpx-simulator-secret", "GOMEMLIMIT=off",
+		// One line per GC cycle on stderr (the log file): gcTrace reads the
+		// cycle count and the share of CPU spent in GC from the last one.
+		"GODEBUG=gctrace=1")
 	if *rssGoMemLimit {
 		limit, memory := deploymentMemory(t, filepath.Join(e.root, "manifests", "controller", "deployment.yaml"), "controller")
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
@@ -154,6 +160,11 @@ func TestControllerRSS(t *testing.T) {
 	})
 	ready := time.Since(started)
 	readyRSS, _ := procStatusKiB(pid, "VmRSS")
+	if *rssHeapProfile != "" {
+		if err := download("http://"+pprofAddr+"/debug/pprof/heap", *rssHeapProfile+".ready"); err != nil {
+			t.Errorf("heap profile: %v", err)
+		}
+	}
 
 	// One provisioning pass with the whole cluster in its state: 20 pending
 	// pods that need a new node.
@@ -187,9 +198,91 @@ func TestControllerRSS(t *testing.T) {
 			t.Errorf("heap profile: %v", err)
 		}
 	}
+	anon, _ := procStatusKiB(pid, "RssAnon")
+	file, _ := procStatusKiB(pid, "RssFile")
+	cpu, err := procCPUSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := gcTrace(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
-	scenarioLogf(t, "controller memory with %d Nodes/NodeClaims and %d pods (+20 pending): ready after %s at RSS %.0f MiB; peak RSS (VmHWM) %.0f MiB, RSS after %s of passes %.0f MiB, Go heap in use %.0f MiB (goal <= 300 MiB)",
-		nodes, pods, ready.Round(time.Second), mib(readyRSS), mib(peak), *rssSettle, mib(steady), heap/(1<<20))
+	scenarioLogf(t, "controller memory with %d Nodes/NodeClaims and %d pods (+20 pending): ready after %s at RSS %.0f MiB; peak RSS (VmHWM) %.0f MiB, RSS after %s of passes %.0f MiB (anonymous %.0f MiB, file-backed %.0f MiB), Go heap in use %.0f MiB (goal <= 300 MiB)",
+		nodes, pods, ready.Round(time.Second), mib(readyRSS), mib(peak), *rssSettle, mib(steady), mib(anon), mib(file), heap/(1<<20))
+	scenarioLogf(t, "controller CPU %.1f s in %s; %d GC cycles, %d%% of the process's time in GC; live heap after GC at most %d MB, last %d MB (next goal %d MB) (gctrace)",
+		cpu, time.Since(started).Round(time.Second), gc.Cycles, gc.Percent, gc.MaxLive, gc.LastLive, gc.LastGoal)
+}
+
+// gcTraceLine matches the runtime's GODEBUG=gctrace=1 summary line: "gc
+// CYCLE @SECONDSs PERCENT%: … ms cpu, START->END->LIVE MB, GOAL MB goal, …",
+// PERCENT being the share of time spent in GC since the program started
+// and LIVE the heap marked live by the cycle (runtime package
+// documentation).
+var gcTraceLine = regexp.MustCompile(`^gc (\d+) @[0-9.]+s (\d+)%: .* (\d+)->(\d+)->(\d+) MB, (\d+) MB goal`)
+
+// gcSummary is what gcTrace reads from a gctrace log.
+type gcSummary struct {
+	// Cycles is the number of GC cycles.
+	Cycles int
+	// Percent is the share of the process's time spent in GC (whole
+	// percent, over the process's life).
+	Percent int
+	// MaxLive is the largest heap marked live by a cycle, in MB (10^6
+	// bytes, as gctrace prints).
+	MaxLive int
+	// LastLive and LastGoal are the last cycle's live heap and next heap
+	// goal, in MB.
+	LastLive, LastGoal int
+}
+
+// gcTrace reads the gctrace lines of the log at path. It returns an error
+// when the log holds none.
+func gcTrace(path string) (gcSummary, error) {
+	var s gcSummary
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		m := gcTraceLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n := make([]int, len(m))
+		for i := 1; i < len(m); i++ {
+			n[i], _ = strconv.Atoi(m[i])
+		}
+		s.Cycles, s.Percent, s.LastLive, s.LastGoal = n[1], n[2], n[5], n[6]
+		s.MaxLive = max(s.MaxLive, n[5])
+	}
+	if s.Cycles == 0 {
+		return s, fmt.Errorf("no gctrace line in %s", path)
+	}
+	return s, nil
+}
+
+// procCPUSeconds returns the user+system CPU time of process pid, in
+// seconds, from /proc/PID/stat (fields 14 and 15, in clock ticks of
+// 1/100 s: USER_HZ on Linux).
+func procCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it
+	// start after its closing parenthesis, at field 3.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(fields))
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	return float64(utime+stime) / 100, nil
 }
 
 // markRunning waits up to wait for kwok to mark the want pods of app=rss
@@ -363,7 +456,8 @@ func createNode(ctx context.Context, c client.Client, i, pods int) error {
 	return nil
 }
 
-// procStatusKiB reads a "Vm…: N kB" field of /proc/PID/status.
+// procStatusKiB reads a "FIELD: N kB" field (VmRSS, VmHWM, RssAnon…) of
+// /proc/PID/status.
 func procStatusKiB(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

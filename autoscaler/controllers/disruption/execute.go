@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,7 +190,10 @@ func (c *Controller) untaint(ctx context.Context, cands []*candidate) {
 func (c *Controller) markConditions(ctx context.Context, s *state) error {
 	var errs []error
 	for _, cand := range s.candidates {
-		stored := cand.nc.DeepCopy()
+		// Only the conditions are copied up front; the whole NodeClaim
+		// only when they changed (a copy of every candidate per pass was
+		// 12 MB of garbage at 2,000 NodeClaims; issue 12).
+		before := slices.Clone(cand.nc.Status.Conditions)
 		conds := cand.nc.StatusConditions()
 		changed := false
 		if cand.consolidatable(s.now) {
@@ -210,6 +214,8 @@ func (c *Controller) markConditions(ctx context.Context, s *state) error {
 		if !changed {
 			continue
 		}
+		stored := cand.nc.DeepCopy()
+		stored.Status.Conditions = before
 		if err := c.kube.Status().Patch(ctx, cand.nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("updating conditions of NodeClaim %s: %w", cand.name(), err))
 		}

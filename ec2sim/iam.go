@@ -409,26 +409,27 @@ func iamTags(p params) ([]Tag, *APIError) {
 	return out, nil
 }
 
-// profileName reads and validates InstanceProfileName.
+// profileName reads and validates InstanceProfileName (at most 128
+// characters).
 func profileName(p params) (string, *APIError) {
-	name := p.str("InstanceProfileName")
-	switch {
-	case name == "":
-		return "", iamError("ValidationError", "1 validation error detected: Value null at 'instanceProfileName' failed to satisfy constraint: Member must not be null")
-	case !reIAMProfileName.MatchString(name):
-		return "", iamError("ValidationError", "1 validation error detected: Value '%s' at 'instanceProfileName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]+ and have length at most 128", name)
-	}
-	return name, nil
+	return iamName(p, "InstanceProfileName", "instanceProfileName", reIAMProfileName, 128)
 }
 
-// roleName reads and validates RoleName.
+// roleName reads and validates RoleName (at most 64 characters).
 func roleName(p params) (string, *APIError) {
-	name := p.str("RoleName")
+	return iamName(p, "RoleName", "roleName", reIAMRoleName, 64)
+}
+
+// iamName reads the name parameter param and validates it against re (IAM's
+// [\w+=,.@-]+ of at most maxLen characters), answering IAM's
+// ValidationError for field when it is missing or does not match.
+func iamName(p params, param, field string, re *regexp.Regexp, maxLen int) (string, *APIError) {
+	name := p.str(param)
 	switch {
 	case name == "":
-		return "", iamError("ValidationError", "1 validation error detected: Value null at 'roleName' failed to satisfy constraint: Member must not be null")
-	case !reIAMRoleName.MatchString(name):
-		return "", iamError("ValidationError", "1 validation error detected: Value '%s' at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]+ and have length at most 64", name)
+		return "", iamError("ValidationError", "1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+	case !re.MatchString(name):
+		return "", iamError("ValidationError", "1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]+ and have length at most %d", name, field, maxLen)
 	}
 	return name, nil
 }

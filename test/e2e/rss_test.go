@@ -14,12 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -316,38 +315,26 @@ func markRunning(ctx context.Context, t *testing.T, admin *rest.Config, kube cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(pending) {
-					return
-				}
-				p := &pending[i]
-				orig := p.DeepCopy()
-				now := metav1.Now()
-				p.Status.Phase = corev1.PodRunning
-				p.Status.HostIP, p.Status.PodIP = "10.0.0.1", fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)
-				p.Status.StartTime = &now
-				p.Status.Conditions = []corev1.PodCondition{
-					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				}
-				if err := c.Status().Patch(ctx, p, client.MergeFrom(orig)); err != nil {
-					errs <- err
-					return
-				}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range pending {
+		g.Go(func() error {
+			p := &pending[i]
+			orig := p.DeepCopy()
+			now := metav1.Now()
+			p.Status.Phase = corev1.PodRunning
+			p.Status.HostIP, p.Status.PodIP = "10.0.0.1", fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)
+			p.Status.StartTime = &now
+			p.Status.Conditions = []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			}
+			return c.Status().Patch(gctx, p, client.MergeFrom(orig))
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	if byKwok+len(pending) != want {
@@ -380,26 +367,12 @@ func populateCluster(ctx context.Context, t *testing.T, admin *rest.Config, node
 	if err != nil {
 		t.Fatal(err)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= nodes {
-					return
-				}
-				if err := createNode(ctx, c, i, podsPerNode); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range nodes {
+		g.Go(func() error { return createNode(gctx, c, i, podsPerNode) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	return nodes * podsPerNode

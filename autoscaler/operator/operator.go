@@ -7,10 +7,7 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,10 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	karpapis "sigs.k8s.io/karpenter/pkg/apis"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cachetransform"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
@@ -41,25 +36,11 @@ import (
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
-// Scheme returns a scheme with the built-in Kubernetes types, Karpenter's
-// karpenter.sh/v1 (NodePool, NodeClaim) and karpx's karpenter.k8s.aws/v1
-// (EC2NodeClass).
+// Scheme returns the controller manager's scheme: the built-in Kubernetes
+// types, Karpenter's karpenter.sh/v1 (NodePool, NodeClaim) and karpx's
+// karpenter.k8s.aws/v1 (EC2NodeClass), from apis/scheme.New.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilMust(clientgoscheme.AddToScheme(s))
-	utilMust(ec2v1.AddToScheme(s))
-	// sigs.k8s.io/karpenter registers its types only into client-go's
-	// global scheme; karpx keeps its own scheme and adds them here.
-	karpenterGV := schema.GroupVersion{Group: karpapis.Group, Version: "v1"}
-	s.AddKnownTypes(karpenterGV, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, karpenterGV)
-	return s
-}
-
-func utilMust(err error) {
-	if err != nil {
-		panic(err)
-	}
+	return scheme.New()
 }
 
 // CloudProviderFactory builds the CloudProvider once the manager's client

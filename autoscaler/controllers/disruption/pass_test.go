@@ -9,16 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/scheduling"
@@ -39,17 +37,6 @@ func (fakeCloud) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudpr
 	return []*cloudprovider.InstanceType{m5large}, nil
 }
 func (fakeCloud) IsDrifted(context.Context, *karpv1.NodeClaim) (string, error) { return "", nil }
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, gv)
-	return s
-}
 
 // cluster is a fake API server holding NodePools, NodeClaims, Nodes, pods.
 type cluster struct {
@@ -105,7 +92,7 @@ func (c *cluster) pod(name, node, cpu string, annotations map[string]string) {
 func (c *cluster) pass() disruption.PassResult {
 	c.t.Helper()
 	if c.kube == nil {
-		c.kube = fake.NewClientBuilder().WithScheme(scheme()).WithObjects(c.objs...).
+		c.kube = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(c.objs...).
 			WithStatusSubresource(&karpv1.NodeClaim{}).
 			WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	}

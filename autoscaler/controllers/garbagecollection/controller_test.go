@@ -7,13 +7,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
@@ -60,7 +59,7 @@ func instance(name, id string) *karpv1.NodeClaim {
 
 func setup(t *testing.T, claims ...client.Object) (*Collector, *fakeCloud, client.Client, *time.Time) {
 	t.Helper()
-	kube := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(claims...).Build()
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(claims...).Build()
 	cloud := &fakeCloud{instances: map[string]*karpv1.NodeClaim{}}
 	c := New(kube, cloud, record.NewFakeRecorder(10), Options{Grace: time.Minute})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -132,14 +131,6 @@ func TestNodeClaimWithGoneInstanceDeletedAfterGrace(t *testing.T) {
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan-claim"}, &nc); err == nil {
 		t.Fatal("NodeClaim whose instance is gone was kept")
 	}
-}
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, gv)
-	return s
 }
 
 // A NodeClaim noted as instance-gone that leaves the cluster before its

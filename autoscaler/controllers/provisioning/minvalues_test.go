@@ -8,14 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
@@ -35,17 +33,6 @@ func (twoFamilies) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloud
 		}
 	}
 	return []*cloudprovider.InstanceType{it("m5.large", "m5", 0.096), it("c5.large", "c5", 0.085)}, nil
-}
-
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, gv)
-	return s
 }
 
 // TestMinValuesPolicy: a NodePool asking for 3 instance families when its
@@ -71,7 +58,7 @@ func TestMinValuesPolicy(t *testing.T) {
 			pod := unschedulable(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "web"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}}})
-			kube := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(np, pod).
+			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(np, pod).
 				WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 			rec := record.NewFakeRecorder(10)
 			p := NewProvisioner(kube, twoFamilies{}, rec, nil, Options{MinValuesPolicy: tc.policy})
@@ -117,7 +104,7 @@ func TestOptionsMinValuesPolicyDefault(t *testing.T) {
 	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
 		Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpExists, MinValues: new(3)}}
 	pod := unschedulable(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "web"}})
-	kube := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(np, pod).
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(np, pod).
 		WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	res, err := NewProvisioner(kube, twoFamilies{}, record.NewFakeRecorder(10), nil, Options{}).Schedule(context.Background())
 	if err != nil {

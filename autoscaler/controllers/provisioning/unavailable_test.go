@@ -8,14 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
@@ -45,14 +43,6 @@ func testNodePool(name string, labels map[string]string) *karpv1.NodePool {
 // NodePool's label mismatch; with every NodePool skipped the pod still
 // gets the event.
 func TestFailedProvisioningNamesTheOnlyFittingPoolFirst(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, gv)
-
 	broken := testNodePool("broken", map[string]string{"pool": "broken"})
 	broken.StatusConditions().SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotReady",
 		"EC2NodeClass broken is not ready: SubnetsReady=False: spec.subnetSelectorTerms[0] matched no subnet")
@@ -69,7 +59,7 @@ func TestFailedProvisioningNamesTheOnlyFittingPoolFirst(t *testing.T) {
 		{"only unavailable pools", []client.Object{broken.DeepCopy()}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(append(tc.pools, pod.DeepCopy())...).Build()
+			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(tc.pools, pod.DeepCopy())...).Build()
 			rec := record.NewFakeRecorder(10)
 			p := NewProvisioner(kube, oneTypeCloud{}, rec, nil, Options{IgnoreInFlight: true})
 			res, err := p.Schedule(context.Background())

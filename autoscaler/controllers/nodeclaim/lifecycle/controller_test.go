@@ -7,33 +7,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 )
 
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = ec2v1.AddToScheme(s)
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{}, &karpv1.NodePool{}, &karpv1.NodePoolList{})
-	metav1.AddToGroupVersion(s, gv)
-	return s
-}
-
 func newTestController(t *testing.T, now time.Time, objs ...client.Object) (*Controller, client.Client) {
 	t.Helper()
-	kube := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&karpv1.NodeClaim{}).
 		WithIndex(&corev1.Node{}, NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 		Build()

@@ -7,15 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/providers/capacity"
 )
@@ -32,12 +30,6 @@ func (o *observer) ObserveNode(_ context.Context, n *corev1.Node) (capacity.Key,
 // status.providerID index) and to no other; a NodeClaim that already
 // records it is left alone.
 func TestRecordsAllocatableOnTheNodesNodeClaim(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	scheme.AddKnownTypes(gv, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(scheme, gv)
-
 	observed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7134Mi")}
 	estimated := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("6903Mi")}
 	claim := func(name, providerID string, allocatable corev1.ResourceList) *karpv1.NodeClaim {
@@ -48,7 +40,7 @@ func TestRecordsAllocatableOnTheNodesNodeClaim(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID},
 			Status: corev1.NodeStatus{Allocatable: observed.DeepCopy()}}
 	}
-	kube := fake.NewClientBuilder().WithScheme(scheme).
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).
 		WithIndex(&karpv1.NodeClaim{}, termination.NodeClaimProviderIDField, func(o client.Object) []string {
 			return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
 		}).

@@ -6,14 +6,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	v1 "github.com/karpx/karpx/apis/v1"
 )
 
@@ -30,16 +29,9 @@ func (c *cleaner) DeleteInstanceProfile(_ context.Context, name string) (bool, e
 }
 
 func TestFinalizerWaitsForNodeClaimsThenDeletesLaunchTemplates(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-	s.AddKnownTypes(gv, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-	metav1.AddToGroupVersion(s, gv)
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc"}}
 	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: v1.Group, Kind: "EC2NodeClass", Name: "default"}
-	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(&v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nc).Build()
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nc).Build()
 	cl := &cleaner{}
 	c := New(kube, cl, record.NewFakeRecorder(10))
 	ctx := context.Background()

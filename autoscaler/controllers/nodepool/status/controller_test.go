@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/apis/scheme"
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 )
@@ -34,16 +33,9 @@ func TestNodeClassRefProblems(t *testing.T) {
 		{"missing class", &karpv1.NodeClassReference{Group: ec2v1.Group, Kind: "EC2NodeClass", Name: "gone"}, "NodeClassNotFound", "EC2NodeClass gone not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			gv := schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
-			scheme.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
-			metav1.AddToGroupVersion(scheme, gv)
-			if err := ec2v1.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
 			np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
 			np.Spec.Template.Spec.NodeClassRef = tc.ref
-			kube := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).WithObjects(np).Build()
+			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&karpv1.NodePool{}).WithObjects(np).Build()
 			rec := record.NewFakeRecorder(4)
 			c := New(kube, launchhealth.New(launchhealth.Options{}), rec)
 			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {

@@ -296,20 +296,10 @@ func getNodePool(t *testing.T, name string) (*karpv1.NodePool, error) {
 	return np, err
 }
 
-// eventually polls f every 100 ms for up to 10 s.
+// eventually polls f every 100 ms for up to 10 s (eventuallyFor).
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventuallyFor(t, 10*time.Second, what, f)
 }
 
 func taintKeys(ts []corev1.Taint) []string {

@@ -98,8 +98,7 @@ type Provisioner struct {
 	health   *launchhealth.Tracker
 	opts     Options
 	trigger  chan struct{}
-	now      func() time.Time
-	// clk times batch windows (a fake clock in tests).
+	// clk times batch windows and nominations (a fake clock in tests).
 	clk clock.WithTicker
 	// window holds the objects that triggered the open batch window.
 	window window
@@ -114,7 +113,7 @@ type Provisioner struct {
 // skipped until the pause ends.
 func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), now: time.Now, clk: clock.RealClock{}, agentTaint: AgentTaint()}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), clk: clock.RealClock{}, agentTaint: AgentTaint()}
 }
 
 // Trigger asks for a provisioning pass on behalf of key, the object whose
@@ -320,7 +319,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	}
 
 	var state *clusterstate.Snapshot
-	now := p.now()
+	now := p.clk.Now()
 	if !p.opts.IgnoreInFlight {
 		if state, err = clusterstate.Read(ctx, p.kube); err != nil {
 			return res, err

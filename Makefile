@@ -253,6 +253,7 @@ FUZZ_TARGETS := \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
 	./ec2sim:FuzzQuery \
+	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzSSMGetParameter
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.

@@ -252,8 +252,8 @@ FUZZ_TARGETS := \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
-	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSQS \
+	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSSMGetParameter
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.

@@ -167,10 +167,15 @@ func TestSQSLongPollReturnsEarly(t *testing.T) {
 		msgs []sqstypes.Message
 		err  error
 	}
+	// A failing test must not hang in the server's Close on a poll that
+	// the fake clock never ends: cancel polls first (cleanups run last
+	// registered first).
+	pollCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	poll := func() chan result {
 		ch := make(chan result, 1)
 		go func() {
-			out, err := env.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.url), WaitTimeSeconds: 20,
+			out, err := env.sqs.ReceiveMessage(pollCtx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.url), WaitTimeSeconds: 20,
 				MaxNumberOfMessages: 10, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"SentTimestamp", "ApproximateReceiveCount"}})
 			if out == nil {
 				out = &sqs.ReceiveMessageOutput{}

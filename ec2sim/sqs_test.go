@@ -327,6 +327,17 @@ func TestSQSRetention(t *testing.T) {
 	if st := env.stats(t); st.Expired != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+	env.sim.SendRawMessage("new")
+	code, body := httpDo(t, http.MethodGet, env.endpoint+"/metrics", "")
+	for _, line := range []string{
+		`ec2sim_sqs_messages{queue="` + testQueue + `",state="visible"} 1`,
+		`ec2sim_sqs_messages_total{event="expired",queue="` + testQueue + `"} 1`,
+		`ec2sim_sqs_messages_total{event="sent",queue="` + testQueue + `"} 2`,
+	} {
+		if code != 200 || !strings.Contains(string(body), line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
 }
 
 func TestSQSDeleteMessageBatchPartialFailure(t *testing.T) {

@@ -106,7 +106,7 @@ func conditionTrue(nc *karpv1.NodeClaim, t string) bool {
 }
 
 // karpx runs the real `kubectl karpx ARGS` (kubectl on PATH finds the
-// plugin built by buildPlugin) and fails the test when it errors.
+// plugin: pluginOnPath) and fails the test when it errors.
 func (e *upstreamEnv) karpx(args ...string) string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
@@ -119,15 +119,20 @@ func (e *upstreamEnv) karpx(args ...string) string {
 	return out
 }
 
-// buildPlugin builds kubectl-karpx into a temporary directory and puts it
-// first on PATH for the rest of the test, so kubectl finds the plugin.
-func buildPlugin(t *testing.T, root string) {
+// pluginOnPath puts the repository's bin/ (kubectl-karpx from `make
+// build`, which `make test` runs first) first on PATH for the rest of the
+// test, so the real kubectl finds the plugin; without bin/kubectl-karpx it
+// builds one into a temporary directory instead.
+func pluginOnPath(t *testing.T, root string) {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
+	dir := filepath.Join(root, "bin")
+	if _, err := os.Stat(filepath.Join(dir, "kubectl-karpx")); err != nil {
+		dir = t.TempDir()
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
+		}
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
@@ -182,7 +187,7 @@ func TestUpstreamKarpenterKwok(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	buildPlugin(t, e.root)
+	pluginOnPath(t, e.root)
 	t.Run("Plugin", func(t *testing.T) { e.t = t; e.plugin() })
 	t.Run("Webhook", func(t *testing.T) { e.t = t; e.webhook(agents) })
 	t.Logf("TestUpstreamKarpenterKwok took %s", time.Since(start).Round(time.Millisecond))

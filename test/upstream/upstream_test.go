@@ -190,6 +190,7 @@ func TestUpstreamKarpenterKwok(t *testing.T) {
 	pluginOnPath(t, e.root)
 	t.Run("Plugin", func(t *testing.T) { e.t = t; e.plugin() })
 	t.Run("Webhook", func(t *testing.T) { e.t = t; e.webhook(agents) })
+	t.Run("Restart", func(t *testing.T) { e.t = t; e.restart(k, types) })
 	t.Logf("TestUpstreamKarpenterKwok took %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -338,6 +339,42 @@ func (e *upstreamEnv) plugin() {
 			t.Errorf("capacity lacks NodeClaim %s on Node %s", nc.Name, nc.Status.NodeName)
 		}
 	}
+}
+
+// restart kills Karpenter (a crash), starts it again as the head-to-head
+// harness does in the middle of a scenario, and checks that the new
+// process keeps the old log and launches for a new pending pod.
+func (e *upstreamEnv) restart(old *Karpenter, types string) {
+	t := e.t
+	old.Kill()
+	k, err := Start(e.ctx, e.cluster, Options{InstanceTypesFile: types, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", BinaryName, err)
+		}
+		if t.Failed() {
+			t.Logf("--- restarted %s log ---\n%s", BinaryName, k.LogTail(8<<10))
+		}
+	})
+	if k.LogPath == old.LogPath {
+		t.Errorf("the restart reuses log %s", k.LogPath)
+	}
+	before, err := e.claimsOf(e.ctx, "general")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod as big as a whole node of the NodePool's largest fitting
+	// type cannot join the existing ones: it needs a new NodeClaim.
+	if err := e.kube.Create(e.ctx, deployment("after-restart", 1, "7", nil)); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(2*time.Minute, "a NodeClaim launched by the restarted Karpenter", func(ctx context.Context) (bool, error) {
+		claims, err := e.claimsOf(ctx, "general")
+		return err == nil && len(claims) > len(before), nil
+	})
 }
 
 // rowHas reports whether one line of out contains every field.

@@ -218,6 +218,9 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Karpenter, e
 	if opts.InstanceTypesFile == "" {
 		opts.InstanceTypesFile = filepath.Join(opts.Workdir, "instance-types.json")
 		if err := WriteInstanceTypes(opts.InstanceTypesFile, ec2sim.Config{}); err != nil {
+			if removeDir != "" {
+				_ = os.RemoveAll(removeDir)
+			}
 			return nil, err
 		}
 	}

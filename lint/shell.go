@@ -461,6 +461,8 @@ func unwrap(argv []arg) []arg {
 			}
 		case "chroot":
 			positional = 1
+		case "cloud-init-per":
+			positional = 2 // cloud-init-per FREQUENCY NAME CMD…
 		case "timeout":
 			valued = setOf("-s", "-k", "--signal", "--kill-after")
 			positional = 1

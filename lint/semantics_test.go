@@ -422,3 +422,28 @@ func TestShellDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderUserData: userData shaped like the Karpenter AWS provider's
+// own test inputs (testdata/provider-userdata/SOURCE.md) has no finding.
+func TestProviderUserData(t *testing.T) {
+	cases := map[string]string{
+		"al2-bootstrap-mime.txt":     apisv1.AMIFamilyAL2,
+		"al2-content-type-first.txt": apisv1.AMIFamilyAL2,
+		"al2023-mime.txt":            apisv1.AMIFamilyAL2023,
+		"al2023-shell.txt":           apisv1.AMIFamilyAL2023,
+		"al2023-nodeconfig.yaml":     apisv1.AMIFamilyAL2023,
+		"bottlerocket.toml":          apisv1.AMIFamilyBottlerocket,
+		"windows.ps1":                apisv1.AMIFamilyWindows2022,
+	}
+	for file, family := range cases {
+		t.Run(file, func(t *testing.T) {
+			b, err := os.ReadFile("testdata/provider-userdata/" + file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fs := CheckUserData(family, string(b)); len(fs) != 0 {
+				t.Errorf("findings on provider-style userData: %v", fs)
+			}
+		})
+	}
+}

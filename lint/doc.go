@@ -37,6 +37,15 @@
 // Each Finding names the field (for example "spec.userData line 7"), what is
 // wrong, and how to fix it.
 //
+// # Documentation
+//
+// docs/rules.md is generated from the rule table (Rules) and the example
+// manifests in lint/examples, one flagged and one admitted per rule, which
+// TestRuleExamples runs: `make docs` or `go generate ./lint` rewrites it, and
+// TestRulesDocUpToDate fails when it is stale.
+//
 // All functions are pure and safe for concurrent use; none performs I/O
 // except through the NodeClassLookup a caller passes in.
 package lint
+
+//go:generate go run ../hack/rulesdoc -o ../docs/rules.md

@@ -12,15 +12,15 @@ import (
 type segmentKind int
 
 const (
-	segShell       segmentKind = iota // a shell script (text/x-shellscript, AL2/AL2023 plain)
-	segPowerShell                     // a PowerShell script (Windows)
-	segCloudConfig                    // cloud-init cloud-config YAML (runcmd/bootcmd are shell)
-	segNodeConfig                     // nodeadm NodeConfig YAML
-	segTOML                           // Bottlerocket settings
-	segOpaque                         // anything else: only secrets are looked for
-	segCloudConfigArchive             // #cloud-config-archive: a YAML list of parts
-	segInclude                        // #include, #include-once: URLs cloud-init fetches
-	segPartHandler                    // #part-handler: Python code cloud-init runs
+	segShell              segmentKind = iota // a shell script (text/x-shellscript, AL2/AL2023 plain)
+	segPowerShell                            // a PowerShell script (Windows)
+	segCloudConfig                           // cloud-init cloud-config YAML (runcmd/bootcmd are shell)
+	segNodeConfig                            // nodeadm NodeConfig YAML
+	segTOML                                  // Bottlerocket settings
+	segOpaque                                // anything else: only secrets are looked for
+	segCloudConfigArchive                    // #cloud-config-archive: a YAML list of parts
+	segInclude                               // #include, #include-once: URLs cloud-init fetches
+	segPartHandler                           // #part-handler: Python code cloud-init runs
 )
 
 // segment is a piece of userData and where it starts.

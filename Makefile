@@ -252,6 +252,7 @@ bench-webhook: tools build ## Admission latency of the running webhook at WEBHOO
 # loaded 2-core machine.
 FUZZ_TIME ?= 30s
 FUZZ_TARGETS := \
+	./webhook:FuzzWebhookLintVerdict \
 	./lint:FuzzDecodeObjects \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \

@@ -127,7 +127,7 @@ func (fs *fileScan) line(p syntax.Pos) int { return fs.base + int(p.Line()) - 1 
 // collectVars records literal assignments, twice so that X=kube; Y=${X}let
 // resolves.
 func (fs *fileScan) collectVars(f *syntax.File) {
-	for pass := 0; pass < 2; pass++ {
+	for pass := 0; pass < 2 && (pass == 0 || len(fs.vars) > 0); pass++ {
 		syntax.Walk(f, func(n syntax.Node) bool {
 			switch n := n.(type) {
 			case *syntax.CallExpr:
@@ -264,9 +264,9 @@ func unescapeLit(s string, quoted bool) string {
 	return b.String()
 }
 
-// arg is one word of a command line: its literal values and, when it
-// expands to an agent's PID ($(pidof kubelet), $PID from such an
-// assignment), the agent.
+// arg is one word of a command line: its literal values and, for the
+// arguments of kill, when it expands to an agent's PID ($(pidof kubelet),
+// $PID from such an assignment), the agent.
 type arg struct {
 	vals []string
 	pid  string
@@ -294,7 +294,7 @@ func (a arg) is(want ...string) bool {
 func (fs *fileScan) args(words []*syntax.Word) []arg {
 	out := make([]arg, len(words))
 	for i, w := range words {
-		out[i] = arg{vals: fs.values(w), word: w, pid: fs.pidOf(w)}
+		out[i] = arg{vals: fs.values(w), word: w}
 	}
 	return out
 }
@@ -359,7 +359,7 @@ func agentMentioned(s string) string {
 func (fs *fileScan) stmt(st *syntax.Stmt) {
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		if len(cmd.Args) == 0 {
+		if len(cmd.Args) == 0 || (len(st.Redirs) == 0 && !fs.mayMatter(cmd.Args[0])) {
 			return
 		}
 		argv := fs.args(cmd.Args)
@@ -371,7 +371,7 @@ func (fs *fileScan) stmt(st *syntax.Stmt) {
 			return
 		}
 		y, ok := cmd.Y.Cmd.(*syntax.CallExpr)
-		if !ok || len(y.Args) == 0 {
+		if !ok || len(y.Args) == 0 || !fs.mayMatter(y.Args[0]) {
 			return
 		}
 		x := cmd.X
@@ -384,6 +384,29 @@ func (fs *fileScan) stmt(st *syntax.Stmt) {
 		}
 		fs.pipe(x, fs.args(y.Args), fs.line(y.Args[0].Pos()))
 	}
+}
+
+// mattering are the command names whose lines the scan judges: wrappers,
+// shells and script runners, and every command restartWhat and pipe know.
+// Other commands without redirections (echo, mkdir, yum, …) are skipped
+// without expanding their arguments.
+var mattering = setOf("sudo", "doas", "env", "nohup", "builtin", "setsid", "time", "exec", "nocache", "caffeinate",
+	"systemd-inhibit", "command", "nice", "ionice", "chrt", "taskset", "stdbuf", "flock", "unshare", "nsenter", "chroot",
+	"cloud-init-per", "timeout", "watch", "systemd-run", "xargs", "busybox",
+	"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "source", ".", "eval", "su", "runuser", "at", "batch", "tee",
+	"reboot", "poweroff", "halt", "shutdown", "kexec", "init", "telinit", "systemctl", "service", "invoke-rc.d",
+	"rc-service", "initctl", "kubelet", "containerd", "kill", "pkill", "killall", "skill", "killall5",
+	"busctl", "dbus-send", "gdbus", "qdbus")
+
+// mayMatter reports whether a command named by w can matter: its name is
+// not a literal, or is one of mattering.
+func (fs *fileScan) mayMatter(w *syntax.Word) bool {
+	for _, v := range fs.values(w) {
+		if strings.Contains(v, unknown) || mattering[path.Base(v)] {
+			return true
+		}
+	}
+	return false
 }
 
 // stdin is what a command reads on standard input when it is literal: a
@@ -569,6 +592,13 @@ func (fs *fileScan) command(argv []arg, line int, in stdin, redirs []*syntax.Red
 			fs.nested(in.text, in.line)
 		}
 		return
+	}
+	if name == "kill" {
+		for i := range args {
+			if args[i].word != nil {
+				args[i].pid = fs.pidOf(args[i].word) // only kill needs it: a walk per word
+			}
+		}
 	}
 	if what := restartWhat(name, args); what != "" {
 		fs.sc.add(RuleUserDataNodeRestart, line, what)

@@ -187,4 +187,3 @@ func TestSARIFSchema(t *testing.T) {
 		t.Fatal("schema accepted a log without version and driver name")
 	}
 }
-

@@ -121,4 +121,20 @@ func TestAuditUpstreamCluster(t *testing.T) {
 	if _, errOut, code := karpx("--fail-on", "error"); code != 2 || !strings.Contains(errOut, "--fail-on") {
 		t.Errorf("--fail-on error: exit %d, want 2; stderr %q", code, errOut)
 	}
+
+	// RBAC: manifests/plugin/audit-rbac.yaml is all an auditor needs; an
+	// identity without it is refused with the API server's Forbidden.
+	rbac := filepath.Join(filepath.Dir(bin), "manifests", "plugin", "audit-rbac.yaml")
+	if _, err := c.Kubectl(ctx, nil, "apply", "-f", rbac); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(ctx, nil, "create", "clusterrolebinding", "auditor-karpx-audit", "--clusterrole=karpx-audit", "--user=auditor"); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := karpx("--as", "auditor"); code != 1 || !strings.Contains(out, "EC2NodeClass/bounce") {
+		t.Errorf("as auditor: exit %d, want 1 with the finding\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := karpx("--as", "stranger"); code != 1 || !strings.Contains(errOut, "forbidden") {
+		t.Errorf("as stranger: exit %d, want 1 and Forbidden; stderr %q", code, errOut)
+	}
 }

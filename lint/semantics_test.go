@@ -107,6 +107,8 @@ var mechanisms = []mechanism{
 	shellMech("here-string to bash", "bash <<< 'reboot'", "cat <<< 'reboot'"),
 	shellMech("echo | sh", "echo 'shutdown -r now' | sh", "echo 'shutdown -r now' | tee /tmp/note"),
 	shellMech("sudo env prefix", "sudo -E env FOO=1 systemctl restart containerd", "sudo -E env FOO=1 systemctl restart crond"),
+	shellMech("command held in a variable", "CMD=\"systemctl restart kubelet\"\n$CMD", "CMD=\"systemctl restart kubelet\"\necho $CMD"),
+	shellMech("name from $(echo)", "systemctl stop $(echo containerd)", "systemctl stop $(echo crond)"),
 	shellMech("function body", "bounce() { systemctl restart kubelet; }\nbounce", "bounce() { systemctl restart sshd; }\nbounce"),
 	{name: "cron line written by echo", family: al2023, rule: RuleUserDataNodeRestart,
 		unsafe: sh + "echo '@reboot root systemctl restart kubelet' > /etc/cron.d/bounce\n",

@@ -200,6 +200,8 @@ func (fs *fileScan) partsValues(parts []syntax.WordPart, quoted bool) []string {
 			pv = fs.partsValues(p.Parts, true)
 		case *syntax.ParamExp:
 			pv = fs.paramValues(p)
+		case *syntax.CmdSubst:
+			pv = fs.substValues(p)
 		default:
 			pv = []string{unknown}
 		}
@@ -214,6 +216,22 @@ func (fs *fileScan) partsValues(parts []syntax.WordPart, quoted bool) []string {
 		out = next
 	}
 	return out
+}
+
+// substValues resolves $(echo kubelet) and $(printf …) of literals to
+// what they print, without the trailing newlines the shell strips.
+func (fs *fileScan) substValues(cs *syntax.CmdSubst) []string {
+	if len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return []string{unknown}
+	}
+	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return []string{unknown}
+	}
+	if text, ok := printed(fs.args(call.Args)); ok {
+		return []string{strings.TrimRight(text, "\n")}
+	}
+	return []string{unknown}
 }
 
 func (fs *fileScan) paramValues(p *syntax.ParamExp) []string {
@@ -291,12 +309,34 @@ func (a arg) is(want ...string) bool {
 	return true
 }
 
+// args expands a command line's words. An unquoted expansion whose value
+// has blanks splits into several words, as the shell's field splitting
+// does: CMD="systemctl restart kubelet"; $CMD.
 func (fs *fileScan) args(words []*syntax.Word) []arg {
-	out := make([]arg, len(words))
-	for i, w := range words {
-		out[i] = arg{vals: fs.values(w), word: w}
+	out := make([]arg, 0, len(words))
+	for _, w := range words {
+		vals := fs.values(w)
+		if splits(w) && strings.ContainsAny(vals[0], " \t\n") {
+			for _, f := range strings.Fields(vals[0]) {
+				out = append(out, arg{vals: []string{f}, word: w})
+			}
+			continue
+		}
+		out = append(out, arg{vals: vals, word: w})
 	}
 	return out
+}
+
+// splits reports whether w has an unquoted parameter expansion or command
+// substitution, which the shell splits into fields.
+func splits(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p.(type) {
+		case *syntax.ParamExp, *syntax.CmdSubst:
+			return true
+		}
+	}
+	return false
 }
 
 // pidOf returns the agent whose PID w expands to, or "".
@@ -402,6 +442,9 @@ var mattering = setOf("sudo", "doas", "env", "nohup", "builtin", "setsid", "time
 // not a literal, or is one of mattering.
 func (fs *fileScan) mayMatter(w *syntax.Word) bool {
 	for _, v := range fs.values(w) {
+		if f := strings.Fields(v); len(f) > 0 && splits(w) {
+			v = f[0]
+		}
 		if strings.Contains(v, unknown) || mattering[path.Base(v)] {
 			return true
 		}

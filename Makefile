@@ -188,10 +188,14 @@ images: ## Build the karpx-controller and karpx-webhook image tarballs (no regis
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen ## Regenerate deepcopy code and CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter).
+generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter) and docs/rules.md.
 	$(BIN)/controller-gen object paths=./apis/...
 	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 	install -m 0644 $$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)/pkg/apis/crds/karpenter.sh_*.yaml manifests/crds/
+
+.PHONY: docs
+docs: ## Regenerate docs/rules.md from the rule table and lint/examples.
+	go run ./hack/rulesdoc -o docs/rules.md
 
 .PHONY: unit
 unit: ## Run only the tests that need no control plane.
@@ -263,6 +267,7 @@ bench-webhook: tools build ## Admission latency of the running webhook at WEBHOO
 # loaded 2-core machine.
 FUZZ_TIME ?= 30s
 FUZZ_TARGETS := \
+	./webhook:FuzzWebhookLintVerdict \
 	./lint:FuzzDecodeObjects \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \

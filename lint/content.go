@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"iter"
-	"path"
 	"regexp"
 	"strings"
 )
@@ -13,12 +12,15 @@ import (
 type segmentKind int
 
 const (
-	segShell       segmentKind = iota // a shell script (text/x-shellscript, AL2/AL2023 plain)
-	segPowerShell                     // a PowerShell script (Windows)
-	segCloudConfig                    // cloud-init cloud-config YAML (runcmd/bootcmd are shell)
-	segNodeConfig                     // nodeadm NodeConfig YAML
-	segTOML                           // Bottlerocket settings
-	segOpaque                         // anything else: only secrets are looked for
+	segShell              segmentKind = iota // a shell script (text/x-shellscript, AL2/AL2023 plain)
+	segPowerShell                            // a PowerShell script (Windows)
+	segCloudConfig                           // cloud-init cloud-config YAML (runcmd/bootcmd are shell)
+	segNodeConfig                            // nodeadm NodeConfig YAML
+	segTOML                                  // Bottlerocket settings
+	segOpaque                                // anything else: only secrets are looked for
+	segCloudConfigArchive                    // #cloud-config-archive: a YAML list of parts
+	segInclude                               // #include, #include-once: URLs cloud-init fetches
+	segPartHandler                           // #part-handler: Python code cloud-init runs
 )
 
 // segment is a piece of userData and where it starts.
@@ -46,6 +48,9 @@ func (s segment) lineOf(i int) int {
 // where describes the location for messages about encoded parts.
 func (s segment) where(i int) string {
 	if s.encoded {
+		if s.part == "" {
+			return fmt.Sprintf(" (decoded line %d)", i+1)
+		}
 		return fmt.Sprintf(" (MIME part %s, decoded line %d)", s.part, i+1)
 	}
 	return ""
@@ -55,98 +60,6 @@ func (s segment) where(i int) string {
 // NotReady (issue P4): kubelet, and containerd, whose restart kills every
 // container's shim connection and makes kubelet's PLEG report NotReady.
 var nodeAgents = map[string]bool{"kubelet": true, "containerd": true}
-
-var (
-	// systemctl verbs that stop or restart a unit.
-	systemctlStopVerbs = map[string]bool{
-		"restart": true, "stop": true, "kill": true, "try-restart": true,
-		"reload-or-restart": true, "try-reload-or-restart": true,
-		"condrestart": true, "force-reload": true, "mask": true, "freeze": true,
-	}
-	// systemctl verbs that take the whole machine down.
-	systemctlPowerVerbs = map[string]bool{
-		"reboot": true, "poweroff": true, "halt": true, "kexec": true,
-		"soft-reboot": true, "rescue": true, "emergency": true,
-	}
-	// commands that reboot or power off on their own.
-	powerCommands = map[string]bool{"reboot": true, "poweroff": true, "halt": true, "shutdown": true}
-)
-
-// shellNodeRestart reports what a shell line does to kubelet, containerd
-// or the machine, or "" if nothing. It splits the line into simple commands
-// (on ; & | && || and command substitution) outside quotes, drops sudo,
-// env, nohup, exec, command and VAR=value prefixes, and looks at the
-// command name and its words. Comments are ignored.
-func shellNodeRestart(line string) string {
-	if !mayRestart(line) {
-		return ""
-	}
-	for _, cmd := range splitShellCommands(line) {
-		words := commandWords(cmd)
-		if len(words) == 0 {
-			continue
-		}
-		name := path.Base(words[0])
-		args := words[1:]
-		switch name {
-		case "systemctl":
-			verb, units := "", []string{}
-			for _, a := range args {
-				if strings.HasPrefix(a, "-") {
-					continue
-				}
-				if verb == "" {
-					verb = a
-					continue
-				}
-				units = append(units, strings.TrimSuffix(a, ".service"))
-			}
-			if systemctlPowerVerbs[verb] {
-				return "systemctl " + verb
-			}
-			if systemctlStopVerbs[verb] {
-				for _, u := range units {
-					if nodeAgents[u] {
-						return "systemctl " + verb + " " + u
-					}
-				}
-			}
-			if verb == "disable" || verb == "enable" {
-				// "systemctl disable --now kubelet" stops it; "enable --now" starts.
-				if verb == "disable" && contains(args, "--now") {
-					for _, u := range units {
-						if nodeAgents[u] {
-							return "systemctl disable --now " + u
-						}
-					}
-				}
-			}
-		case "service":
-			nonOpt := nonOptions(args)
-			if len(nonOpt) >= 2 && nodeAgents[nonOpt[0]] && (nonOpt[1] == "restart" || nonOpt[1] == "stop" || nonOpt[1] == "force-reload") {
-				return "service " + nonOpt[0] + " " + nonOpt[1]
-			}
-		case "pkill", "killall", "kill":
-			for _, a := range nonOptions(args) {
-				if nodeAgents[a] {
-					return name + " " + a
-				}
-			}
-		case "init", "telinit":
-			if n := nonOptions(args); len(n) > 0 && (n[0] == "0" || n[0] == "6") {
-				return name + " " + n[0]
-			}
-		default:
-			if powerCommands[name] {
-				if name == "shutdown" && contains(args, "-c") {
-					continue // cancels a pending shutdown
-				}
-				return strings.TrimSpace(name + " " + strings.Join(args, " "))
-			}
-		}
-	}
-	return ""
-}
 
 // restartWords are lower-case substrings one of which every line that
 // shellNodeRestart or powerShellNodeRestart flags contains: the agents'
@@ -305,24 +218,18 @@ func contains(ss []string, s string) bool {
 }
 
 var (
-	// curl/wget of an http:// URL piped into a shell.
-	httpPipeRE = regexp.MustCompile(`(?i)\b(curl|wget)\b[^|;&]*\bhttp://[^|;&]*\|\s*(sudo\s+(-\S+\s+)*)?(\S*/)?(ba|da|z|k|fi)?sh\b`)
-	// sh <(curl http://…) and source <(curl http://…).
-	httpProcSubstRE = regexp.MustCompile(`(?i)(\b(ba|da|z|k)?sh|\bsource|(^|\s)\.)\s+(-\S+\s+)*<\(\s*(curl|wget)\b[^)]*\bhttp://`)
 	// PowerShell: Invoke-Expression over a web download of an http:// URL.
 	psHTTPExecRE = regexp.MustCompile(`(?i)\b(iex|invoke-expression)\b`)
 	psDownloadRE = regexp.MustCompile(`(?i)(downloadstring|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|\bcurl\b|\bwget\b)[^;]*http://`)
 )
 
-// httpPipe reports whether a line pipes a plain-http download to a shell.
-func httpPipe(line string, kind segmentKind) bool {
+// httpPipe reports whether a PowerShell line runs a plain-http download
+// with Invoke-Expression.
+func httpPipe(line string) bool {
 	if indexFoldASCII(line, "http://") < 0 {
 		return false // cheap pre-filter: the regexps below backtrack
 	}
-	if kind == segPowerShell {
-		return psHTTPExecRE.MatchString(line) && psDownloadRE.MatchString(line)
-	}
-	return httpPipeRE.MatchString(line) || httpProcSubstRE.MatchString(line)
+	return psHTTPExecRE.MatchString(line) && psDownloadRE.MatchString(line)
 }
 
 var (
@@ -368,7 +275,8 @@ func scanSecrets(s segment) []Finding {
 	return out
 }
 
-// scanScript reports KX003 and KX007 in a script or cloud-config segment.
+// scanScript reports KX003 and KX007 in a PowerShell segment, line by
+// line.
 func scanScript(s segment) []Finding {
 	var out []Finding
 	for i, l := range logicalLines(s.text, s.kind) {
@@ -376,21 +284,12 @@ func scanScript(s segment) []Finding {
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		var what string
-		switch s.kind {
-		case segPowerShell:
-			what = powerShellNodeRestart(t)
-		case segCloudConfig:
-			what = shellNodeRestart(cloudConfigCommand(t))
-		default:
-			what = shellNodeRestart(t)
-		}
-		if what != "" {
+		if what := powerShellNodeRestart(t); what != "" {
 			out = append(out, userDataFinding(RuleUserDataNodeRestart, s.lineOf(i),
 				fmt.Sprintf("%q during boot makes the node flap NotReady%s", what, s.where(i)),
 				"remove it; configure kubelet via spec.kubelet and containerd via drop-in files written before the bootstrap, which starts them once"))
 		}
-		if httpPipe(t, s.kind) {
+		if httpPipe(t) {
 			out = append(out, userDataFinding(RuleUserDataHTTPPipe, s.lineOf(i),
 				"pipes a plain-http download to a shell"+s.where(i),
 				"download over https, verify a checksum, then run the file"))
@@ -445,21 +344,6 @@ func logicalLines(text string, kind segmentKind) iter.Seq2[int, string] {
 			yield(first, joined.String())
 		}
 	}
-}
-
-// cloudConfigCommand turns a cloud-config list item ("- systemctl restart
-// kubelet" or "- [systemctl, restart, kubelet]") into a shell line.
-func cloudConfigCommand(t string) string {
-	t = strings.TrimSpace(strings.TrimPrefix(t, "-"))
-	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
-		t = strings.Trim(t, "[]")
-		parts := strings.Split(t, ",")
-		for i, p := range parts {
-			parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
-		}
-		return strings.Join(parts, " ")
-	}
-	return strings.Trim(t, `"'`)
 }
 
 func userDataFinding(rule string, line int, msg, fix string) Finding {

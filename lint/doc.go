@@ -21,8 +21,17 @@
 // parts, every
 // Content-Transfer-Encoding and gzip parts, as cloud-init reads them; a part
 // that cannot be decoded or read as text is denied (KX009), and so is
-// userData that is itself base64 (KX010). Every leaf is then scanned for
-// unsafe commands (shell line continuations joined first) and secrets. The
+// userData that is itself base64 (KX010). Every leaf is then read the way
+// the node will execute it (shell.go, cloudconfig.go): shell scripts are
+// parsed with mvdan.cc/sh/v3/syntax (a script that does not parse is KX002
+// with its line and column) and their commands judged by what they do
+// after literal variables are substituted, following sh -c, eval,
+// here-documents, at, pipes into shells and files written to boot-executed
+// paths; cloud-config is walked as YAML module by module (bootcmd, runcmd,
+// power_state, write_files with its encodings, users, ssh_keys), and
+// #include, #part-handler and #cloud-config-archive parts are handled as
+// cloud-init handles them. Secrets are looked for in the text and in every
+// decoded part and file. The
 // autoscaler's userData merge reads MIME with the same ParseMIME. NodePools
 // are checked for the mistakes Karpenter's CRD validation lets through;
 // `kubectl karpx lint` adds the CRD validation itself (KX011, package
@@ -37,6 +46,15 @@
 // Each Finding names the field (for example "spec.userData line 7"), what is
 // wrong, and how to fix it.
 //
+// # Documentation
+//
+// docs/rules.md is generated from the rule table (Rules) and the example
+// manifests in lint/examples, one flagged and one admitted per rule, which
+// TestRuleExamples runs: `make docs` or `go generate ./lint` rewrites it, and
+// TestRulesDocUpToDate fails when it is stale.
+//
 // All functions are pure and safe for concurrent use; none performs I/O
 // except through the NodeClassLookup a caller passes in.
 package lint
+
+//go:generate go run ../hack/rulesdoc -o ../docs/rules.md

@@ -181,8 +181,14 @@ func segmentKindOf(mediaType, body string) segmentKind {
 	case "text/x-shellscript", "text/x-sh", "text/cloud-boothook", "text/x-shellscript-per-boot",
 		"text/x-shellscript-per-instance", "text/x-shellscript-per-once":
 		return segShell
-	case "text/cloud-config", "text/cloud-config-archive", "text/jinja2":
+	case "text/cloud-config", "text/jinja2":
 		return segCloudConfig
+	case "text/cloud-config-archive":
+		return segCloudConfigArchive
+	case "text/x-include-url", "text/x-include-once-url":
+		return segInclude
+	case "text/part-handler":
+		return segPartHandler
 	case "application/node.eks.aws":
 		return segNodeConfig
 	case "text/x-powershell":
@@ -192,16 +198,30 @@ func segmentKindOf(mediaType, body string) segmentKind {
 	}
 }
 
-// guessKind reads text by its first line as cloud-init does: "#!" and
-// "#cloud-boothook" are shell, "#cloud-config" is cloud-config,
-// "<powershell>" is PowerShell; anything else is opaque.
+// guessKind reads text by its first line as cloud-init does (cloud-init
+// documentation, "User data formats"): "#!" and "#cloud-boothook" are
+// shell, "#cloud-config" is cloud-config (after a "## template: jinja"
+// line too), "#cloud-config-archive" an archive, "#include" and
+// "#include-once" URL lists, "#part-handler" a Python handler,
+// "<powershell>" PowerShell; anything else is opaque.
 func guessKind(text string) segmentKind {
 	t := strings.ToLower(strings.TrimLeft(text, " \t\r\n"))
 	switch {
 	case strings.HasPrefix(t, "#!"), strings.HasPrefix(t, "#cloud-boothook"):
 		return segShell
+	case strings.HasPrefix(t, "#cloud-config-archive"):
+		return segCloudConfigArchive
 	case strings.HasPrefix(t, "#cloud-config"):
 		return segCloudConfig
+	case strings.HasPrefix(t, "## template: jinja"):
+		body, _, _ := cloudConfigBody(text)
+		if k := guessKind(body); k == segCloudConfig {
+			return k
+		}
+	case strings.HasPrefix(t, "#include"):
+		return segInclude
+	case strings.HasPrefix(t, "#part-handler"):
+		return segPartHandler
 	case strings.HasPrefix(t, "<powershell>"):
 		return segPowerShell
 	}
@@ -307,8 +327,11 @@ func checkUserData(family, text string, unwrap bool) Findings {
 		}
 		raw := segment{kind: kind, text: text, line: 1}
 		out = append(out, scanSecrets(raw)...)
-		if family != apisv1.AMIFamilyBottlerocket {
+		switch {
+		case kind == segPowerShell:
 			out = append(out, scanScript(raw)...)
+		case family != apisv1.AMIFamilyBottlerocket:
+			out = append(out, scanShellLenient(raw)...)
 		}
 		return out
 	}
@@ -319,11 +342,9 @@ func checkUserData(family, text string, unwrap bool) Findings {
 		if s.encoded {
 			out = append(out, scanSecrets(s)...)
 		}
-		switch s.kind {
-		case segShell, segPowerShell, segCloudConfig:
-			out = append(out, scanScript(s)...)
-		}
+		out = append(out, scanSegment(s, 0)...)
 	}
+	out = dedupe(out)
 	if family != apisv1.AMIFamilyCustom && family != "" {
 		for i, d := range ud.NodeConfigs {
 			out = append(out, nodeConfigOwnedFindings([]NodeConfigDocument{d}, ud.nodeConfigOffsets[i])...)
@@ -366,6 +387,28 @@ func CheckEC2NodeClass(nc *apisv1.EC2NodeClass) Findings {
 	out := CheckUserData(nc.AMIFamilyName(), *nc.Spec.UserData)
 	for i := range out {
 		out[i].Kind, out[i].Name = "EC2NodeClass", nc.Name
+	}
+	return out
+}
+
+// dedupe keeps one finding per rule and line: the last, which is the more
+// specific (a private key named as users[0].ssh_authorized_keys[1] rather
+// than found in the raw text).
+func dedupe(fs Findings) Findings {
+	type key struct {
+		rule string
+		line int
+	}
+	at := make(map[key]int, len(fs))
+	out := fs[:0]
+	for _, f := range fs {
+		k := key{f.RuleID, f.Line}
+		if i, ok := at[k]; ok {
+			out[i] = f
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, f)
 	}
 	return out
 }

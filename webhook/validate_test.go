@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,21 +15,11 @@ func ec2NodeClassJSON(userData string) []byte {
 	return []byte(`{"apiVersion":"karpenter.k8s.aws/v1","kind":"EC2NodeClass","metadata":{"name":"nc"},"spec":{"amiSelectorTerms":[{"alias":"al2023@latest"}],"userData":` + quote(userData) + `}}`)
 }
 
+// quote is s as a JSON string (backslashes, tabs and control characters
+// escaped, so the webhook decodes exactly s).
 func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '\n':
-			b.WriteString(`\n`)
-		case '"':
-			b.WriteString(`\"`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // ec2NodeClassRequest is an EC2NodeClass admission request of op for the

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/karpx/karpx/plugin/audit"
 	"github.com/karpx/karpx/plugin/capacity"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/explain"
@@ -87,6 +88,7 @@ func newCmdKarpx(f cluster.Factory, configFlags *genericclioptions.ConfigFlags, 
 		status.NewCmd(f, streams),
 		explain.NewCmd(f, namespace, streams),
 		lint.NewCmd(streams),
+		audit.NewCmd(f, streams),
 		nodeclaims.NewCmd(f, streams),
 		throttle.NewCmd(f, streams),
 		capacity.NewCmd(f, streams),

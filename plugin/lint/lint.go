@@ -97,7 +97,7 @@ Exit status: 0 when nothing would be denied (warnings allowed), 1 when a
 finding would be denied or input cannot be read, 2 when the input holds no
 NodePool or EC2NodeClass at all.
 
-Rules:
+Rules (each documented with a denied and an admitted example in docs/rules.md):
 %s`
 
 const examples = `  # Lint one file

@@ -1,0 +1,2 @@
+Write-Host "custom user data script started"
+Write-Host "custom user data script finished"

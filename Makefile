@@ -253,7 +253,8 @@ FUZZ_TARGETS := \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
 	./ec2sim:FuzzQuery \
-	./ec2sim:FuzzSSMGetParameter
+	./ec2sim:FuzzSSMGetParameter \
+	./autoscaler/controllers/interruption/messages:FuzzParse
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 	@for target in $(FUZZ_TARGETS); do \

@@ -122,8 +122,14 @@ func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
 		x.Groups = append(x.Groups, xmlGroup{GroupID: g, GroupName: s.sgName(g)})
 	}
 	if st == StateShuttingDown || st == StateTerminated {
-		x.Reason = "User initiated (" + in.terminatedAt.UTC().Format("2006-01-02 15:04:05 MST") + ")"
-		x.StateReason = &xmlStateReason{Code: "Client.UserInitiatedShutdown", Message: "Client.UserInitiatedShutdown: User initiated shutdown"}
+		end := in.endedAt(now).UTC().Format("2006-01-02 15:04:05 MST")
+		if in.spotReclaimed(now) {
+			x.Reason = "Service initiated (" + end + ")"
+			x.StateReason = &xmlStateReason{Code: stateReasonSpot, Message: stateReasonSpot + ": Spot instance termination"}
+		} else {
+			x.Reason = "User initiated (" + end + ")"
+			x.StateReason = &xmlStateReason{Code: stateReasonUser, Message: stateReasonUser + ": User initiated shutdown"}
+		}
 	}
 	if st == StateTerminated {
 		// Terminated instances lose their network interfaces and addresses.
@@ -304,7 +310,7 @@ func (s *Simulator) terminateInstances(req *request) (any, error) {
 	for _, id := range ids {
 		in := s.instances[id]
 		prev := in.state(req.now, &s.cfg)
-		if in.terminatedAt.IsZero() {
+		if in.endedAt(req.now).IsZero() {
 			in.terminatedAt = req.now
 			s.log.V(1).Info("Terminating instance", "instanceID", id, "previousState", prev)
 		}

@@ -3,7 +3,7 @@ package ec2sim
 // This file is the index of the simulator: actionTable lists every action it
 // answers, the token bucket (throttling category) each call is charged to and
 // the fault hooks that apply. Anything else is answered with InvalidAction
-// (EC2) or UnknownOperationException (SSM).
+// (EC2) or UnknownOperationException (SSM, SQS).
 
 // faultHook is a bit set of the fault kinds an action honours.
 type faultHook uint8
@@ -22,6 +22,7 @@ type service string
 const (
 	serviceEC2 service = "ec2" // EC2 Query protocol, XML answers
 	serviceSSM service = "ssm" // AWS JSON 1.1, X-Amz-Target: AmazonSSM.<Action>
+	serviceSQS service = "sqs" // AWS JSON 1.0, X-Amz-Target: AmazonSQS.<Action> (action_sqs.go)
 )
 
 type handlerFunc func(s *Simulator, req *request) (any, error)
@@ -54,9 +55,19 @@ type actionSpec struct {
 //	TerminateInstances             ec2      terminate-instances  -           error,latency
 //	CreateTags                     ec2      create-tags          -           error,latency
 //	GetParameter                   ssm      ssm-get-parameter    -           error,latency
+//	GetQueueUrl                    sqs      sqs-queue            -           error,latency
+//	GetQueueAttributes             sqs      sqs-queue            -           error,latency
+//	CreateQueue                    sqs      sqs-queue            -           error,latency
+//	SetQueueAttributes             sqs      sqs-queue            -           error,latency
+//	SendMessage                    sqs      sqs-send             -           error,latency
+//	ReceiveMessage                 sqs      sqs-receive          -           error,latency
+//	DeleteMessage                  sqs      sqs-delete           -           error,latency
+//	DeleteMessageBatch             sqs      sqs-delete           -           error,latency
+//	ChangeMessageVisibility        sqs      sqs-delete           -           error,latency
 //
 // Bucket is the ThrottleCategory (sizes in DefaultThrottleConfig, from
-// "Request throttling for the Amazon EC2 API"). Unfiltered "yes" means a call
+// "Request throttling for the Amazon EC2 API"; the SQS figures are the
+// simulator's choice, see CategorySQSReceive). Unfiltered "yes" means a call
 // without filters, ids, names and MaxResults is charged to the
 // unfiltered-non-mutating bucket instead (50 tokens, 10/s). Faults: "error"
 // honours FaultRule.Code, "latency" FaultRule.Latency, "capacity"
@@ -80,6 +91,15 @@ var actionTable = []actionSpec{
 	{"TerminateInstances", serviceEC2, CategoryTerminateInstances, false, hooksDefault, (*Simulator).terminateInstances},
 	{"CreateTags", serviceEC2, CategoryCreateTags, false, hooksDefault, (*Simulator).createTags},
 	{"GetParameter", serviceSSM, CategorySSMGetParameter, false, hooksDefault, (*Simulator).getParameter},
+	{"GetQueueUrl", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsGetQueueURL},
+	{"GetQueueAttributes", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsGetQueueAttributes},
+	{"CreateQueue", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsCreateQueue},
+	{"SetQueueAttributes", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsSetQueueAttributes},
+	{"SendMessage", serviceSQS, CategorySQSSend, false, hooksDefault, (*Simulator).sqsSendMessage},
+	{"ReceiveMessage", serviceSQS, CategorySQSReceive, false, hooksDefault, (*Simulator).sqsReceiveMessage},
+	{"DeleteMessage", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsDeleteMessage},
+	{"DeleteMessageBatch", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsDeleteMessageBatch},
+	{"ChangeMessageVisibility", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsChangeMessageVisibility},
 }
 
 var actionsByName = func() map[string]*actionSpec {
@@ -92,8 +112,8 @@ var actionsByName = func() map[string]*actionSpec {
 
 func lookupAction(name string) *actionSpec { return actionsByName[name] }
 
-// Actions returns the names of every action the simulator answers, EC2 and
-// SSM, in table order.
+// Actions returns the names of every action the simulator answers, EC2,
+// SSM and SQS, in table order.
 func Actions() []string {
 	out := make([]string, 0, len(actionTable))
 	for _, a := range actionTable {

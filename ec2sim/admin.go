@@ -21,8 +21,10 @@ import (
 //	PUT    /_sim/throttle   ThrottleConfig to apply (buckets refill)
 //	GET    /metrics         Prometheus text format, metrics prefixed ec2sim_
 //	/_sim/hold, /_sim/calls  held answers and recorded callers (hold.go)
+//	/_sim/sqs, /_sim/interrupt  queues and interruption events (interruptions.go)
 func (s *Simulator) registerAdmin(mux *http.ServeMux) {
 	s.registerHoldAdmin(mux)
+	s.registerSQSAdmin(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/_sim/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -82,6 +82,26 @@ type Config struct {
 	// Default 100ms.
 	ReconcileInterval time.Duration
 
+	// InterruptionQueue is the name of the SQS queue New creates and the
+	// simulated EventBridge rules (Karpenter's: spot interruption warnings,
+	// rebalance recommendations, AWS Health events and every instance
+	// state-change notification) send their events to, as Karpenter's
+	// settings.interruptionQueue names it. Empty means no queue: SQS calls
+	// naming it answer QueueDoesNotExist and events are dropped (spot
+	// interruptions still reclaim their instances). See sqs.go, events.go.
+	InterruptionQueue string
+	// SpotInterruptionNotice is the time from a spot interruption warning
+	// to the instance's termination. Default 2m, EC2's notice ("Spot
+	// Instance interruption notices", EC2 User Guide); tests shorten it.
+	// The warning's event time is back-dated so that time + 2 minutes is
+	// still the moment of reclaim (see Interrupt).
+	SpotInterruptionNotice time.Duration
+	// ScheduledChangeLead is how far in the future the startTime of the
+	// AWS Health scheduled-change events of Interrupt lies. Default 336h:
+	// AWS pushes *_MAINTENANCE_SCHEDULED events about two weeks before
+	// their start ("Reference: AWS Health events Amazon EventBridge schema").
+	ScheduledChangeLead time.Duration
+
 	// Throttle configures the request token buckets. The zero value means
 	// the EC2 defaults (see DefaultThrottleConfig); set Disabled to turn
 	// throttling off.
@@ -212,6 +232,20 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.ReconcileInterval == 0 {
 		cfg.ReconcileInterval = 100 * time.Millisecond
+	}
+	if cfg.SpotInterruptionNotice == 0 {
+		cfg.SpotInterruptionNotice = SpotInterruptionNotice
+	}
+	if cfg.SpotInterruptionNotice < 0 {
+		return cfg, fmt.Errorf("ec2sim: SpotInterruptionNotice %v is negative; use a positive duration (default 2m)", cfg.SpotInterruptionNotice)
+	}
+	if cfg.ScheduledChangeLead == 0 {
+		cfg.ScheduledChangeLead = 14 * 24 * time.Hour
+	}
+	if cfg.InterruptionQueue != "" {
+		if err := validQueueName(cfg.InterruptionQueue); err != nil {
+			return cfg, fmt.Errorf("ec2sim: InterruptionQueue: %w", err)
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

@@ -7,18 +7,22 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 )
 
 // FaultRule injects an error answer and/or latency into calls of an action.
 //
 // A rule applies to the next Count matching calls (then it is removed), or,
 // with Probability in (0, 1], to each matching call with that probability;
-// with neither it applies to every matching call until cleared. Rules are
+// with neither it applies to every matching call until cleared. With For,
+// the rule also ends For after it was added (Config.Clock), e.g. "SQS
+// answers 503 for a minute". Rules are
 // evaluated in order: latencies add up, the first rule with a Code decides
 // the error.
 type FaultRule struct {
-	// Action is the action name ("CreateFleet", "GetParameter"), or "*" for
-	// every action.
+	// Action is the action name ("CreateFleet", "GetParameter",
+	// "ReceiveMessage"), "sqs:*" for every SQS action, or "*" for every
+	// action.
 	Action string `json:"action"`
 	// Code is the error code to answer with, e.g. "RequestLimitExceeded",
 	// "InternalError", "Unavailable", "InsufficientInstanceCapacity". Empty
@@ -37,6 +41,23 @@ type FaultRule struct {
 	Probability float64 `json:"probability,omitempty"`
 	// Latency is added before the call is answered (JSON: "250ms").
 	Latency metav1.Duration `json:"latency,omitempty"`
+	// For limits the rule to this long after it was added, on the
+	// simulator's clock (JSON: "60s"); 0 means no time limit.
+	For metav1.Duration `json:"for,omitempty"`
+	// Until is when a rule with For ends; set by Add, ignored on input.
+	Until *metav1.Time `json:"until,omitempty"`
+}
+
+// faultAllSQS is the Action of a rule for every SQS action.
+const faultAllSQS = "sqs:*"
+
+// matches reports whether the rule's Action covers action.
+func (r FaultRule) matches(action string) bool {
+	if r.Action == "*" || r.Action == action {
+		return true
+	}
+	spec := lookupAction(action)
+	return r.Action == faultAllSQS && spec != nil && spec.service == serviceSQS
 }
 
 // CapacityFault makes CreateFleet answer InsufficientInstanceCapacity for
@@ -68,6 +89,14 @@ type Faults struct {
 	rules    []FaultRule
 	capacity []CapacityFault
 	rng      *rand.Rand
+	clock    clock.PassiveClock // Config.Clock, for FaultRule.For
+}
+
+func (f *Faults) now() time.Time {
+	if f.clock == nil {
+		return time.Now()
+	}
+	return f.clock.Now()
 }
 
 func newFaults(seed uint64) *Faults {
@@ -78,14 +107,14 @@ func (r FaultRule) validate() error {
 	if r.Action == "" {
 		return fmt.Errorf("fault rule: action is required (an action name or \"*\")")
 	}
-	if r.Action != "*" && lookupAction(r.Action) == nil {
+	if r.Action != "*" && r.Action != faultAllSQS && lookupAction(r.Action) == nil {
 		return fmt.Errorf("fault rule: unknown action %q", r.Action)
 	}
 	if r.Probability < 0 || r.Probability > 1 {
 		return fmt.Errorf("fault rule: probability %v is not in [0, 1]", r.Probability)
 	}
-	if r.Count < 0 || r.Latency.Duration < 0 {
-		return fmt.Errorf("fault rule: count and latency must not be negative")
+	if r.Count < 0 || r.Latency.Duration < 0 || r.For.Duration < 0 {
+		return fmt.Errorf("fault rule: count, latency and for must not be negative")
 	}
 	if r.Code == "" && r.Latency.Duration == 0 {
 		return fmt.Errorf("fault rule for %s: needs a code or a latency", r.Action)
@@ -104,7 +133,14 @@ func (f *Faults) Add(rules ...FaultRule) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rules = append(f.rules, rules...)
+	now := f.now()
+	for _, r := range rules {
+		r.Until = nil
+		if r.For.Duration > 0 {
+			r.Until = &metav1.Time{Time: now.Add(r.For.Duration)}
+		}
+		f.rules = append(f.rules, r)
+	}
 	return nil
 }
 
@@ -141,7 +177,7 @@ func (f *Faults) AddCapacity(pools ...CapacityFault) error {
 // Set replaces every fault with fs. It returns the validation errors of Add
 // and AddCapacity, and then changes nothing.
 func (f *Faults) Set(fs FaultSet) error {
-	n := &Faults{}
+	n := &Faults{clock: f.clock}
 	if err := n.Add(fs.Rules...); err != nil {
 		return err
 	}
@@ -177,9 +213,13 @@ func (f *Faults) evaluate(action string) (time.Duration, *APIError) {
 		latency time.Duration
 		apiErr  *APIError
 		kept    = f.rules[:0]
+		now     = f.now()
 	)
 	for _, r := range f.rules {
-		hit := r.Action == "*" || r.Action == action
+		if r.Until != nil && !now.Before(r.Until.Time) {
+			continue // its time is over
+		}
+		hit := r.matches(action)
 		if hit && r.Probability > 0 && r.Probability < 1 {
 			hit = f.rng.Float64() < r.Probability
 		}

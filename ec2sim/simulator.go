@@ -43,6 +43,11 @@ type Simulator struct {
 	// imageAllocatable are SetImageAllocatable's rules (image_allocatable.go).
 	imageAllocatable []ImageAllocatable
 
+	// sqs holds the SQS queues (sqs.go); events the interruption events
+	// (events.go).
+	sqs    *sqsState
+	events *eventState
+
 	// iam is the simulated IAM account (iam.go), created on first use.
 	iam     *iamState
 	iamOnce sync.Once
@@ -81,6 +86,9 @@ func New(cfg Config) (*Simulator, error) {
 	for _, img := range cfg.Images {
 		s.addImage(img)
 	}
+	s.sqs = newSQSState(&cfg)
+	s.events = newEventState(&cfg)
+	s.faults.clock = cfg.Clock
 	s.metrics = newMetrics(s)
 	return s, nil
 }
@@ -117,7 +125,8 @@ func (s *Simulator) Instances() []Instance {
 }
 
 // Handler returns the HTTP handler: the EC2 Query API, the IAM Query API
-// (instance profiles, iam.go) and SSM JSON API on "/", the admin endpoints below "/_sim/" and Prometheus metrics on
+// (instance profiles, iam.go), the SSM JSON API and the SQS JSON API
+// (action_sqs.go) on "/", the admin endpoints below "/_sim/" and Prometheus metrics on
 // "/metrics".
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -187,8 +196,10 @@ type request struct {
 	ctx  context.Context
 	spec *actionSpec
 	p    params    // EC2 Query parameters
-	json []byte    // SSM JSON body
+	json []byte    // SSM and SQS JSON body
 	now  time.Time // arrival time (Config.Clock)
+	// endpoint is the scheme and host the caller used (SQS queue URLs).
+	endpoint string
 }
 
 // maxBody bounds request bodies (EC2 accepts up to about 1 MiB of parameters
@@ -199,6 +210,10 @@ func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	reqID := newRequestID()
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		if strings.HasPrefix(target, "AmazonSQS.") {
+			s.serveSQS(w, r, reqID, target) // action_sqs.go
+			return
+		}
 		s.serveSSM(w, r, reqID, target)
 		return
 	}
@@ -263,8 +278,11 @@ func (s *Simulator) dispatch(req *request) (body any, apiErr *APIError) {
 	}
 	if !s.throttl.allow(spec.name, cat, bare, req.now) {
 		throttled = true
-		if spec.service == serviceSSM {
+		switch spec.service {
+		case serviceSSM:
 			return nil, newError("ThrottlingException", "Rate exceeded")
+		case serviceSQS:
+			return nil, newError("RequestThrottled", "Request is throttled.")
 		}
 		return nil, newError(CodeRequestLimitExceeded, "Request limit exceeded.")
 	}
@@ -383,13 +401,14 @@ func writeJSONError(w http.ResponseWriter, reqID string, e *APIError) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
 }
 
-// gcLocked forgets instances terminated more than TerminatedRetention ago
-// whose Node (if any) is gone.
+// gcLocked sends the pending state-change events, then forgets instances
+// terminated more than TerminatedRetention ago whose Node (if any) is gone.
 func (s *Simulator) gcLocked(now time.Time) {
+	s.publishStateChangesLocked(now) // events.go, before anything is forgotten
 	kept := s.order[:0]
 	for _, id := range s.order {
 		in := s.instances[id]
-		if !in.terminatedAt.IsZero() && now.Sub(in.terminatedAt) > s.cfg.ShuttingDownDelay+s.cfg.TerminatedRetention &&
+		if end := in.endedAt(now); !end.IsZero() && now.Sub(end) > s.cfg.ShuttingDownDelay+s.cfg.TerminatedRetention &&
 			(in.node.name == "" || in.node.deleted || s.cfg.Kube == nil) {
 			delete(s.instances, id)
 			continue

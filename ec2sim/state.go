@@ -49,8 +49,16 @@ type Instance struct {
 	Tags map[string]string `json:"tags"`
 	// LaunchTime is when the instance was launched.
 	LaunchTime time.Time `json:"launchTime"`
-	// TerminationTime is when termination was requested, if it was.
+	// TerminationTime is when termination was requested, or when a spot
+	// interruption reclaimed it, if either happened.
 	TerminationTime *time.Time `json:"terminationTime,omitempty"`
+	// SpotReclaimTime is when a spot interruption warning (Interrupt)
+	// terminates, or terminated, the instance.
+	SpotReclaimTime *time.Time `json:"spotReclaimTime,omitempty"`
+	// StateReason is the code of DescribeInstances' stateReason once it is
+	// shutting down: Client.UserInitiatedShutdown (TerminateInstances) or
+	// Server.SpotInstanceTermination (spot interruption).
+	StateReason string `json:"stateReason,omitempty"`
 	// FleetID is the CreateFleet request that launched it ("" for RunInstances).
 	FleetID string `json:"fleetId,omitempty"`
 	// LaunchTemplateID is the launch template it was launched from.
@@ -78,14 +86,39 @@ type instance struct {
 	behavior                                         Behavior // baseBehavior with the behaviour tag applied
 	// kubelet emulation progress
 	node nodeProgress
+	// reclaimAt is when a spot interruption (Interrupt) terminates the
+	// instance; zero when none is pending.
+	reclaimAt time.Time
+	// notified is how many of transitions() were sent as state-change
+	// events (events.go).
+	notified int
+}
+
+// endedAt is when the instance started shutting down: the terminate
+// request, or the spot reclaim once its time has come; zero while it has
+// not.
+func (in *instance) endedAt(now time.Time) time.Time {
+	if !in.terminatedAt.IsZero() {
+		return in.terminatedAt
+	}
+	if !in.reclaimAt.IsZero() && !now.Before(in.reclaimAt) {
+		return in.reclaimAt
+	}
+	return time.Time{}
+}
+
+// spotReclaimed reports whether EC2 (a spot interruption), not a
+// TerminateInstances call, ended the instance.
+func (in *instance) spotReclaimed(now time.Time) bool {
+	return in.terminatedAt.IsZero() && !in.endedAt(now).IsZero()
 }
 
 // state derives the EC2 state from the timestamps: pending for PendingDelay
 // after launch, then running; shutting-down for ShuttingDownDelay after a
 // terminate request, then terminated.
 func (in *instance) state(now time.Time, cfg *Config) string {
-	if !in.terminatedAt.IsZero() {
-		if now.Sub(in.terminatedAt) < cfg.ShuttingDownDelay {
+	if end := in.endedAt(now); !end.IsZero() {
+		if now.Sub(end) < cfg.ShuttingDownDelay {
 			return StateShuttingDown
 		}
 		return StateTerminated
@@ -107,9 +140,13 @@ func (in *instance) snapshot(now time.Time, cfg *Config) Instance {
 		FleetID: in.fleetID, LaunchTemplateID: in.ltID, Behavior: in.behavior.String(), NodeName: in.node.name,
 		IAMInstanceProfile: in.iamInstanceProfile,
 	}
-	if !in.terminatedAt.IsZero() {
-		t := in.terminatedAt
-		out.TerminationTime = &t
+	if end := in.endedAt(now); !end.IsZero() {
+		out.TerminationTime = &end
+		out.StateReason = in.stateReasonCode(now)
+	}
+	if !in.reclaimAt.IsZero() {
+		t := in.reclaimAt
+		out.SpotReclaimTime = &t
 	}
 	return out
 }

@@ -41,6 +41,28 @@ const (
 	CategoryCreateTags ThrottleCategory = "create-tags"
 	// CategorySSMGetParameter is SSM GetParameter: bucket 40, refill 40/s.
 	CategorySSMGetParameter ThrottleCategory = "ssm-get-parameter"
+
+	// SQS publishes no per-account API rate for standard queues ("nearly
+	// unlimited number of API calls per second, per API action", Amazon SQS
+	// Developer Guide, "Amazon SQS standard queues"); its only per-action
+	// figure is FIFO's 3,000 messages per second with batching ("Amazon SQS
+	// FIFO queue quotas"). The simulator uses that figure for the message
+	// actions, as bucket and refill, so only a consumer spinning without
+	// long polling is ever throttled (answer: RequestThrottled, HTTP 400),
+	// and 100/s for the queue-management actions, which a consumer calls
+	// once at start. Tests that want throttling set smaller buckets through
+	// ThrottleConfig or inject RequestThrottled with a FaultRule.
+
+	// CategorySQSReceive is ReceiveMessage: bucket 3000, refill 3000/s.
+	CategorySQSReceive ThrottleCategory = "sqs-receive"
+	// CategorySQSDelete is DeleteMessage, DeleteMessageBatch and
+	// ChangeMessageVisibility: bucket 3000, refill 3000/s.
+	CategorySQSDelete ThrottleCategory = "sqs-delete"
+	// CategorySQSSend is SendMessage: bucket 3000, refill 3000/s.
+	CategorySQSSend ThrottleCategory = "sqs-send"
+	// CategorySQSQueue is GetQueueUrl, GetQueueAttributes, CreateQueue and
+	// SetQueueAttributes: bucket 100, refill 100/s.
+	CategorySQSQueue ThrottleCategory = "sqs-queue"
 )
 
 // ThrottleConfig sizes the token buckets. Like EC2, every action has its own
@@ -63,7 +85,8 @@ type ThrottleConfig struct {
 }
 
 // DefaultThrottleConfig returns the documented EC2 and SSM limits for an
-// account in a region (see the ThrottleCategory constants).
+// account in a region, and the simulator's SQS figures (see the
+// ThrottleCategory constants).
 func DefaultThrottleConfig() ThrottleConfig {
 	return ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
 		CategoryNonMutating:           {Size: 100, RefillPerSecond: 20},
@@ -73,6 +96,10 @@ func DefaultThrottleConfig() ThrottleConfig {
 		CategoryTerminateInstances:    {Size: 100, RefillPerSecond: 5},
 		CategoryCreateTags:            {Size: 100, RefillPerSecond: 10},
 		CategorySSMGetParameter:       {Size: 40, RefillPerSecond: 40},
+		CategorySQSReceive:            {Size: 3000, RefillPerSecond: 3000},
+		CategorySQSDelete:             {Size: 3000, RefillPerSecond: 3000},
+		CategorySQSSend:               {Size: 3000, RefillPerSecond: 3000},
+		CategorySQSQueue:              {Size: 100, RefillPerSecond: 100},
 	}}
 }
 

@@ -37,7 +37,7 @@ func run() error {
 	// their own --kubeconfig on flag.CommandLine.
 	flags := flag.NewFlagSet("ec2sim", flag.ExitOnError)
 	var (
-		listen       = flags.String("listen", "127.0.0.1:4566", "address to serve the EC2/SSM API, admin endpoints and metrics on")
+		listen       = flags.String("listen", "127.0.0.1:4566", "address to serve the EC2/SSM/SQS API, admin endpoints and metrics on")
 		region       = flags.String("region", "us-east-1", "AWS region to simulate")
 		zones        = flags.String("zones", "", "comma-separated availability zones (default <region>a,b,c)")
 		account      = flags.String("account-id", "123456789012", "account id owning the simulated resources")
@@ -52,6 +52,8 @@ func run() error {
 		neighbours   = flags.Float64("neighbours", 0, "share of every EC2/SSM token bucket, in [0, 0.99], used by the account's other clients")
 		iamRoles     = flags.String("iam-roles", "", "comma-separated IAM role names that exist (for EC2NodeClass spec.role), besides --iam-role-patterns")
 		rolePatterns = flags.String("iam-role-patterns", strings.Join(ec2sim.DefaultIAMRolePatterns, ","), "comma-separated path.Match patterns of IAM role names that exist (empty: none)")
+		queue        = flags.String("interruption-queue", "", "name of the SQS queue that receives spot interruption, rebalance, AWS Health and state-change events (empty: no queue)")
+		spotNotice   = flags.Duration("spot-interruption-notice", ec2sim.SpotInterruptionNotice, "time from a spot interruption warning to the instance's termination (EC2: 2m)")
 		seed         = flags.Uint64("seed", 1, "seed of resource ids and probabilistic faults")
 		verbose      = flags.Bool("v", false, "debug logging (every launch, termination and injected fault)")
 	)
@@ -70,6 +72,7 @@ func run() error {
 		Region: *region, AccountID: *account, ClusterName: *cluster, KubernetesVersion: *k8sVersion,
 		BootDelay: *bootDelay, PendingDelay: *pendingDelay, TerminatedRetention: *retention,
 		Throttle: ec2sim.ThrottleConfig{Disabled: !*throttle, Neighbours: *neighbours}, MarkReady: *markReady, Seed: *seed, Logger: log,
+		InterruptionQueue: *queue, SpotInterruptionNotice: *spotNotice,
 	}
 	if *zones != "" {
 		cfg.Zones = strings.Split(*zones, ",")

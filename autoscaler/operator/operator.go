@@ -241,7 +241,7 @@ func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options
 	}
 	return mgr.Add(interruption.New(mgr.GetClient(), opts.interruptionQueue, offerings.UnavailableOfferings(), mgr.GetEventRecorderFor("karpx"),
 		clock.RealClock{}, disrupt.Trigger, interruption.Options{
-			SpotNotice: opts.InterruptionSpotNotice, ActOnRebalance: opts.InterruptionActOnRebalance, Logger: mgr.GetLogger()}))
+			ActOnRebalance: opts.InterruptionActOnRebalance, Logger: mgr.GetLogger()}))
 }
 
 // hydrationSources is implemented by cloud providers whose data a

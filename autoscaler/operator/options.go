@@ -147,11 +147,6 @@ type Options struct {
 	// SQSEndpoint overrides the SQS endpoint; defaults to EC2Endpoint when
 	// that is set (the simulator serves SQS too).
 	SQSEndpoint string
-	// InterruptionSpotNotice is the time from a spot interruption
-	// warning's event time to the reclaim: 2 min, EC2's (Amazon EC2 User
-	// Guide, "Spot Instance interruption notices"). No flag; tests with a
-	// simulator shorten it to the simulator's window.
-	InterruptionSpotNotice time.Duration
 	// interruptionQueue is the queue's provider (set by NewAWS).
 	interruptionQueue interruption.Queue
 	// metricsHandlers are served beside /metrics (set by NewAWS).
@@ -228,9 +223,7 @@ func (o *Options) Validate() error {
 	if o.InterruptionQueue != "" && !queueNamePattern.MatchString(o.InterruptionQueue) {
 		errs = append(errs, fmt.Errorf("--interruption-queue (INTERRUPTION_QUEUE) %q: want the queue's name (1 to 80 letters, digits, '-' or '_', optionally ending .fifo), not its URL or ARN", o.InterruptionQueue))
 	}
-	if o.InterruptionSpotNotice < 0 {
-		errs = append(errs, fmt.Errorf("InterruptionSpotNotice %s: must not be negative", o.InterruptionSpotNotice))
-	}
+
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
 	}

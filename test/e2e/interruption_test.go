@@ -68,7 +68,7 @@ func TestScenarioSpotInterruptionControl(t *testing.T) {
 // Eviction API sets (reason EvictionByEvictionAPI): deleted without
 // eviction.
 type podDeletions struct {
-	mu                sync.Mutex
+	mu                 sync.Mutex
 	deleted, unevicted int
 }
 

@@ -208,9 +208,9 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		}
 	}
 	in := scheduling.Input{
-		Pods:               pods,
-		NodePools:          s.poolInputs,
-		DaemonSetPods:      s.daemonSets,
+		Pods:          pods,
+		NodePools:     s.poolInputs,
+		DaemonSetPods: s.daemonSets,
 		// Interrupted nodes are going away: nothing moves onto them.
 		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] || interrupted(nc) }),
 		VolumeRequirements: s.volumes,

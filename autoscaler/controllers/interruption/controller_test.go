@@ -313,7 +313,9 @@ func TestQueueErrorsNeverTouchTheCluster(t *testing.T) {
 		e.queue.batches = append(e.queue.batches, func() ([]sqs.Message, error) { return nil, throttled })
 	}
 	e.queue.batches = append(e.queue.batches,
-		func() ([]sqs.Message, error) { return []sqs.Message{{ID: "a", ReceiptHandle: "ra", Body: spot(inst2)}}, nil })
+		func() ([]sqs.Message, error) {
+			return []sqs.Message{{ID: "a", ReceiptHandle: "ra", Body: spot(inst2)}}, nil
+		})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.ctrl.Start(ctx) }()

@@ -207,11 +207,11 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 			pods = append(pods, p)
 		}
 	}
+	// Interrupted nodes are going away: nothing moves onto them.
 	in := scheduling.Input{
-		Pods:          pods,
-		NodePools:     s.poolInputs,
-		DaemonSetPods: s.daemonSets,
-		// Interrupted nodes are going away: nothing moves onto them.
+		Pods:               pods,
+		NodePools:          s.poolInputs,
+		DaemonSetPods:      s.daemonSets,
 		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] || interrupted(nc) }),
 		VolumeRequirements: s.volumes,
 		MinValuesPolicy:    c.opts.MinValuesPolicy,

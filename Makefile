@@ -252,6 +252,7 @@ FUZZ_TARGETS := \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
+	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSSMGetParameter \
 	./autoscaler/controllers/interruption/messages:FuzzParse

@@ -238,6 +238,21 @@ func (s *Simulator) publishStateChangesLocked(now time.Time) {
 	}
 }
 
+// PublishEvent delivers ev to the interruption queue as EventBridge would,
+// as it is (no field is checked or filled): with an event Interrupt
+// returned, a duplicate delivery (EventBridge delivers at least once);
+// with an edited Time or Detail, out-of-order or odd events. It returns
+// ErrNoInterruptionQueue when Config.InterruptionQueue is empty.
+func (s *Simulator) PublishEvent(ev Event) error {
+	if s.cfg.InterruptionQueue == "" {
+		return ErrNoInterruptionQueue
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishLocked(ev, s.clock.Now())
+	return nil
+}
+
 // syncEvents sends the pending state-change events.
 func (s *Simulator) syncEvents() {
 	if s.cfg.InterruptionQueue == "" {

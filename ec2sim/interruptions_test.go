@@ -374,3 +374,59 @@ func TestSimInterruptAndQueueEndpoints(t *testing.T) {
 		t.Fatalf("injected throttling: %v", err)
 	}
 }
+
+// TestRunDeliversEventsToLongPolls: with the real clock and Run, a long
+// poll is woken by the state changes Run notices (here a spot reclaim a
+// second after the warning) instead of waiting out WaitTimeSeconds.
+func TestRunDeliversEventsToLongPolls(t *testing.T) {
+	env := newTestEnv(t, Config{InterruptionQueue: testQueue, ReconcileInterval: 20 * time.Millisecond, PendingDelay: 50 * time.Millisecond,
+		ShuttingDownDelay: 100 * time.Millisecond, SpotInterruptionNotice: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go env.sim.Run(ctx)
+	client := env.sqsClient(1)
+	url := env.endpoint + "/123456789012/" + testQueue
+	env.launchTemplate(t, "nodes", env.al2023(t, "x86_64"), "")
+	out, err := env.ec2.CreateFleet(ctx, fleetInput("nodes", types.DefaultTargetCapacityTypeSpot, 1, nil, ov("m5.large", "us-east-1a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Instances[0].InstanceIds[0]
+	start := time.Now()
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "terminated" {
+		r, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			t.Fatalf("a long poll waited out its 20 s; seen %v", seen)
+		}
+		for _, m := range r.Messages {
+			var ev Event
+			if err := json.Unmarshal([]byte(*m.Body), &ev); err != nil {
+				t.Fatal(err)
+			}
+			switch ev.DetailType {
+			case DetailTypeStateChange:
+				var d StateChangeDetail
+				_ = json.Unmarshal(ev.Detail, &d)
+				seen = append(seen, d.State)
+				if d.State == StateRunning {
+					if _, err := env.sim.Interrupt(InterruptionSpot, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case DetailTypeSpotInterruption:
+				seen = append(seen, "warning")
+			}
+			client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	if got := strings.Join(seen, " "); got != "pending running warning shutting-down terminated" {
+		t.Fatalf("events %q", got)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Fatalf("took %v: long polls were not woken", el)
+	}
+}

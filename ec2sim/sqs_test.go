@@ -2,10 +2,13 @@ package ec2sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,4 +518,61 @@ func TestSQSThrottlingAndFaultsSeenByRetryer(t *testing.T) {
 	if n := env.sim.Stats()["ReceiveMessage"].Requests - before; n != 2 {
 		t.Fatalf("%d attempts, want 2", n)
 	}
+}
+
+var (
+	fuzzSQSOnce sync.Once
+	fuzzSQSSim  *Simulator
+)
+
+// FuzzSQS sends arbitrary JSON bodies to every SQS action: never a panic
+// or a 500, every error an SQS JSON error (__type, X-Amzn-ErrorType),
+// every success a JSON document. Long polls end with the request's
+// 20 ms context.
+func FuzzSQS(f *testing.F) {
+	q := `"QueueUrl":"http://x/123456789012/q"`
+	for _, seed := range []struct {
+		action uint8
+		body   string
+	}{
+		{0, `{"QueueName":"q"}`}, {1, `{` + q + `,"AttributeNames":["All"]}`}, {2, `{"QueueName":"new","Attributes":{"VisibilityTimeout":"5"}}`},
+		{3, `{` + q + `,"Attributes":{"DelaySeconds":"901"}}`}, {4, `{` + q + `,"MessageBody":"{\"a\":1}"}`},
+		{5, `{` + q + `,"MaxNumberOfMessages":10,"WaitTimeSeconds":1,"MessageSystemAttributeNames":["All"]}`},
+		{6, `{` + q + `,"ReceiptHandle":"ZWMyc2ltLXJoOnEAYQBi"}`}, {7, `{` + q + `,"Entries":[{"Id":"a","ReceiptHandle":"x"}]}`},
+		{8, `{` + q + `,"ReceiptHandle":"x","VisibilityTimeout":0}`}, {4, `{"QueueUrl":"::","MessageBody":""}`}, {5, `[]`}, {1, `null`},
+	} {
+		f.Add(seed.action, seed.body)
+	}
+	var names []string
+	for _, a := range actionTable {
+		if a.service == serviceSQS {
+			names = append(names, a.name)
+		}
+	}
+	f.Fuzz(func(t *testing.T, action uint8, body string) {
+		fuzzSQSOnce.Do(func() {
+			s, err := New(Config{ResponseDelay: -1, Throttle: ThrottleConfig{Disabled: true}, InterruptionQueue: "q"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fuzzSQSSim = s
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)).WithContext(ctx)
+		req.Header.Set("X-Amz-Target", "AmazonSQS."+names[int(action)%len(names)])
+		req.Header.Set("X-Amzn-Query-Mode", "true")
+		rec := httptest.NewRecorder()
+		fuzzSQSSim.Handler().ServeHTTP(rec, req)
+		out := rec.Body.String()
+		if rec.Code >= 500 {
+			t.Fatalf("status %d for %q: %.500s", rec.Code, body, out)
+		}
+		if rec.Code != http.StatusOK && (!strings.Contains(out, `"__type"`) || rec.Header().Get("X-Amzn-ErrorType") == "" || rec.Header().Get("x-amzn-query-error") == "") {
+			t.Fatalf("status %d without an SQS JSON error for %q: %.500s", rec.Code, body, out)
+		}
+		if rec.Code == http.StatusOK && !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("200 with invalid JSON for %q: %.500s", body, out)
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/controllers/interruption"
@@ -167,6 +168,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 	}
 	deletions := &podDeletions{}
 	deletions.watch(e.ctx, e, "spot-web")
+	received0 := counterValue(t, "karpenter_interruption_received_messages_total", "spot_interrupted")
 
 	events, err := e.sim.Interrupt(ec2sim.InterruptionSpot, ids...)
 	if err != nil {
@@ -247,6 +249,9 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 	if bad || len(replacements) == 0 {
 		t.Errorf("replacements %v: want none on an interrupted (type, zone) %v", replacements, keys(interruptedOfferings))
 	}
+	if got := counterValue(t, "karpenter_interruption_received_messages_total", "spot_interrupted") - received0; got < 3 {
+		t.Errorf("karpenter_interruption_received_messages_total{message_type=spot_interrupted} grew by %v, want at least 3 (one per warned instance)", got)
+	}
 	// The interrupted NodeClaims are gone, and every message was deleted.
 	e.eventually(60*time.Second, "interrupted NodeClaims gone and the queue empty", func(ctx context.Context) (bool, error) {
 		for _, nc := range e.nodeClaims() {
@@ -275,4 +280,30 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// counterValue returns the in-process autoscaler's counter name (with the
+// label message_type=label when label is not empty), 0 when absent.
+func counterValue(t *testing.T, name, label string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if label == "" || (l.GetName() == "message_type" && l.GetValue() == label) {
+					return m.GetCounter().GetValue()
+				}
+			}
+			if label == "" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

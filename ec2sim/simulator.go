@@ -90,6 +90,7 @@ func New(cfg Config) (*Simulator, error) {
 	s.events = newEventState(&cfg)
 	s.faults.clock = cfg.Clock
 	s.metrics = newMetrics(s)
+	s.metrics.registry.MustRegister(newSQSCollector(s)) // sqs.go
 	return s, nil
 }
 

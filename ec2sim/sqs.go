@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // This file holds the simulated Amazon SQS standard queues: messages,
@@ -448,4 +450,35 @@ func (s *Simulator) RedeliverInFlight(queue string) (int, error) {
 		q.signal()
 	}
 	return n, nil
+}
+
+// sqsCollector reports the queues at scrape time:
+// ec2sim_sqs_messages{queue,state} (visible, in_flight, delayed) and
+// ec2sim_sqs_messages_total{queue,event} (sent, received, redelivered,
+// deleted, stale_delete, expired).
+type sqsCollector struct {
+	s             *Simulator
+	gauge, counts *prometheus.Desc
+}
+
+func newSQSCollector(s *Simulator) sqsCollector {
+	return sqsCollector{s: s,
+		gauge: prometheus.NewDesc("ec2sim_sqs_messages", "Messages in each simulated SQS queue now, by state (visible, in_flight, delayed).",
+			[]string{"queue", "state"}, nil),
+		counts: prometheus.NewDesc("ec2sim_sqs_messages_total", "Messages of each simulated SQS queue by event (sent, received, redelivered, deleted, stale_delete, expired).",
+			[]string{"queue", "event"}, nil)}
+}
+
+func (c sqsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.gauge; ch <- c.counts }
+
+func (c sqsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c.s.Queues() {
+		for state, v := range map[string]int{"visible": q.Visible, "in_flight": q.InFlight, "delayed": q.Delayed} {
+			ch <- prometheus.MustNewConstMetric(c.gauge, prometheus.GaugeValue, float64(v), q.Name, state)
+		}
+		for event, v := range map[string]int64{"sent": q.Sent, "received": q.Received, "redelivered": q.Redelivered,
+			"deleted": q.Deleted, "stale_delete": q.StaleDeletes, "expired": q.Expired} {
+			ch <- prometheus.MustNewConstMetric(c.counts, prometheus.CounterValue, float64(v), q.Name, event)
+		}
+	}
 }

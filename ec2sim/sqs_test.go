@@ -167,10 +167,15 @@ func TestSQSLongPollReturnsEarly(t *testing.T) {
 		msgs []sqstypes.Message
 		err  error
 	}
+	// A failing test must not hang in the server's Close on a poll that
+	// the fake clock never ends: cancel polls first (cleanups run last
+	// registered first).
+	pollCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	poll := func() chan result {
 		ch := make(chan result, 1)
 		go func() {
-			out, err := env.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.url), WaitTimeSeconds: 20,
+			out, err := env.sqs.ReceiveMessage(pollCtx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.url), WaitTimeSeconds: 20,
 				MaxNumberOfMessages: 10, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"SentTimestamp", "ApproximateReceiveCount"}})
 			if out == nil {
 				out = &sqs.ReceiveMessageOutput{}
@@ -321,6 +326,17 @@ func TestSQSRetention(t *testing.T) {
 	}
 	if st := env.stats(t); st.Expired != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+	env.sim.SendRawMessage("new")
+	code, body := httpDo(t, http.MethodGet, env.endpoint+"/metrics", "")
+	for _, line := range []string{
+		`ec2sim_sqs_messages{queue="` + testQueue + `",state="visible"} 1`,
+		`ec2sim_sqs_messages_total{event="expired",queue="` + testQueue + `"} 1`,
+		`ec2sim_sqs_messages_total{event="sent",queue="` + testQueue + `"} 2`,
+	} {
+		if code != 200 || !strings.Contains(string(body), line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
 	}
 }
 

@@ -274,7 +274,8 @@ FUZZ_TARGETS := \
 	./lint:FuzzParseMIME \
 	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzQuery \
-	./ec2sim:FuzzSSMGetParameter
+	./ec2sim:FuzzSSMGetParameter \
+	./autoscaler/controllers/interruption/messages:FuzzParse
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 	@for target in $(FUZZ_TARGETS); do \

@@ -18,6 +18,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
+	"github.com/karpx/karpx/autoscaler/providers/sqs"
 )
 
 // NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this
@@ -38,9 +39,13 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		Region:       opts.Region,
 		BaseEndpoint: opts.EC2Endpoint,
 		SSMEndpoint:  opts.SSMEndpoint,
+		SQSEndpoint:  opts.SQSEndpoint,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opts.InterruptionQueue != "" {
+		opts.interruptionQueue = sqs.New(raw, opts.InterruptionQueue)
 	}
 	budgetOpts := opts.Budget
 	budgetOpts.Registerer = crmetrics.Registry

@@ -22,6 +22,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
+	"github.com/karpx/karpx/autoscaler/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	nodeclasscapacity "github.com/karpx/karpx/autoscaler/controllers/nodeclass/capacity"
 	nodeclassstatus "github.com/karpx/karpx/autoscaler/controllers/nodeclass/status"
@@ -33,6 +34,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/providers/instancetype"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -180,6 +182,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}
+	if opts.interruptionQueue != nil {
+		if err := registerInterruption(ctx, mgr, opts, cloud, disrupt); err != nil {
+			return nil, err
+		}
+	}
 	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
@@ -213,6 +220,28 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Provisioner: prov, Disruption: disrupt, CloudProvider: cloud, Hydration: opts.hydration}, nil
+}
+
+// unavailableOfferings is implemented by cloud providers with an
+// unavailable-offerings cache (the AWS one).
+type unavailableOfferings interface {
+	UnavailableOfferings() *instancetype.UnavailableOfferings
+}
+
+// registerInterruption adds the interruption controller: it reads
+// opts.interruptionQueue, marks interrupted spot offerings unavailable in
+// cloud's cache and has disrupt replace and drain the nodes.
+func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options, cloud cloudprovider.CloudProvider, disrupt *disruption.Controller) error {
+	offerings, ok := cloud.(unavailableOfferings)
+	if !ok {
+		return fmt.Errorf("--interruption-queue %q: the cloud provider has no unavailable-offerings cache", opts.InterruptionQueue)
+	}
+	if err := interruption.IndexFields(ctx, mgr); err != nil {
+		return err
+	}
+	return mgr.Add(interruption.New(mgr.GetClient(), opts.interruptionQueue, offerings.UnavailableOfferings(), mgr.GetEventRecorderFor("karpx"),
+		clock.RealClock{}, disrupt.Trigger, interruption.Options{
+			ActOnRebalance: opts.InterruptionActOnRebalance, Logger: mgr.GetLogger()}))
 }
 
 // hydrationSources is implemented by cloud providers whose data a

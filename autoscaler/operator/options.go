@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/karpx/karpx/autoscaler/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/autoscaler/scheduling"
@@ -131,6 +133,22 @@ type Options struct {
 	// --min-values-policy, env MIN_VALUES_POLICY; default Strict, as
 	// Karpenter v1's operator option of the same name.
 	MinValuesPolicy string
+	// InterruptionQueue is the name of the SQS queue EventBridge fills
+	// with EC2 spot interruption warnings, rebalance recommendations,
+	// state changes and AWS Health scheduled changes (docs/interruption.md).
+	// Flag --interruption-queue, env INTERRUPTION_QUEUE; default "": off,
+	// as Karpenter's settings.interruptionQueue.
+	InterruptionQueue string
+	// InterruptionActOnRebalance replaces and drains a node on a rebalance
+	// recommendation as on a spot interruption warning. Flag
+	// --interruption-act-on-rebalance; default false (an event and a
+	// metric only, as Karpenter).
+	InterruptionActOnRebalance bool
+	// SQSEndpoint overrides the SQS endpoint; defaults to EC2Endpoint when
+	// that is set (the simulator serves SQS too).
+	SQSEndpoint string
+	// interruptionQueue is the queue's provider (set by NewAWS).
+	interruptionQueue interruption.Queue
 	// metricsHandlers are served beside /metrics (set by NewAWS).
 	metricsHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
@@ -176,6 +194,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.CapacityLearning, "capacity-learning", env("CAPACITY_LEARNING", "true") == "true", "plan with the allocatable observed on registered Nodes (false only to reproduce problem P3)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
+	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "name of the SQS queue of EC2 interruption events (docs/interruption.md); empty turns interruption handling off")
+	fs.BoolVar(&o.InterruptionActOnRebalance, "interruption-act-on-rebalance", env("INTERRUPTION_ACT_ON_REBALANCE", "false") == "true", "replace and drain a node on an EC2 rebalance recommendation, as on a spot interruption warning (default: an event and a metric only)")
+	fs.StringVar(&o.SQSEndpoint, "sqs-endpoint", env("SQS_ENDPOINT", ""), "override the SQS endpoint URL (defaults to --ec2-endpoint when set)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", env("PPROF_BIND_ADDRESS", "0"), "address of Go's pprof endpoints (/debug/pprof/); 0 disables")
@@ -196,6 +217,13 @@ func (o *Options) Validate() error {
 	if o.SSMEndpoint == "" {
 		o.SSMEndpoint = o.EC2Endpoint
 	}
+	if o.SQSEndpoint == "" {
+		o.SQSEndpoint = o.EC2Endpoint
+	}
+	if o.InterruptionQueue != "" && !queueNamePattern.MatchString(o.InterruptionQueue) {
+		errs = append(errs, fmt.Errorf("--interruption-queue (INTERRUPTION_QUEUE) %q: want the queue's name (1 to 80 letters, digits, '-' or '_', optionally ending .fifo), not its URL or ARN", o.InterruptionQueue))
+	}
+
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
 	}
@@ -225,6 +253,11 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// queueNamePattern is an SQS queue name (Amazon SQS API Reference,
+// CreateQueue QueueName: up to 80 alphanumeric characters, hyphens and
+// underscores; a FIFO queue's ends in .fifo).
+var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
 
 func env(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {

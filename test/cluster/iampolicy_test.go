@@ -76,13 +76,13 @@ func readPolicy(t *testing.T) []policyStatement {
 	return p.Statement
 }
 
-// calledActions returns the IAM actions of every method of ec2api.API and
-// ec2api.IAMAPI, the controller's only ways to EC2, SSM and IAM
-// ("ec2:CreateFleet", "iam:CreateInstanceProfile", …), with impliedActions
-// added, sorted.
+// calledActions returns the IAM actions of every method of ec2api.API,
+// ec2api.IAMAPI and ec2api.SQSAPI, the controller's only ways to EC2, SSM,
+// IAM and SQS ("ec2:CreateFleet", "iam:CreateInstanceProfile",
+// "sqs:ReceiveMessage", …), with impliedActions added, sorted.
 func calledActions() []string {
 	var actions []string
-	for _, api := range []reflect.Type{reflect.TypeFor[ec2api.API](), reflect.TypeFor[ec2api.IAMAPI]()} {
+	for _, api := range []reflect.Type{reflect.TypeFor[ec2api.API](), reflect.TypeFor[ec2api.IAMAPI](), reflect.TypeFor[ec2api.SQSAPI]()} {
 		for i := range api.NumMethod() {
 			m := api.Method(i)
 			// (ctx, *service.XInput, ...optFns): the input's package names the service.
@@ -101,7 +101,7 @@ func calledActions() []string {
 // otherServiceActions.
 func TestIAMPolicyActions(t *testing.T) {
 	want := calledActions()
-	if !slices.Contains(want, "ec2:CreateFleet") || !slices.Contains(want, "ssm:GetParameter") || !slices.Contains(want, "iam:CreateInstanceProfile") {
+	if !slices.Contains(want, "ec2:CreateFleet") || !slices.Contains(want, "ssm:GetParameter") || !slices.Contains(want, "iam:CreateInstanceProfile") || !slices.Contains(want, "sqs:ReceiveMessage") {
 		t.Fatalf("actions from ec2api.API look wrong: %v", want)
 	}
 	var granted []string
@@ -123,7 +123,7 @@ func TestIAMPolicyActions(t *testing.T) {
 	}
 	for _, a := range want {
 		if !slices.Contains(granted, a) {
-			t.Errorf("the controller calls %s (ec2api.API or ec2api.IAMAPI) but the policy does not grant it", a)
+			t.Errorf("the controller calls %s (ec2api.API, ec2api.IAMAPI or ec2api.SQSAPI) but the policy does not grant it", a)
 		}
 	}
 }
@@ -140,6 +140,11 @@ func TestIAMPolicyScoped(t *testing.T) {
 		for _, a := range s.Action {
 			read := strings.HasPrefix(a, "ec2:Describe") || strings.HasPrefix(a, "ssm:Get") || strings.HasPrefix(a, "iam:Get")
 			switch {
+			case strings.HasPrefix(a, "sqs:"):
+				// The interruption queue only, by its ARN.
+				if len(s.Resource) != 1 || s.Resource[0] != "arn:${AWS_PARTITION}:sqs:${AWS_REGION}:${AWS_ACCOUNT_ID}:${INTERRUPTION_QUEUE}" {
+					t.Errorf("%s: %s on %v, want only the interruption queue arn:${AWS_PARTITION}:sqs:${AWS_REGION}:${AWS_ACCOUNT_ID}:${INTERRUPTION_QUEUE}", s.Sid, a, s.Resource)
+				}
 			case read && strings.HasPrefix(a, "iam:"):
 				for _, r := range s.Resource {
 					if !strings.Contains(r, ":instance-profile/") {
@@ -196,7 +201,7 @@ func TestEC2OnlyThroughAPI(t *testing.T) {
 		aliases := map[string]bool{}
 		for _, imp := range f.Imports {
 			ip := strings.Trim(imp.Path.Value, `"`)
-			if ip == "github.com/aws/aws-sdk-go-v2/service/ec2" || ip == "github.com/aws/aws-sdk-go-v2/service/ssm" || ip == "github.com/aws/aws-sdk-go-v2/service/iam" {
+			if ip == "github.com/aws/aws-sdk-go-v2/service/ec2" || ip == "github.com/aws/aws-sdk-go-v2/service/ssm" || ip == "github.com/aws/aws-sdk-go-v2/service/iam" || ip == "github.com/aws/aws-sdk-go-v2/service/sqs" {
 				name := path.Base(ip)
 				if imp.Name != nil {
 					name = imp.Name.Name
@@ -210,7 +215,7 @@ func TestEC2OnlyThroughAPI(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && aliases[x.Name] && (sel.Sel.Name == "New" || sel.Sel.Name == "NewFromConfig") {
-				t.Errorf("%s: %s.%s: EC2/SSM/IAM calls must go through ec2api.API or ec2api.IAMAPI so the IAM policy test sees them", fset.Position(sel.Pos()), x.Name, sel.Sel.Name)
+				t.Errorf("%s: %s.%s: EC2/SSM/IAM/SQS calls must go through ec2api.API, ec2api.IAMAPI or ec2api.SQSAPI so the IAM policy test sees them", fset.Position(sel.Pos()), x.Name, sel.Sel.Name)
 			}
 			return true
 		})

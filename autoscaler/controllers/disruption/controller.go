@@ -188,7 +188,8 @@ type PassResult struct {
 
 // Pass runs one disruption pass from the current cluster state: it moves
 // replacement-first commands along, keeps the Consolidatable and Drifted
-// conditions, then tries expiry, drift, emptiness, multi-node and
+// conditions, then tries interruption (forced, see interruption), expiry,
+// drift, emptiness, multi-node and
 // single-node consolidation in that order and starts the first command
 // one of them finds (emptiness may cover many nodes). It returns an error
 // when the state cannot be read or a command cannot be started.
@@ -208,7 +209,7 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err := c.markConditions(ctx, s); err != nil {
 		return res, err
 	}
-	for _, method := range []func(context.Context, *state) (*command, error){c.expiry, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.expiry, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
 		cmd, err := method(ctx, s)
 		if err != nil {
 			return res, err
@@ -219,6 +220,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 		started, err := c.execute(ctx, s, cmd)
 		if err != nil {
 			return res, err
+		}
+		if !started && cmd.method == MethodInterruption {
+			// Pods moved since the decision: interruption cannot wait
+			// for the period, decide again at once.
+			c.Trigger()
 		}
 		if started {
 			res.Decisions = append(res.Decisions, cmd.String())
@@ -235,6 +241,13 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	var next time.Time
 	for _, cand := range s.candidates {
 		if at := cand.consolidatableAt; !at.IsZero() && at.After(s.now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	// And when an interrupted node must be drained whatever its
+	// replacements' state.
+	for _, nc := range s.cluster.NodeClaims {
+		if at := drainBy(nc); interrupted(nc) && nc.DeletionTimestamp.IsZero() && at.After(s.now) && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
@@ -308,7 +321,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		pool, types := s.pools[nc.Labels[karpv1.NodePoolLabelKey]], s.types[nc.Labels[karpv1.NodePoolLabelKey]]
 		node := s.cluster.NodeOf(nc)
 		if pool == nil || types == nil || node == nil || !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero() ||
-			nc.Annotations[ReplacementsAnnotationKey] != "" || replacing[nc.Name] || nominated[node.Name] ||
+			nc.Annotations[ReplacementsAnnotationKey] != "" || replacing[nc.Name] || nominated[node.Name] || interrupted(nc) ||
 			!nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 			continue
 		}

@@ -16,7 +16,15 @@
 // controller therefore resumes at once, and no missed event can wedge it
 // (problem P5).
 //
-// Every method respects, per NodePool, the disruption budgets
+// Interruption (a NodeClaim marked by package interruption: a spot
+// interruption warning, a scheduled change, an instance stopping or
+// shutting down) is a method too, tried first and forced as in Karpenter:
+// no budget or do-not-disrupt holds it, it is never abandoned, and the node
+// is drained once its replacements are Initialized or at its
+// karpx.io/interruption-drain-by time, whichever comes first. No moved pod
+// is ever planned onto an interrupted node.
+//
+// Every other method respects, per NodePool, the disruption budgets
 // (spec.disruption.budgets: nodes as a count or percentage, schedule and
 // duration, reasons), karpenter.sh/do-not-disrupt on pods, Nodes and
 // NodeClaims, PodDisruptionBudgets that allow no disruption, and the

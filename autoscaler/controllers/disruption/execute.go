@@ -113,7 +113,9 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 }
 
 // progress moves replacement-first commands along: once every replacement
-// is Initialized the replaced NodeClaim is deleted; when a replacement is
+// is Initialized the replaced NodeClaim is deleted (an interrupted one
+// also when a replacement failed or its drain deadline came; see
+// interruptionProgress); when a replacement is
 // gone (ICE, registration timeout, deleted by hand) or not Initialized
 // within ReplacementTimeout, the command is abandoned: the remaining
 // replacements are deleted and the old Node untainted, so nothing healthy
@@ -126,17 +128,29 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 		if len(reps) == 0 || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ready, failed := 0, ""
+		ready, failed, gone := 0, "", ""
 		for _, name := range reps {
 			r := s.cluster.NodeClaims[name]
 			switch {
 			case r == nil || !r.DeletionTimestamp.IsZero():
 				failed = fmt.Sprintf("replacement %s is gone", name)
+				gone = failed
 			case r.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue():
 				ready++
 			case s.now.Sub(r.CreationTimestamp.Time) > c.opts.ReplacementTimeout:
 				failed = fmt.Sprintf("replacement %s not Initialized within %s", name, c.opts.ReplacementTimeout)
 			}
+		}
+		if interrupted(nc) {
+			// The drain deadline, not ReplacementTimeout, bounds the wait.
+			if del, why := interruptionProgress(nc, ready, len(reps), gone, s.now); del {
+				log.Info("deleting the interrupted NodeClaim", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey],
+					"replacements", strings.Join(reps, ","), "cause", why)
+				if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
 		}
 		switch {
 		case failed != "":

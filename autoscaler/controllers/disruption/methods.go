@@ -186,7 +186,9 @@ func (c *Controller) consolidate(_ context.Context, s *state, method string, can
 // planned for them (an in-flight NodeClaim, free room on a node) is not
 // promised to the moved pods as well. The result keeps only the new
 // NodeClaims that hold a moved pod (the provisioner takes care of the
-// others); ok is false when a moved pod would not fit anywhere.
+// others); ok is false when a moved pod would not fit anywhere (the
+// plans for the others are still returned). Interrupted nodes are never
+// a destination.
 func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, bool) {
 	excluded := map[string]bool{}
 	moved := map[types.UID]bool{}
@@ -205,18 +207,20 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 			pods = append(pods, p)
 		}
 	}
+	// Interrupted nodes are going away: nothing moves onto them.
 	in := scheduling.Input{
 		Pods:               pods,
 		NodePools:          s.poolInputs,
 		DaemonSetPods:      s.daemonSets,
-		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] }),
+		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] || interrupted(nc) }),
 		VolumeRequirements: s.volumes,
 		MinValuesPolicy:    c.opts.MinValuesPolicy,
 	}
 	res := scheduling.Solve(in)
+	ok := true
 	for uid := range res.Unschedulable {
 		if moved[uid] {
-			return res, false
+			ok = false
 		}
 	}
 	var plans []scheduling.NodeClaimPlan
@@ -229,7 +233,7 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		}
 	}
 	res.NewNodeClaims = plans
-	return res, true
+	return res, ok
 }
 
 // cheaper narrows plan to the instance types whose cheapest offering the

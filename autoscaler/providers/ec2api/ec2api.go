@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/karpx/karpx/autoscaler/launchlatency"
@@ -68,6 +69,20 @@ type IAMAPI interface {
 	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
 }
 
+// SQSAPI lists every SQS operation karpx calls: reading the interruption
+// queue (autoscaler/providers/sqs). It is separate from API because SQS
+// has its own quotas (none per action for standard queues, Amazon SQS
+// Developer Guide, "Amazon SQS quotas"): the EC2 request budget and
+// batcher do not apply to it.
+type SQSAPI interface {
+	// GetQueueUrl resolves the queue's name to its URL.
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	// ReceiveMessage long-polls the queue.
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	// DeleteMessage deletes a handled message by its receipt handle.
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
 // Config selects the AWS region, endpoint and credentials of a Client.
 type Config struct {
 	// Region is the AWS region, for example "us-east-1". Empty uses the
@@ -84,6 +99,10 @@ type Config struct {
 	// BaseEndpoint (the EC2 simulator answers IAM too), or IAM's global
 	// endpoint when BaseEndpoint is empty.
 	IAMEndpoint string
+	// SQSEndpoint, when set, sends SQS requests to this URL. Empty means
+	// BaseEndpoint (the EC2 simulator answers SQS too), or SQS's regional
+	// endpoint when BaseEndpoint is empty.
+	SQSEndpoint string
 	// Credentials overrides the standard credentials chain (environment,
 	// shared config and credentials files, web identity, IMDS). Nil uses
 	// the chain.
@@ -99,11 +118,13 @@ type Client struct {
 	ec2 *ec2.Client
 	ssm *ssm.Client
 	iam *iam.Client
+	sqs *sqs.Client
 }
 
 var (
 	_ API    = (*Client)(nil)
 	_ IAMAPI = (*Client)(nil)
+	_ SQSAPI = (*Client)(nil)
 )
 
 // New loads the AWS configuration with config.LoadDefaultConfig (standard
@@ -130,7 +151,21 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		iamEndpoint = cfg.BaseEndpoint
 	}
 	c.iam = newIAM(awsCfg, iamEndpoint)
+	if cfg.SQSEndpoint != "" {
+		c.sqs = newSQS(awsCfg, cfg.SQSEndpoint)
+	}
 	return c, nil
+}
+
+// newSQS returns an SQS client. It is a client of its own, so it has its
+// own retryer and retry quota: a throttled queue cannot use up the EC2
+// client's retries.
+func newSQS(awsCfg aws.Config, endpoint string) *sqs.Client {
+	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }
 
 func newIAM(awsCfg aws.Config, endpoint string) *iam.Client {
@@ -143,8 +178,8 @@ func newIAM(awsCfg aws.Config, endpoint string) *iam.Client {
 
 // NewFromConfig builds a Client from an already loaded aws.Config. A
 // non-empty ec2Endpoint overrides the EC2 endpoint; a non-empty ssmEndpoint
-// (or, when empty, ec2Endpoint) overrides the SSM endpoint; IAM requests
-// go to ec2Endpoint when it is set, else to IAM's global endpoint.
+// (or, when empty, ec2Endpoint) overrides the SSM endpoint; IAM and SQS
+// requests go to ec2Endpoint when it is set, else to AWS's endpoints.
 func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
 	if ssmEndpoint == "" {
 		ssmEndpoint = ec2Endpoint
@@ -161,6 +196,7 @@ func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
 			}
 		}),
 		iam: newIAM(awsCfg, ec2Endpoint),
+		sqs: newSQS(awsCfg, ec2Endpoint),
 	}
 }
 
@@ -269,4 +305,19 @@ func (c *Client) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.Remo
 // DeleteInstanceProfile implements IAMAPI.
 func (c *Client) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
 	return c.iam.DeleteInstanceProfile(ctx, in, optFns...)
+}
+
+// GetQueueUrl implements SQSAPI.
+func (c *Client) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	return c.sqs.GetQueueUrl(ctx, in, optFns...)
+}
+
+// ReceiveMessage implements SQSAPI.
+func (c *Client) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return c.sqs.ReceiveMessage(ctx, in, optFns...)
+}
+
+// DeleteMessage implements SQSAPI.
+func (c *Client) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	return c.sqs.DeleteMessage(ctx, in, optFns...)
 }

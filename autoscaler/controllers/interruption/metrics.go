@@ -1,0 +1,44 @@
+package interruption
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// MessageTypeMalformed is the message_type of messages that do not parse
+// (Karpenter logs those without counting them).
+const MessageTypeMalformed = "malformed"
+
+// Metrics, with the names, labels and buckets of Karpenter v1.13's
+// interruption controller (aws/karpenter-provider-aws
+// pkg/controllers/interruption/metrics.go) where it has them.
+var (
+	receivedMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "received_messages_total",
+		Help: "Count of messages received from the SQS queue. Broken down by message type (spot_interrupted, rebalance_recommendation, scheduled_change, instance_stopped, instance_terminated, no_op, malformed).",
+	}, []string{"message_type"})
+	deletedMessages = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "deleted_messages_total",
+		Help: "Count of messages deleted from the SQS queue.",
+	})
+	messageQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
+		Help:    "Amount of time an interruption message is on the queue before it is processed by karpx, in seconds.",
+		Buckets: durationBuckets,
+	})
+	queueErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpx_interruption_queue_errors_total",
+		Help: "Failed calls to the interruption queue, by operation (receive, delete). Nothing in the cluster is changed on a failed call.",
+	}, []string{"operation"})
+)
+
+// durationBuckets are Karpenter v1.13's metrics.DurationBuckets (seconds;
+// sigs.k8s.io/karpenter pkg/metrics/constants.go), repeated here because
+// importing that package registers Karpenter's own NodeClaim metrics,
+// which karpx does not keep.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+	1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600}
+
+func init() {
+	crmetrics.Registry.MustRegister(receivedMessages, deletedMessages, messageQueueDuration, queueErrors)
+}

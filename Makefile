@@ -53,16 +53,31 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build krew images ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
-	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) \
+		go test -json -count=1 -timeout $(TEST_TIMEOUT) ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
+	@echo "--- where the time went: _output/test-times.txt ---"
+
+.PHONY: unit
+unit: ## Run only the tests that need no control plane (-short), with a timing report.
+	@mkdir -p _output
+	go test -json -count=1 -short ./... | $(TESTTIMES) -report $(ROOT)/_output/unit-times.txt
+
+# Reads `go test -json`, prints plain go test output (failing tests' logs
+# only) and writes per-package and per-test wall times (hack/testtimes).
+TESTTIMES := go run ./hack/testtimes
 
 ##@ Building
 
+# CMDS: the main packages `make build` builds (.ci/run builds them one
+# at a time to time each).
+CMDS ?= ./cmd/...
+
 .PHONY: build
-build: ## Build karpx's binaries into bin/.
-	go build -ldflags "$(KARPX_LDFLAGS)" -o $(BIN)/ ./cmd/...
+build: ## Build karpx's binaries into bin/ (once, for this machine; the tests use them).
+	go build -ldflags "$(KARPX_LDFLAGS)" -o $(BIN)/ $(CMDS)
 
 .PHONY: tools
 tools: controlplane kwok ## Build every external binary the tests and the demo need.
@@ -114,6 +129,15 @@ DIST_URL ?= https://github.com/karpx/karpx/releases/download/$(DIST_VERSION)
 # binaries, fixed owners and times in the archives.
 DIST_GOFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -X github.com/karpx/karpx/plugin.Version=$(DIST_VERSION)"
 DIST_TAR := tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner
+# The archive of platform os/arch: .zip on windows, .tar.gz elsewhere. krew's
+# template (krew/karpx.yaml.tmpl) names the same files; krew's unit test reads
+# them from `make dist-archives`, and `make dist` checks it wrote exactly these.
+dist_archive = kubectl-karpx_$(DIST_VERSION)_$(subst /,_,$(1)).$(if $(filter windows/%,$(1)),zip,tar.gz)
+DIST_ARCHIVES := $(foreach p,$(DIST_PLATFORMS),$(call dist_archive,$(p)))
+
+.PHONY: dist-archives
+dist-archives: ## Print the names of the archives `make dist` writes, one a line (no build).
+	@printf '%s\n' $(DIST_ARCHIVES)
 
 .PHONY: dist
 dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) into _output/dist.
@@ -135,10 +159,16 @@ dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) 
 		fi; \
 	done
 	@rm -rf $(DIST_DIR)/.stage
+	@[ "$$(cd $(DIST_DIR) && ls kubectl-karpx_* | sort)" = "$$(printf '%s\n' $(DIST_ARCHIVES) | sort)" ] || \
+		{ echo "dist: wrote $$(cd $(DIST_DIR) && ls), want $(DIST_ARCHIVES) (dist_archive and the loop above disagree)"; exit 1; }
 	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
 
 .PHONY: krew
 krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+
+# KREW_MANIFEST: where krew-manifest writes (krew's unit test writes to a
+# temporary directory from fake sums).
+KREW_MANIFEST ?= krew/karpx.yaml
 
 .PHONY: krew-manifest
 krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
@@ -147,9 +177,9 @@ krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha25
 		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
 		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
 	done < $(DIST_DIR)/SHA256SUMS; \
-	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > krew/karpx.yaml
-	@! grep -n '@[A-Z0-9_a-z]*@' krew/karpx.yaml || { echo "krew/karpx.yaml: placeholder left unfilled"; exit 1; }
-	go tool validate-krew-manifest -skip-install -manifest krew/karpx.yaml
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > $(KREW_MANIFEST)
+	@! grep -n '@[A-Z0-9_a-z]*@' $(KREW_MANIFEST) || { echo "$(KREW_MANIFEST): placeholder left unfilled"; exit 1; }
+	go tool validate-krew-manifest -skip-install -manifest $(KREW_MANIFEST)
 
 IMAGES_DIR := $(ROOT)/_output/images
 IMAGE_ARCH ?= amd64
@@ -177,10 +207,6 @@ generate: $(BIN)/controller-gen ## Regenerate deepcopy code and CRDs (EC2NodeCla
 	$(BIN)/controller-gen object paths=./apis/...
 	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 	install -m 0644 $$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)/pkg/apis/crds/karpenter.sh_*.yaml manifests/crds/
-
-.PHONY: unit
-unit: ## Run only the tests that need no control plane.
-	go test -count=1 -short ./...
 
 .PHONY: vet
 vet: ## gofmt and go vet.

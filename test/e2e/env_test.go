@@ -267,20 +267,53 @@ func (e *env) eventually(timeout time.Duration, what string, cond func(ctx conte
 	}
 }
 
-// buildPlugin builds kubectl-karpx into a temporary directory and returns a
-// PATH with it first, so the real kubectl finds the plugin.
+// buildPlugin returns a PATH with a kubectl-karpx of this source tree
+// first, so the real kubectl finds the plugin: $KARPX_PREBUILT_BIN (set by
+// `make test` to bin/, which `make build` has just filled) when it holds
+// one, else one built once per test process into a temporary directory.
 func buildPlugin(t *testing.T, root string) string {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
+	dir, err := pluginDir(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
-// scenarioLogf logs one "scenario …:" line of figures and, when
+// plugin holds the directory buildPlugin built kubectl-karpx into; the
+// build runs once per test process (the directory outlives every test).
+var plugin struct {
+	sync.Mutex
+	dir string
+}
+
+// pluginDir returns a directory holding kubectl-karpx: $KARPX_PREBUILT_BIN
+// when it has one, else one built from root once per process.
+func pluginDir(root string) (string, error) {
+	if dir := os.Getenv("KARPX_PREBUILT_BIN"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "kubectl-karpx")); err == nil {
+			return dir, nil
+		}
+	}
+	plugin.Lock()
+	defer plugin.Unlock()
+	if plugin.dir != "" {
+		return plugin.dir, nil
+	}
+	dir, err := os.MkdirTemp("", "karpx-e2e-plugin-")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kubectl-karpx: %v\n%s", err, out)
+	}
+	plugin.dir = dir
+	return dir, nil
+}
+
+// scenarioLogf logs// scenarioLogf logs one "scenario …:" line of figures and, when
 // KARPX_SCENARIO_LOG names a file, appends it there too, so that `make
 // test` can print the figures of passing tests (go test hides their logs).
 func scenarioLogf(t *testing.T, format string, args ...any) {

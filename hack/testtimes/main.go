@@ -45,6 +45,9 @@ func main() {
 		out = f
 	}
 	s.write(out, *tests)
+	if *report != "" {
+		fmt.Fprintln(out, s.closingLine())
+	}
 	fmt.Println(s.closingLine())
 	if s.failed() {
 		os.Exit(1)

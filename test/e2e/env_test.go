@@ -80,30 +80,38 @@ type envOptions struct {
 	// noAutoscaler leaves the autoscaler to the test (startAutoscaler).
 	noAutoscaler bool
 	// audit turns on kube-apiserver's audit log for the autoscaler's
-	// ServiceAccount (checkControllerRBAC reads it).
+	// ServiceAccount (checkControllerRBAC reads it). The test gets its own
+	// control plane (the audit log must hold its requests only).
 	audit bool
+	// ownControlPlane starts a control plane for this test alone instead
+	// of sharing the package's (see sharedControlPlane): for tests that
+	// restart, stop or break the control plane, or fill it with more
+	// objects than a reset should delete.
+	ownControlPlane bool
 }
 
 // newEnvWith is newEnv with the changes of o.
 func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	t.Helper()
 	tweak, wrapLog := o.tweak, o.wrapLog
-	var auditUsers []string
-	if o.audit {
-		auditUsers = []string{controllerUser}
+	bin := cluster.SkipWithoutControlPlane(t)
+	root := filepath.Dir(bin)
+	var c *cluster.Cluster
+	if o.audit || o.ownControlPlane || needsOwnControlPlane(t) {
+		var auditUsers []string
+		if o.audit {
+			auditUsers = []string{controllerUser}
+		}
+		c = cluster.StartForTestAudited(t, auditUsers...)
+		if err := c.InstallCRDs(context.Background(), filepath.Join(root, "manifests", "crds")); err != nil {
+			t.Fatalf("installing CRDs: %v", err)
+		}
+	} else {
+		c = sharedControlPlane(t, root)
 	}
-	c := cluster.StartForTestAudited(t, auditUsers...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(bin)
-	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		t.Fatalf("installing CRDs: %v", err)
-	}
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		t.Fatal(err)

@@ -132,7 +132,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		health = launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax})
 	}
 	latency := launchlatency.New(opts.LaunchLatencyHook)
-	prov := provisioning.NewProvisioner(podReader, cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
+	// One recorder for every controller. controller-runtime deprecates
+	// GetEventRecorderFor for the events.k8s.io recorder, whose Eventf
+	// takes a related object and an action: every controller's calls, their
+	// tests' fake recorders and kubectl karpx's readers would change, a
+	// separate piece of work.
+	//lint:ignore SA1019 the core/v1 recorder on purpose, see above.
+	recorder := mgr.GetEventRecorderFor("karpx")
+	prov := provisioning.NewProvisioner(podReader, cloud, recorder, health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
@@ -165,25 +172,25 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := provisioning.Register(mgr, prov, gates...); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
-	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
+	lc := lifecycle.New(mgr.GetClient(), cloud, recorder, health, lifecycle.Options{
 		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
 		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold, Latency: latency})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}
-	if err := termination.NewNodeController(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}).Register(mgr); err != nil {
+	if err := termination.NewNodeController(mgr.GetClient(), cloud, recorder, clock.RealClock{}).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
-	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
+	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, recorder, clock.RealClock{}, disruption.Options{
 		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
 		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, recorder, garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
-	if err := nodepoolstatus.New(mgr.GetClient(), health, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+	if err := nodepoolstatus.New(mgr.GetClient(), health, recorder).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)
 	}
 	if o, ok := cloud.(nodeclasscapacity.Observer); ok {
@@ -192,12 +199,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		}
 	}
 	if cl, ok := cloud.(nodeclasstermination.Cleaner); ok {
-		if err := nodeclasstermination.New(mgr.GetClient(), cl, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+		if err := nodeclasstermination.New(mgr.GetClient(), cl, recorder).Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering EC2NodeClass termination: %w", err)
 		}
 	}
 	if r, ok := cloud.(nodeclassstatus.Resolver); ok {
-		if err := nodeclassstatus.New(mgr.GetClient(), r, mgr.GetEventRecorderFor("karpx"), nodeclassstatus.Options{}).Register(mgr); err != nil {
+		if err := nodeclassstatus.New(mgr.GetClient(), r, recorder, nodeclassstatus.Options{}).Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering EC2NodeClass status: %w", err)
 		}
 	}

@@ -48,8 +48,13 @@ var ownControlPlaneTests = map[string]string{
 }
 
 // needsOwnControlPlane reports whether t (or its top-level test) is in
-// ownControlPlaneTests.
+// ownControlPlaneTests, or KARPX_E2E_OWN_CONTROL_PLANE is set (every test
+// gets its own, as before sharing: to rule sharing out when a test fails,
+// or to measure what it saves).
 func needsOwnControlPlane(t *testing.T) bool {
+	if os.Getenv("KARPX_E2E_OWN_CONTROL_PLANE") != "" {
+		return true
+	}
 	top, _, _ := strings.Cut(t.Name(), "/")
 	_, ok := ownControlPlaneTests[top]
 	return ok

@@ -98,6 +98,11 @@ func (b *Baseline) deleteNew(ctx context.Context) ([]string, error) {
 	var (
 		mu   sync.Mutex
 		left []string
+		// busy are the namespaces that held objects to delete in this
+		// pass: they are deleted in a later pass, once empty, because
+		// kube-controller-manager backs off (up to about a minute) on
+		// a terminating namespace that still has content.
+		busy = map[string]bool{}
 	)
 	err = b.each(ctx, func(gvr schema.GroupVersionResource, namespaced bool, items []metav1.PartialObjectMetadata) error {
 		g, gctx := errgroup.WithContext(ctx)
@@ -108,7 +113,14 @@ func (b *Baseline) deleteNew(ctx context.Context) ([]string, error) {
 			}
 			mu.Lock()
 			left = append(left, gvr.Resource+" "+strings.TrimPrefix(it.Namespace+"/"+it.Name, "/"))
+			if it.Namespace != "" && !recreatedInEveryNamespace(gvr, it.Name) {
+				busy[it.Namespace] = true
+			}
+			waitForContent := gvr.Resource == "namespaces" && busy[it.Name]
 			mu.Unlock()
+			if waitForContent {
+				continue
+			}
 			g.Go(func() error {
 				var r metadata.ResourceInterface = md.Resource(gvr)
 				if namespaced {
@@ -133,6 +145,15 @@ func (b *Baseline) deleteNew(ctx context.Context) ([]string, error) {
 		return g.Wait()
 	})
 	return left, err
+}
+
+// recreatedInEveryNamespace reports whether kube-controller-manager
+// re-creates the object in every namespace that is not terminating (the
+// ServiceAccount "default", the ConfigMap "kube-root-ca.crt"): such an
+// object goes with its namespace and does not hold the namespace's
+// deletion back.
+func recreatedInEveryNamespace(gvr schema.GroupVersionResource, name string) bool {
+	return gvr.Group == "" && (gvr.Resource == "serviceaccounts" && name == "default" || gvr.Resource == "configmaps" && name == "kube-root-ca.crt")
 }
 
 // each lists every resource of the cluster that can be listed and

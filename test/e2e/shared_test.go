@@ -244,8 +244,11 @@ func TestSharedControlPlaneIsReset(t *testing.T) {
 			return err == nil && strings.Count(out, "pod/") == 2, nil
 		})
 	})
-	if first == nil || t.Failed() {
+	if t.Failed() {
 		t.FailNow()
+	}
+	if first == nil {
+		t.Skip("the first test was skipped (no control plane)")
 	}
 	t.Run("second", func(t *testing.T) {
 		e := newBareEnv(t, "karpx-shared-second")

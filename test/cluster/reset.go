@@ -64,18 +64,23 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Baseline, error) {
 
 // Reset deletes every object created since the Snapshot (finalizers
 // removed first, no grace period, workload controllers first so that they
-// re-create nothing) and waits until they are gone. It returns an error
-// naming what is left after ResetTimeout; the cluster is then no longer
-// fit to be shared.
-func (b *Baseline) Reset(ctx context.Context) error {
+// re-create nothing) and waits until they are gone. Every tenth pass
+// (about 5 s) it reports through logf (may be nil) what is still there.
+// It returns an error naming what is left after ResetTimeout; the cluster
+// is then no longer fit to be shared.
+func (b *Baseline) Reset(ctx context.Context, logf func(format string, args ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, ResetTimeout)
 	defer cancel()
 	var left []string
+	pass := 0
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var err error
 		left, err = b.deleteNew(ctx)
 		if err != nil {
 			left = append(left, err.Error())
+		}
+		if pass++; pass%10 == 0 && len(left) > 0 && logf != nil {
+			logf("resetting cluster %s, pass %d: %d objects left, first %s", b.c.Name, pass, len(left), strings.Join(left[:min(len(left), 5)], ", "))
 		}
 		return len(left) == 0, nil
 	})

@@ -125,7 +125,7 @@ func releaseShared(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	err := shared.base.Reset(context.Background())
+	err := shared.base.Reset(context.Background(), t.Logf)
 	if err == nil && t.Failed() {
 		err = c.Probe(context.Background())
 	}

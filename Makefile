@@ -34,8 +34,8 @@ KUBE_LDFLAGS := -s -w \
 KARPX_LDFLAGS := -X github.com/karpx/karpx/plugin.Version=$(KARPX_VERSION)
 
 # Test budget: CI has 90 minutes for everything, the control-plane build included;
-# the end-to-end package (21 scenarios on real control planes, one at a time)
-# takes about 30 minutes on 2 cores.
+# the end-to-end package (about 30 tests, one at a time, sharing one control
+# plane) took 19 minutes on 2 cores at load average 13-22 (docs/performance.md).
 TEST_TIMEOUT ?= 50m
 
 CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)

@@ -137,9 +137,10 @@ func (b *Baseline) deleteNew(ctx context.Context) ([]string, error) {
 						return fmt.Errorf("removing the finalizers of %s %s/%s: %w", gvr.Resource, it.Namespace, it.Name, err)
 					}
 				}
-				if it.DeletionTimestamp != nil {
-					return nil
-				}
+				// Also when it is already terminating: a pod deleted
+				// gracefully (a DaemonSet's, by the garbage collector)
+				// whose Node is gone waits for pod GC otherwise; no
+				// grace period removes it at once.
 				err := r.Delete(gctx, it.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsMethodNotSupported(err) {
 					return fmt.Errorf("deleting %s %s/%s: %w", gvr.Resource, it.Namespace, it.Name, err)

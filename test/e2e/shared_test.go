@@ -156,7 +156,8 @@ func TestMain(m *testing.M) {
 }
 
 // sharedLeftovers are objects of every kind that must not outlive a test
-// on the shared control plane: a namespace with a Deployment, cluster-
+// on the shared control plane: a namespace with a Deployment and a
+// DaemonSet (its pods terminate gracefully, 30 s), cluster-
 // scoped NodePool, EC2NodeClass, NodeClaim and Node (the last two with
 // karpx's termination finalizer, as an autoscaler stopped mid-termination
 // leaves them), a Lease like the leader election's and a webhook
@@ -174,6 +175,17 @@ spec:
   template:
     metadata: {labels: {app: leftover}}
     spec:
+      containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: leftover-agent, namespace: leftover}
+spec:
+  selector: {matchLabels: {app: leftover-agent}}
+  template:
+    metadata: {labels: {app: leftover-agent}}
+    spec:
+      terminationGracePeriodSeconds: 30
       containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
 ---
 apiVersion: karpenter.sh/v1
@@ -239,9 +251,9 @@ func TestSharedControlPlaneIsReset(t *testing.T) {
 		if out, err := e.cluster.Kubectl(e.ctx, []byte(sharedLeftovers), "apply", "-f", "-"); err != nil {
 			t.Fatalf("applying the leftovers: %v\n%s", err, out)
 		}
-		e.eventually(60*time.Second, "2 leftover pods Running", func(ctx context.Context) (bool, error) {
+		e.eventually(60*time.Second, "3 leftover pods Running (2 of the Deployment, 1 of the DaemonSet)", func(ctx context.Context) (bool, error) {
 			out, err := e.cluster.Kubectl(ctx, nil, "get", "pods", "-n", "leftover", "--field-selector=status.phase=Running", "-o", "name")
-			return err == nil && strings.Count(out, "pod/") == 2, nil
+			return err == nil && strings.Count(out, "pod/") == 3, nil
 		})
 	})
 	if t.Failed() {
@@ -261,7 +273,7 @@ func TestSharedControlPlaneIsReset(t *testing.T) {
 			}
 		}
 		for _, ns := range []string{"leftover", "karpx"} {
-			if out, err := e.cluster.Kubectl(e.ctx, nil, "get", "pods,deployments,leases", "-n", ns, "-o", "name"); err != nil || out != "" {
+			if out, err := e.cluster.Kubectl(e.ctx, nil, "get", "pods,deployments,daemonsets,leases", "-n", ns, "-o", "name"); err != nil || out != "" {
 				t.Errorf("objects left in namespace %s: %q %v", ns, out, err)
 			}
 		}

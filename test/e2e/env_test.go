@@ -321,7 +321,7 @@ func pluginDir(root string) (string, error) {
 	return dir, nil
 }
 
-// scenarioLogf logs// scenarioLogf logs one "scenario …:" line of figures and, when
+// scenarioLogf logs one "scenario …:" line of figures and, when
 // KARPX_SCENARIO_LOG names a file, appends it there too, so that `make
 // test` can print the figures of passing tests (go test hides their logs).
 func scenarioLogf(t *testing.T, format string, args ...any) {

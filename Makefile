@@ -37,8 +37,8 @@ KUBE_LDFLAGS := -s -w \
 KARPX_LDFLAGS := -X github.com/karpx/karpx/plugin.Version=$(KARPX_VERSION)
 
 # Test budget: CI has 90 minutes for everything, the control-plane build included;
-# the end-to-end package (21 scenarios on real control planes, one at a time)
-# takes about 30 minutes on 2 cores.
+# the end-to-end package (about 30 tests, one at a time, sharing one control
+# plane) took 19 minutes on 2 cores at load average 13-22 (docs/performance.md).
 TEST_TIMEOUT ?= 50m
 
 CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)
@@ -57,16 +57,31 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build krew images karpenter-kwok ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build karpenter-kwok ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
-	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) \
+		go test -json -count=1 -timeout $(TEST_TIMEOUT) ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
+	@echo "--- where the time went: _output/test-times.txt ---"
+
+.PHONY: unit
+unit: ## Run only the tests that need no control plane (-short), with a timing report.
+	@mkdir -p _output
+	go test -json -count=1 -short ./... | $(TESTTIMES) -report $(ROOT)/_output/unit-times.txt
+
+# Reads `go test -json`, prints plain go test output (failing tests' logs
+# only) and writes per-package and per-test wall times (hack/testtimes).
+TESTTIMES := go run ./hack/testtimes
 
 ##@ Building
 
+# CMDS: the main packages `make build` builds (.ci/run builds them one
+# at a time to time each).
+CMDS ?= ./cmd/...
+
 .PHONY: build
-build: ## Build karpx's binaries into bin/.
-	go build -ldflags "$(KARPX_LDFLAGS)" -o $(BIN)/ ./cmd/...
+build: ## Build karpx's binaries into bin/ (once, for this machine; the tests use them).
+	go build -ldflags "$(KARPX_LDFLAGS)" -o $(BIN)/ $(CMDS)
 
 .PHONY: tools
 tools: controlplane kwok ## Build every external binary the tests and the demo need.
@@ -129,6 +144,15 @@ DIST_URL ?= https://github.com/karpx/karpx/releases/download/$(DIST_VERSION)
 # binaries, fixed owners and times in the archives.
 DIST_GOFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -X github.com/karpx/karpx/plugin.Version=$(DIST_VERSION)"
 DIST_TAR := tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner
+# The archive of platform os/arch: .zip on windows, .tar.gz elsewhere. krew's
+# template (krew/karpx.yaml.tmpl) names the same files; krew's unit test reads
+# them from `make dist-archives`, and `make dist` checks it wrote exactly these.
+dist_archive = kubectl-karpx_$(DIST_VERSION)_$(subst /,_,$(1)).$(if $(filter windows/%,$(1)),zip,tar.gz)
+DIST_ARCHIVES := $(foreach p,$(DIST_PLATFORMS),$(call dist_archive,$(p)))
+
+.PHONY: dist-archives
+dist-archives: ## Print the names of the archives `make dist` writes, one a line (no build).
+	@printf '%s\n' $(DIST_ARCHIVES)
 
 .PHONY: dist
 dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) into _output/dist.
@@ -150,10 +174,16 @@ dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) 
 		fi; \
 	done
 	@rm -rf $(DIST_DIR)/.stage
+	@[ "$$(cd $(DIST_DIR) && ls kubectl-karpx_* | sort)" = "$$(printf '%s\n' $(DIST_ARCHIVES) | sort)" ] || \
+		{ echo "dist: wrote $$(cd $(DIST_DIR) && ls), want $(DIST_ARCHIVES) (dist_archive and the loop above disagree)"; exit 1; }
 	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
 
 .PHONY: krew
 krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+
+# KREW_MANIFEST: where krew-manifest writes (krew's unit test writes to a
+# temporary directory from fake sums).
+KREW_MANIFEST ?= krew/karpx.yaml
 
 .PHONY: krew-manifest
 krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
@@ -162,9 +192,9 @@ krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha25
 		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
 		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
 	done < $(DIST_DIR)/SHA256SUMS; \
-	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > krew/karpx.yaml
-	@! grep -n '@[A-Z0-9_a-z]*@' krew/karpx.yaml || { echo "krew/karpx.yaml: placeholder left unfilled"; exit 1; }
-	go tool validate-krew-manifest -skip-install -manifest krew/karpx.yaml
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > $(KREW_MANIFEST)
+	@! grep -n '@[A-Z0-9_a-z]*@' $(KREW_MANIFEST) || { echo "$(KREW_MANIFEST): placeholder left unfilled"; exit 1; }
+	go tool validate-krew-manifest -skip-install -manifest $(KREW_MANIFEST)
 
 IMAGES_DIR := $(ROOT)/_output/images
 IMAGE_ARCH ?= amd64
@@ -197,9 +227,20 @@ generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeC
 docs: ## Regenerate docs/rules.md from the rule table and lint/examples.
 	go run ./hack/rulesdoc -o docs/rules.md
 
-.PHONY: unit
-unit: ## Run only the tests that need no control plane.
-	go test -count=1 -short ./...
+# The files `make generate` writes; generate-check fails when regenerating
+# them changes anything (a type edited without `make generate`).
+GENERATED := apis manifests/crds docs/rules.md
+
+.PHONY: generate-check
+generate-check: generate ## Regenerate deepcopy code and CRDs and fail if they differ from what is committed.
+	@git diff --exit-code --stat -- $(GENERATED) && test -z "$$(git ls-files --others --exclude-standard -- $(GENERATED))" || \
+		{ git status --short -- $(GENERATED); echo "generated files differ from the commit: run make generate and commit the result"; exit 1; }
+
+# staticcheck (honnef.co/go/tools, pinned by go.mod's tool directive) with
+# the checks of staticcheck.conf; every finding fails. Re-run after a merge.
+.PHONY: lint
+lint: ## staticcheck (bugs, simplifications, unused code) on every package.
+	go tool staticcheck ./...
 
 .PHONY: vet
 vet: ## gofmt and go vet.

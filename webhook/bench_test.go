@@ -48,7 +48,7 @@ var (
 	loadRPS        = flag.Int("karpx.load-rps", 0, "TestAdmissionLoad: requests per second to send (0 skips the test)")
 	loadDuration   = flag.Duration("karpx.load-duration", 10*time.Second, "TestAdmissionLoad: how long to send")
 	webhookProfile = flag.String("karpx.webhook-cpuprofile", "", "TestAdmissionLoad: write a CPU profile of the karpx-webhook process during the load to this file")
-	webhookBinary  = flag.String("karpx.webhook-binary", "", "TestAdmissionLoad: karpx-webhook binary to run (default: build ./cmd/karpx-webhook)")
+	webhookBinary  = flag.String("karpx.webhook-binary", "", "TestAdmissionLoad: karpx-webhook binary to run (default: $KARPX_PREBUILT_BIN/karpx-webhook, which make test sets, else build ./cmd/karpx-webhook)")
 )
 
 // A realistic EC2NodeClass: AL2023 alias, MIME userData with a NodeConfig

@@ -117,6 +117,12 @@ func processCPU(t *testing.T, pid int) time.Duration {
 func startWebhookProcess(t *testing.T) *webhookProcess {
 	t.Helper()
 	bin := *webhookBinary
+	if prebuilt := os.Getenv("KARPX_PREBUILT_BIN"); bin == "" && prebuilt != "" {
+		// `make test` has just built bin/ from this tree.
+		if _, err := os.Stat(filepath.Join(prebuilt, "karpx-webhook")); err == nil {
+			bin = filepath.Join(prebuilt, "karpx-webhook")
+		}
+	}
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "karpx-webhook")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/karpx-webhook")

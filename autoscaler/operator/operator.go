@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,7 +135,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		health = launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax})
 	}
 	latency := launchlatency.New(opts.LaunchLatencyHook)
-	prov := provisioning.NewProvisioner(podReader, cloud, mgr.GetEventRecorderFor("karpx"), health, provisioning.Options{
+	// One recorder for every controller. controller-runtime deprecates
+	// GetEventRecorderFor for the events.k8s.io recorder, whose Eventf
+	// takes a related object and an action: every controller's calls, their
+	// tests' fake recorders and kubectl karpx's readers would change, a
+	// separate piece of work.
+	//lint:ignore SA1019 the core/v1 recorder on purpose, see above.
+	recorder := mgr.GetEventRecorderFor("karpx")
+	prov := provisioning.NewProvisioner(podReader, cloud, recorder, health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
@@ -167,30 +175,30 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := provisioning.Register(mgr, prov, gates...); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
-	lc := lifecycle.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), health, lifecycle.Options{
+	lc := lifecycle.New(mgr.GetClient(), cloud, recorder, health, lifecycle.Options{
 		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
 		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold, Latency: latency})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}
-	if err := termination.NewNodeController(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}).Register(mgr); err != nil {
+	if err := termination.NewNodeController(mgr.GetClient(), cloud, recorder, clock.RealClock{}).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
-	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, mgr.GetEventRecorderFor("karpx"), clock.RealClock{}, disruption.Options{
+	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, recorder, clock.RealClock{}, disruption.Options{
 		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
 		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}
 	if opts.interruptionQueue != nil {
-		if err := registerInterruption(ctx, mgr, opts, cloud, disrupt); err != nil {
+		if err := registerInterruption(ctx, mgr, opts, cloud, disrupt, recorder); err != nil {
 			return nil, err
 		}
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, mgr.GetEventRecorderFor("karpx"), garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, recorder, garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
-	if err := nodepoolstatus.New(mgr.GetClient(), health, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+	if err := nodepoolstatus.New(mgr.GetClient(), health, recorder).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodePool status: %w", err)
 	}
 	if o, ok := cloud.(nodeclasscapacity.Observer); ok {
@@ -199,12 +207,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		}
 	}
 	if cl, ok := cloud.(nodeclasstermination.Cleaner); ok {
-		if err := nodeclasstermination.New(mgr.GetClient(), cl, mgr.GetEventRecorderFor("karpx")).Register(mgr); err != nil {
+		if err := nodeclasstermination.New(mgr.GetClient(), cl, recorder).Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering EC2NodeClass termination: %w", err)
 		}
 	}
 	if r, ok := cloud.(nodeclassstatus.Resolver); ok {
-		if err := nodeclassstatus.New(mgr.GetClient(), r, mgr.GetEventRecorderFor("karpx"), nodeclassstatus.Options{}).Register(mgr); err != nil {
+		if err := nodeclassstatus.New(mgr.GetClient(), r, recorder, nodeclassstatus.Options{}).Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering EC2NodeClass status: %w", err)
 		}
 	}
@@ -230,8 +238,9 @@ type unavailableOfferings interface {
 
 // registerInterruption adds the interruption controller: it reads
 // opts.interruptionQueue, marks interrupted spot offerings unavailable in
-// cloud's cache and has disrupt replace and drain the nodes.
-func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options, cloud cloudprovider.CloudProvider, disrupt *disruption.Controller) error {
+// cloud's cache and has disrupt replace and drain the nodes; recorder is
+// the one every controller shares.
+func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options, cloud cloudprovider.CloudProvider, disrupt *disruption.Controller, recorder record.EventRecorder) error {
 	offerings, ok := cloud.(unavailableOfferings)
 	if !ok {
 		return fmt.Errorf("--interruption-queue %q: the cloud provider has no unavailable-offerings cache", opts.InterruptionQueue)
@@ -239,7 +248,7 @@ func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options
 	if err := interruption.IndexFields(ctx, mgr); err != nil {
 		return err
 	}
-	return mgr.Add(interruption.New(mgr.GetClient(), opts.interruptionQueue, offerings.UnavailableOfferings(), mgr.GetEventRecorderFor("karpx"),
+	return mgr.Add(interruption.New(mgr.GetClient(), opts.interruptionQueue, offerings.UnavailableOfferings(), recorder,
 		clock.RealClock{}, disrupt.Trigger, interruption.Options{
 			ActOnRebalance: opts.InterruptionActOnRebalance, Logger: mgr.GetLogger()}))
 }

@@ -28,10 +28,6 @@ type clusterNode struct {
 	planned bool
 }
 
-func (n *clusterNode) pods() []*corev1.Pod {
-	return append(append([]*corev1.Pod(nil), n.old...), n.placed...)
-}
-
 // clusterAfter builds the cluster res leads to.
 func clusterAfter(in scheduling.Input, res scheduling.Result) []*clusterNode {
 	var out []*clusterNode

@@ -77,7 +77,7 @@ func TestStaticFactoryNilClients(t *testing.T) {
 	if _, err := f.Discovery(); err == nil {
 		t.Error("Discovery() without a client: no error")
 	}
-	if f.Scheme() == nil || f.Scheme() != f.Scheme() {
+	if first, second := f.Scheme(), f.Scheme(); first == nil || first != second {
 		t.Error("Scheme() is not a stable non-nil scheme")
 	}
 }

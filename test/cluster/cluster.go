@@ -197,16 +197,16 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {
 }
 
 // StartAttempts is how many times StartForTest tries to start a control
-// plane that passes probeKwok.
+// plane that passes Probe.
 const StartAttempts = 3
 
-// probeKwok checks that every component works before a test relies on it:
+// Probe checks that every component works before a test relies on it:
 // a Node kwok manages must become Ready (kwok controller), a one-replica
 // ReplicaSet must get its pod (kube-controller-manager) bound to that Node
 // (kube-scheduler) and Running (kwok). A component that lost a port race
 // with another cluster would otherwise fail the test much later and
 // obscurely. It cleans up after itself and waits at most 90 s.
-func (c *Cluster) probeKwok(ctx context.Context) error {
+func (c *Cluster) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	kube, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -257,6 +257,48 @@ func (c *Cluster) probeKwok(ctx context.Context) error {
 	return nil
 }
 
+// StartProbed starts a cluster with opts and checks that every component
+// works (a Node kwok keeps Ready, a pod scheduled and Running on it),
+// trying StartAttempts times in all; logf reports a failed attempt. It
+// returns the last attempt's error.
+func StartProbed(ctx context.Context, opts Options, logf func(format string, args ...any)) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := Start(ctx, opts)
+		if err == nil {
+			if err = c.Probe(ctx); err == nil {
+				return c, nil
+			}
+			_ = c.Stop()
+		}
+		// A start can lose a race for a port with another cluster that
+		// starts at the same moment (go test runs packages in parallel),
+		// or overrun its timeout on a loaded machine: both are the
+		// machine's, not the code under test's, so try again.
+		if attempt == StartAttempts {
+			return nil, fmt.Errorf("starting control plane (%d attempts): %w", attempt, err)
+		}
+		logf("starting control plane, attempt %d of %d failed, retrying: %v", attempt, StartAttempts, err)
+	}
+}
+
+// SkipWithoutControlPlane skips t with -short and when the control-plane
+// binaries are missing (run `make tools` or `make test`), and returns the
+// directory holding them.
+func SkipWithoutControlPlane(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real control plane; skipped with -short")
+	}
+	dir, err := BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := Missing(dir); len(m) > 0 {
+		t.Skipf("%s not found in %s: run `make tools` (or `make test`, which builds them)", strings.Join(m, ", "), dir)
+	}
+	return dir
+}
+
 // StartForTest starts a control plane for t (retrying a start that fails
 // or whose kwok controller does not work, StartAttempts times in all) and
 // stops it when t ends. It skips t when the binaries are missing (run
@@ -271,37 +313,14 @@ func StartForTest(t testing.TB) *Cluster {
 // "system:serviceaccount:karpx:karpx"; see Cluster.AuditLog.
 func StartForTestAudited(t testing.TB, auditUsers ...string) *Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real control plane; skipped with -short")
-	}
-	dir, err := BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := Missing(dir); len(m) > 0 {
-		t.Skipf("%s not found in %s: run `make tools` (or `make test`, which builds them)", strings.Join(m, ", "), dir)
-	}
+	dir := SkipWithoutControlPlane(t)
 	name := "karpx-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	var c *Cluster
-	for attempt := 1; ; attempt++ {
-		c, err = Start(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir, AuditUsers: auditUsers})
-		if err == nil {
-			if err = c.probeKwok(context.Background()); err == nil {
-				break
-			}
-			_ = c.Stop()
-		}
-		// A start can lose a race for a port with another cluster that
-		// starts at the same moment (go test runs packages in parallel),
-		// or overrun its timeout on a loaded machine: both are the
-		// machine's, not the code under test's, so try again.
-		if attempt == StartAttempts {
-			t.Fatalf("starting control plane (%d attempts): %v", attempt, err)
-		}
-		t.Logf("starting control plane, attempt %d of %d failed, retrying: %v", attempt, StartAttempts, err)
+	c, err := StartProbed(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir, AuditUsers: auditUsers}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,4 +7,6 @@
 //
 // Tests call Start (or StartForTest, which skips with a clear message when
 // the binaries are missing) and get a kubeconfig, a rest.Config and a Stop.
+// Tests that share one cluster take a Snapshot after setting it up and
+// Reset it to that baseline after each test (reset.go).
 package cluster

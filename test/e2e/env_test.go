@@ -80,30 +80,38 @@ type envOptions struct {
 	// noAutoscaler leaves the autoscaler to the test (startAutoscaler).
 	noAutoscaler bool
 	// audit turns on kube-apiserver's audit log for the autoscaler's
-	// ServiceAccount (checkControllerRBAC reads it).
+	// ServiceAccount (checkControllerRBAC reads it). The test gets its own
+	// control plane (the audit log must hold its requests only).
 	audit bool
+	// ownControlPlane starts a control plane for this test alone instead
+	// of sharing the package's (see sharedControlPlane): for tests that
+	// restart, stop or break the control plane, or fill it with more
+	// objects than a reset should delete.
+	ownControlPlane bool
 }
 
 // newEnvWith is newEnv with the changes of o.
 func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	t.Helper()
 	tweak, wrapLog := o.tweak, o.wrapLog
-	var auditUsers []string
-	if o.audit {
-		auditUsers = []string{controllerUser}
+	bin := cluster.SkipWithoutControlPlane(t)
+	root := filepath.Dir(bin)
+	var c *cluster.Cluster
+	if o.audit || o.ownControlPlane || needsOwnControlPlane(t) {
+		var auditUsers []string
+		if o.audit {
+			auditUsers = []string{controllerUser}
+		}
+		c = cluster.StartForTestAudited(t, auditUsers...)
+		if err := c.InstallCRDs(context.Background(), filepath.Join(root, "manifests", "crds")); err != nil {
+			t.Fatalf("installing CRDs: %v", err)
+		}
+	} else {
+		c = sharedControlPlane(t, root)
 	}
-	c := cluster.StartForTestAudited(t, auditUsers...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(bin)
-	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		t.Fatalf("installing CRDs: %v", err)
-	}
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -267,17 +275,50 @@ func (e *env) eventually(timeout time.Duration, what string, cond func(ctx conte
 	}
 }
 
-// buildPlugin builds kubectl-karpx into a temporary directory and returns a
-// PATH with it first, so the real kubectl finds the plugin.
+// buildPlugin returns a PATH with a kubectl-karpx of this source tree
+// first, so the real kubectl finds the plugin: $KARPX_PREBUILT_BIN (set by
+// `make test` to bin/, which `make build` has just filled) when it holds
+// one, else one built once per test process into a temporary directory.
 func buildPlugin(t *testing.T, root string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := pluginDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// plugin holds the directory buildPlugin built kubectl-karpx into; the
+// build runs once per test process (the directory outlives every test).
+var plugin struct {
+	sync.Mutex
+	dir string
+}
+
+// pluginDir returns a directory holding kubectl-karpx: $KARPX_PREBUILT_BIN
+// when it has one, else one built from root once per process.
+func pluginDir(root string) (string, error) {
+	if dir := os.Getenv("KARPX_PREBUILT_BIN"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "kubectl-karpx")); err == nil {
+			return dir, nil
+		}
+	}
+	plugin.Lock()
+	defer plugin.Unlock()
+	if plugin.dir != "" {
+		return plugin.dir, nil
+	}
+	dir, err := os.MkdirTemp("", "karpx-e2e-plugin-")
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-karpx"), "./cmd/kubectl-karpx")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-karpx: %v\n%s", err, out)
+		return "", fmt.Errorf("building kubectl-karpx: %v\n%s", err, out)
 	}
-	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	plugin.dir = dir
+	return dir, nil
 }
 
 // scenarioLogf logs one "scenario …:" line of figures and, when

@@ -76,9 +76,9 @@ type p4Observer struct {
 }
 
 type p4NodeSeen struct {
-	created                       time.Time
-	cilium, noGPU, notReady, gpu  bool
-	readyAfterNotReady, scheduled bool
+	created                      time.Time
+	cilium, noGPU, notReady, gpu bool
+	readyAfterNotReady           bool
 }
 
 func (o *p4Observer) claims() (created, deleted []string) {

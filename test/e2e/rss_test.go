@@ -81,7 +81,9 @@ func TestControllerRSS(t *testing.T) {
 	if nodes <= 0 {
 		t.Skip("a scripted measurement: run with -karpx.rss-nodes N (make bench-rss)")
 	}
-	e := newEnvWith(t, "karpx-rss", envOptions{noAutoscaler: true})
+	// Its own control plane: thousands of objects, more than a reset of
+	// the shared one should delete.
+	e := newEnvWith(t, "karpx-rss", envOptions{noAutoscaler: true, ownControlPlane: true})
 	bin, err := cluster.BinDir()
 	if err != nil {
 		t.Fatal(err)

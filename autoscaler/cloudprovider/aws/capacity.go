@@ -47,7 +47,7 @@ func (c *CloudProvider) ObserveNode(ctx context.Context, node *corev1.Node) (cap
 	}
 	amis, err := c.amis.List(ctx, class.Spec.AMISelectorTerms)
 	if err != nil {
-		return capacity.Key{}, false, fmt.Errorf("Node %s: resolving the AMIs of EC2NodeClass %q: %w", node.Name, className, err)
+		return capacity.Key{}, false, fmt.Errorf("resolving the AMIs of EC2NodeClass %q for Node %s: %w", className, node.Name, err)
 	}
 	a, ok := ami.Select(amis, node.Labels)
 	if !ok {

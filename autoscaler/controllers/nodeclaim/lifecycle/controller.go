@@ -43,6 +43,12 @@ const (
 // once. Cloud calls are bounded by the EC2 API budget below, not by this.
 const MaxConcurrentReconciles = 256
 
+// conflictRequeue is how soon a NodeClaim whose Node patch lost an
+// optimistic-lock conflict is reconciled again (from a fresh read): about
+// the first steps of controller-runtime's default per-item backoff (5 ms
+// doubling), without its deprecated Result.Requeue.
+const conflictRequeue = 100 * time.Millisecond
+
 // Options configure the lifecycle controller.
 type Options struct {
 	// RegistrationTTL is how long a launched NodeClaim may wait for its
@@ -424,7 +430,10 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil
+			// Another writer (kwok or kubelet, the termination
+			// controller) changed the Node since it was read: try again
+			// soon from a fresh read.
+			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

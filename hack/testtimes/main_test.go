@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// events is a `go test -json` run of two packages: a passes with a
+// subtest and a skip, b has a failing test and one still running when the
+// package times out.
+const events = `{"Action":"start","Package":"example.com/a"}
+{"Action":"run","Package":"example.com/a","Test":"TestFast"}
+{"Action":"output","Package":"example.com/a","Test":"TestFast","Output":"=== RUN   TestFast\n"}
+{"Action":"run","Package":"example.com/a","Test":"TestFast/sub"}
+{"Action":"output","Package":"example.com/a","Test":"TestFast/sub","Output":"fast sub log\n"}
+{"Action":"pass","Package":"example.com/a","Test":"TestFast/sub","Elapsed":0.5}
+{"Action":"pass","Package":"example.com/a","Test":"TestFast","Elapsed":1.5}
+{"Action":"run","Package":"example.com/a","Test":"TestSkipped"}
+{"Action":"skip","Package":"example.com/a","Test":"TestSkipped","Elapsed":0}
+{"Action":"output","Package":"example.com/a","Output":"PASS\n"}
+{"Action":"output","Package":"example.com/a","Output":"ok  \texample.com/a\t2.0s\n"}
+{"Action":"pass","Package":"example.com/a","Elapsed":2.0}
+not json: a go command error
+{"Action":"run","Package":"example.com/b","Test":"TestBroken"}
+{"Action":"output","Package":"example.com/b","Test":"TestBroken","Output":"broken: want 1, got 2\n"}
+{"Action":"fail","Package":"example.com/b","Test":"TestBroken","Elapsed":30}
+{"Action":"run","Package":"example.com/b","Test":"TestHangs"}
+{"Action":"output","Package":"example.com/b","Test":"TestHangs","Output":"hangs log line\n"}
+{"Action":"output","Package":"example.com/b","Output":"FAIL\texample.com/b\t40.0s\n"}
+{"Action":"fail","Package":"example.com/b","Elapsed":40}
+`
+
+func TestSummary(t *testing.T) {
+	s := newSummary()
+	var out bytes.Buffer
+	if err := s.read(strings.NewReader(events), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"ok  \texample.com/a\t2.0s\n", "not json: a go command error\n", "broken: want 1, got 2\n", "hangs log line\n", "FAIL\texample.com/b\t40.0s\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, hidden := range []string{"fast sub log", "=== RUN   TestFast", "PASS\n"} {
+		if strings.Contains(got, hidden) {
+			t.Errorf("output of a passing test or package shown (%q):\n%s", hidden, got)
+		}
+	}
+	if line := s.closingLine(); line != "tests: 1 passed, 1 failed, 1 skipped" {
+		t.Errorf("closing line %q", line)
+	}
+	if !s.failed() {
+		t.Error("a run with a failing package reported as passing")
+	}
+	var report bytes.Buffer
+	s.write(&report, 0)
+	r := report.String()
+	if b, a := strings.Index(r, "example.com/b\n"), strings.Index(r, "example.com/a\n"); b < 0 || a < 0 || b > a {
+		t.Errorf("packages not slowest first:\n%s", r)
+	}
+	if br, fa := strings.Index(r, "TestBroken"), strings.Index(r, "TestFast"); br < 0 || fa < 0 || br > fa {
+		t.Errorf("tests not slowest first:\n%s", r)
+	}
+	if strings.Contains(r, "TestFast/sub") {
+		t.Errorf("subtest listed among top-level tests:\n%s", r)
+	}
+}
+
+// TestSummaryPassingRun is TestSummary's control: a run with only passing
+// packages is not failed, and an empty input (go test never ran) is.
+func TestSummaryPassingRun(t *testing.T) {
+	s := newSummary()
+	pass := strings.Join(strings.Split(events, "\n")[:12], "\n")
+	if err := s.read(strings.NewReader(pass), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.failed() {
+		t.Errorf("passing run reported failed: %s", s.closingLine())
+	}
+	if empty := newSummary(); !empty.failed() {
+		t.Error("a run without any event reported as passing")
+	}
+}

@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/karpx/karpx/test/cluster"
+)
+
+// The package's tests share one control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok), started by the first
+// test that asks for it and stopped by TestMain: a start costs 20-60 s on
+// this kind of machine, paid once instead of once per test. Each test
+// still gets its own simulator and autoscaler (newEnvWith), and when it
+// ends, after its autoscaler and simulator have stopped, the cluster is
+// reset to what it held when it was started with the CRDs and the
+// controller's RBAC (cluster.Baseline.Reset: every NodePool, NodeClaim,
+// Node, EC2NodeClass, workload, namespace, lease, event and webhook
+// configuration the test created is deleted, finalizers removed), so the
+// next test's autoscaler sees nothing of the last. A cluster that cannot
+// be reset, or that fails the kwok probe after a failed test, is stopped
+// and the next test starts a fresh one.
+//
+// Tests that restart, stop or break the control plane get their own:
+// envOptions.ownControlPlane or envOptions.audit, or their name in
+// ownControlPlaneTests.
+var shared struct {
+	sync.Mutex
+	cluster *cluster.Cluster
+	base    *cluster.Baseline
+	// inUse is set while a test holds the shared cluster; a second test
+	// asking meanwhile (a parallel test, or a subtest of the holder) gets
+	// a control plane of its own.
+	inUse bool
+}
+
+// ownControlPlaneTests are the top-level tests whose environments need a
+// control plane of their own although their helpers do not say so, with
+// the reason.
+var ownControlPlaneTests = map[string]string{
+	"TestChaosControlPlaneRestart": "stops and restarts the whole control plane (kwokctl stop/start)",
+	"TestChaosCombined":            "kills and restarts kube-apiserver",
+}
+
+// needsOwnControlPlane reports whether t (or its top-level test) is in
+// ownControlPlaneTests, or KARPX_E2E_OWN_CONTROL_PLANE is set (every test
+// gets its own, as before sharing: to rule sharing out when a test fails,
+// or to measure what it saves).
+func needsOwnControlPlane(t *testing.T) bool {
+	if os.Getenv("KARPX_E2E_OWN_CONTROL_PLANE") != "" {
+		return true
+	}
+	top, _, _ := strings.Cut(t.Name(), "/")
+	_, ok := ownControlPlaneTests[top]
+	return ok
+}
+
+// sharedControlPlane returns the package's shared control plane for t,
+// starting it on first use (CRDs installed from root/manifests/crds and
+// the RBAC of root/manifests/controller applied before the baseline is
+// taken), and resets it when t ends. If another test holds it, t gets a
+// control plane of its own with the CRDs installed.
+func sharedControlPlane(t *testing.T, root string) *cluster.Cluster {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.inUse {
+		t.Logf("the shared control plane is in use by another test: starting one for %s", t.Name())
+		c := cluster.StartForTest(t)
+		if err := c.InstallCRDs(context.Background(), filepath.Join(root, "manifests", "crds")); err != nil {
+			t.Fatalf("installing CRDs: %v", err)
+		}
+		return c
+	}
+	if shared.cluster == nil {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c, err := cluster.StartProbed(ctx, cluster.Options{Name: "karpx-e2e-shared"}, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
+			_ = c.Stop()
+			t.Fatalf("installing CRDs: %v", err)
+		}
+		if err := cluster.ApplyRBAC(ctx, c.RESTConfig, filepath.Join(root, "manifests", "controller")); err != nil {
+			_ = c.Stop()
+			t.Fatalf("applying the controller's RBAC: %v", err)
+		}
+		base, err := c.Snapshot(ctx)
+		if err != nil {
+			_ = c.Stop()
+			t.Fatal(err)
+		}
+		shared.cluster, shared.base = c, base
+		t.Logf("shared control plane %s started in %s", c.Name, time.Since(start).Round(100*time.Millisecond))
+	}
+	shared.inUse = true
+	c := shared.cluster
+	// Registered before the simulator's and the autoscaler's cleanups, so
+	// it runs after them.
+	t.Cleanup(func() { releaseShared(t) })
+	return c
+}
+
+// releaseShared resets the shared control plane after t, or stops it when
+// it cannot be reset or (after a failed test) no longer passes the probe.
+func releaseShared(t *testing.T) {
+	shared.Lock()
+	defer shared.Unlock()
+	shared.inUse = false
+	c := shared.cluster
+	if c == nil {
+		return
+	}
+	if t.Failed() {
+		for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
+			t.Logf("--- %s log (tail) ---\n%s", comp, c.Logs(comp))
+		}
+	}
+	start := time.Now()
+	err := shared.base.Reset(context.Background(), t.Logf)
+	if err == nil && t.Failed() {
+		err = c.Probe(context.Background())
+	}
+	if err != nil {
+		t.Logf("stopping the shared control plane (the next test starts a fresh one): %v", err)
+		stopShared()
+		return
+	}
+	t.Logf("shared control plane reset in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// stopShared stops the shared control plane, if any; the caller holds
+// shared's lock or runs after every test.
+func stopShared() {
+	if shared.cluster != nil {
+		_ = shared.cluster.Stop()
+		shared.cluster, shared.base = nil, nil
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopShared()
+	if plugin.dir != "" {
+		_ = os.RemoveAll(plugin.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedLeftovers are objects of every kind that must not outlive a test
+// on the shared control plane: a namespace with a Deployment and a
+// DaemonSet (its pods terminate gracefully, 30 s), cluster-
+// scoped NodePool, EC2NodeClass, NodeClaim and Node (the last two with
+// karpx's termination finalizer, as an autoscaler stopped mid-termination
+// leaves them), a Lease like the leader election's and a webhook
+// configuration.
+const sharedLeftovers = `apiVersion: v1
+kind: Namespace
+metadata: {name: leftover}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: leftover, namespace: leftover}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: leftover}}
+  template:
+    metadata: {labels: {app: leftover}}
+    spec:
+      containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: leftover-agent, namespace: leftover}
+spec:
+  selector: {matchLabels: {app: leftover-agent}}
+  template:
+    metadata: {labels: {app: leftover-agent}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: leftover}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: leftover}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: leftover}
+spec:
+  role: KarpenterNodeRole-leftover
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: leftover, finalizers: [karpenter.sh/termination], labels: {karpenter.sh/nodepool: leftover}}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: leftover}
+  requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: leftover
+  finalizers: [karpenter.sh/termination]
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {karpenter.sh/nodepool: leftover}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: leftover, namespace: karpx}
+spec: {holderIdentity: leftover}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: leftover}
+webhooks:
+- name: leftover.karpx.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {url: "https://127.0.0.1:1/validate"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+`
+
+// TestSharedControlPlaneIsReset: a first test on the shared control plane
+// leaves objects of every kind behind (sharedLeftovers, the Deployment's
+// pods Running on the leftover Node); the next test gets the same control
+// plane and finds none of them, while what the cluster held before (the
+// CRDs, the controller's ServiceAccount) is still there.
+func TestSharedControlPlaneIsReset(t *testing.T) {
+	var first *cluster.Cluster
+	t.Run("first", func(t *testing.T) {
+		e := newBareEnv(t, "karpx-shared-first")
+		first = e.cluster
+		if out, err := e.cluster.Kubectl(e.ctx, []byte(sharedLeftovers), "apply", "-f", "-"); err != nil {
+			t.Fatalf("applying the leftovers: %v\n%s", err, out)
+		}
+		e.eventually(60*time.Second, "3 leftover pods Running (2 of the Deployment, 1 of the DaemonSet)", func(ctx context.Context) (bool, error) {
+			out, err := e.cluster.Kubectl(ctx, nil, "get", "pods", "-n", "leftover", "--field-selector=status.phase=Running", "-o", "name")
+			return err == nil && strings.Count(out, "pod/") == 3, nil
+		})
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	if first == nil {
+		t.Skip("the first test was skipped (no control plane)")
+	}
+	t.Run("second", func(t *testing.T) {
+		e := newBareEnv(t, "karpx-shared-second")
+		if e.cluster != first {
+			t.Fatalf("second test got control plane %s, want the shared %s", e.cluster.Name, first.Name)
+		}
+		for _, kind := range []string{"namespace", "nodepool", "ec2nodeclass", "nodeclaim", "node", "validatingwebhookconfiguration"} {
+			if out, err := e.cluster.Kubectl(e.ctx, nil, "get", kind, "leftover", "--ignore-not-found", "-o", "name"); err != nil || out != "" {
+				t.Errorf("%s leftover after the first test: %q %v", kind, out, err)
+			}
+		}
+		for _, ns := range []string{"leftover", "karpx"} {
+			if out, err := e.cluster.Kubectl(e.ctx, nil, "get", "pods,deployments,daemonsets,leases", "-n", ns, "-o", "name"); err != nil || out != "" {
+				t.Errorf("objects left in namespace %s: %q %v", ns, out, err)
+			}
+		}
+		if out, err := e.cluster.Kubectl(e.ctx, nil, "get", "serviceaccount", "karpx", "-n", "karpx", "-o", "name"); err != nil || !strings.Contains(out, "karpx") {
+			t.Errorf("the baseline's ServiceAccount karpx/karpx is gone: %q %v", out, err)
+		}
+		if out, err := e.cluster.Kubectl(e.ctx, nil, "get", "crd", "nodepools.karpenter.sh", "-o", "name"); err != nil || out == "" {
+			t.Errorf("the baseline's NodePool CRD is gone: %q %v", out, err)
+		}
+	})
+}

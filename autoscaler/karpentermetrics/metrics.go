@@ -41,11 +41,11 @@ const (
 // Controller names, as Karpenter v1.13.0 names the controllers doing the
 // same job (their Name() methods); they are the values of LabelController.
 const (
-	ControllerProvisioner       = "provisioner"
-	ControllerDisruption        = "disruption"
+	ControllerProvisioner        = "provisioner"
+	ControllerDisruption         = "disruption"
 	ControllerNodeClaimLifecycle = "nodeclaim.lifecycle"
-	ControllerNodeTermination   = "node.termination"
-	ControllerGarbageCollection = "nodeclaim.garbagecollection"
+	ControllerNodeTermination    = "node.termination"
+	ControllerGarbageCollection  = "nodeclaim.garbagecollection"
 )
 
 // NodeClaim counters: Karpenter's own definitions, registered on

@@ -25,7 +25,7 @@ import (
 // replaces the previous state collector. It returns the informer's error.
 func Register(ctx context.Context, mgr manager.Manager) error {
 	c := &StateCollector{Reader: mgr.GetCache()}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(syncWatcher(func(ctx context.Context) error {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			c.Synced.Store(true)
 		}
@@ -58,6 +58,13 @@ func Register(ctx context.Context, mgr manager.Manager) error {
 	}})
 	return err
 }
+
+// syncWatcher runs on every replica, leader or not: every replica's cache
+// syncs, and a standby reporting synced 0 would fire alerts.
+type syncWatcher func(context.Context) error
+
+func (f syncWatcher) Start(ctx context.Context) error { return f(ctx) }
+func (syncWatcher) NeedLeaderElection() bool          { return false }
 
 // ObservePodStartup records pod in karpenter_pods_startup_duration_seconds
 // when this update is the one that makes it Ready after it was seen

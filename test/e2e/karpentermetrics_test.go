@@ -59,7 +59,7 @@ spec:
 // alert written for Karpenter v1.13.0 works against karpx. A running
 // controller is scraped on /metrics after a provisioning (3 pods of
 // 1500m → 3 m5.large NodeClaims) and after a disruption (the Deployment
-// scaled to zero: emptiness deletes every NodeClaim); each karpenter_*
+// scaled to zero: disruption deletes every NodeClaim); each karpenter_*
 // family karpx exports must be there with exactly Karpenter's label keys,
 // Karpenter's label values, and values that match what happened. Counters
 // are compared with a scrape taken before the pods exist (the registry is

@@ -62,17 +62,23 @@ func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 	return out
 }
 
-// scheduledCondition returns the PodScheduled condition of conds (the only
-// one karpx reads: Unschedulable marks a pod to provision for) in a new
-// one-element slice, or nil when there is none. A running pod's other four
-// conditions were a quarter of a cached pod's memory.
+// scheduledCondition returns, in a new slice, the PodScheduled condition of
+// conds (Unschedulable marks a pod to provision for) and a True PodReady
+// condition cut to its type, status and lastTransitionTime
+// (karpenter_pods_startup_duration_seconds is measured to it, as Karpenter
+// does), or nil when there is neither. A running pod's other conditions
+// were a quarter of a cached pod's memory.
 func scheduledCondition(conds []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
 	for _, c := range conds {
-		if c.Type == corev1.PodScheduled {
-			return []corev1.PodCondition{c}
+		switch {
+		case c.Type == corev1.PodScheduled:
+			out = append(out, c)
+		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
-	return nil
+	return out
 }
 
 // trimContainer drops what karpx does not read from c; name, image,

@@ -68,7 +68,8 @@ func TestPodKeepsWhatKarpxReads(t *testing.T) {
 	}
 	want.Spec.Volumes = want.Spec.Volumes[:2]
 	want.Spec.SecurityContext, want.Spec.ImagePullSecrets = nil, nil
-	want.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
+	want.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 
 	got, err := Pod(pod)
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/podcache"
@@ -117,6 +118,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err != nil {
 		return nil, fmt.Errorf("creating cloud provider: %w", err)
 	}
+	// Karpenter's karpenter_cloudprovider_* metrics: each controller gets
+	// the cloud provider through a decorator naming it; optional
+	// interfaces are asserted on cloud itself below.
+	metered := func(controller string) cloudprovider.CloudProvider {
+		return karpentermetrics.Decorate(cloud, controller, providerName(cloud))
+	}
+	if err := karpentermetrics.Register(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("registering karpenter_* metrics: %w", err)
+	}
 	if err := provisioning.IndexFields(ctx, mgr); err != nil {
 		return nil, err
 	}
@@ -142,7 +152,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	// separate piece of work.
 	//lint:ignore SA1019 the core/v1 recorder on purpose, see above.
 	recorder := mgr.GetEventRecorderFor("karpx")
-	prov := provisioning.NewProvisioner(podReader, cloud, recorder, health, provisioning.Options{
+	prov := provisioning.NewProvisioner(podReader, metered(karpentermetrics.ControllerProvisioner), recorder, health, provisioning.Options{
 		BatchIdleDuration: opts.BatchIdleDuration,
 		BatchMaxDuration:  opts.BatchMaxDuration,
 		IgnoreInFlight:    !opts.CountInFlight,
@@ -175,16 +185,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := provisioning.Register(mgr, prov, gates...); err != nil {
 		return nil, fmt.Errorf("registering provisioning: %w", err)
 	}
-	lc := lifecycle.New(mgr.GetClient(), cloud, recorder, health, lifecycle.Options{
+	lc := lifecycle.New(mgr.GetClient(), metered(karpentermetrics.ControllerNodeClaimLifecycle), recorder, health, lifecycle.Options{
 		RegistrationTTL: opts.RegistrationTTL, LaunchBackoffBase: opts.LaunchBackoffBase, LaunchBackoffMax: opts.LaunchBackoffMax,
 		LaunchTTL: opts.LaunchTTL, NodeNotReadyThreshold: opts.NodeNotReadyThreshold, Latency: latency})
 	if err := lc.Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering NodeClaim lifecycle: %w", err)
 	}
-	if err := termination.NewNodeController(mgr.GetClient(), cloud, recorder, clock.RealClock{}).Register(mgr); err != nil {
+	if err := termination.NewNodeController(mgr.GetClient(), metered(karpentermetrics.ControllerNodeTermination), recorder, clock.RealClock{}).Register(mgr); err != nil {
 		return nil, fmt.Errorf("registering Node termination: %w", err)
 	}
-	disrupt := disruption.New(podReader, mgr.GetAPIReader(), cloud, recorder, clock.RealClock{}, disruption.Options{
+	disrupt := disruption.New(podReader, mgr.GetAPIReader(), metered(karpentermetrics.ControllerDisruption), recorder, clock.RealClock{}, disruption.Options{
 		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
 		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
@@ -195,7 +205,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 			return nil, err
 		}
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloud, recorder, garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), metered(karpentermetrics.ControllerGarbageCollection), recorder, garbagecollection.Options{Period: opts.GCPeriod, Grace: opts.GCGrace})); err != nil {
 		return nil, err
 	}
 	if err := nodepoolstatus.New(mgr.GetClient(), health, recorder).Register(mgr); err != nil {
@@ -261,3 +271,12 @@ type hydrationSources interface {
 
 // Start runs every controller until ctx is done.
 func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+
+// providerName is the karpenter_cloudprovider_* provider label of cloud:
+// its Name() ("aws" for the EC2 cloud provider), "unknown" without one.
+func providerName(cloud cloudprovider.CloudProvider) string {
+	if n, ok := cloud.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return "unknown"
+}

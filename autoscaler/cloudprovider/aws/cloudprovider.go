@@ -170,6 +170,10 @@ func New(opts Options) (*CloudProvider, error) {
 	}, nil
 }
 
+// Name is the cloud provider's name, "aws", as Karpenter's AWS provider
+// reports it in the provider label of karpenter_cloudprovider_* metrics.
+func (c *CloudProvider) Name() string { return "aws" }
+
 // HydrationSources are the data sets a hydration.Hydrator loads at start
 // and refreshes: the instance-type catalogue (with its offerings) every
 // cache.InstanceTypesTTL and spot prices every cache.SpotPriceTTL.

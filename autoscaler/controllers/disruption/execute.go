@@ -15,6 +15,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	podset "github.com/karpx/karpx/autoscaler/pods"
 )
 
@@ -60,6 +61,8 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 			c.announce(ctx, cmd, cand, "")
 			if err := c.kube.Delete(ctx, cand.nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", cand.name(), err))
+			} else {
+				karpentermetrics.NodeClaimDisrupted(cand.nc, cmd.reason)
 			}
 		}
 		return true, errors.Join(errs...)
@@ -73,6 +76,7 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 			return false, fmt.Errorf("creating replacement NodeClaim for %s: %w", cmd, err)
 		}
 		names = append(names, nc.Name)
+		karpentermetrics.NodeClaimCreated(nc, cmd.reason)
 		log.Info("created replacement NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
 			"replaces", candidateNames(cmd.candidates), "method", cmd.method, "cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
 	}
@@ -179,6 +183,8 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "replacements", strings.Join(reps, ","))
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
+			} else {
+				karpentermetrics.NodeClaimDisrupted(nc, nc.Annotations[ReasonAnnotationKey])
 			}
 		}
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
@@ -216,7 +218,9 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		VolumeRequirements: s.volumes,
 		MinValuesPolicy:    c.opts.MinValuesPolicy,
 	}
+	solveStart := time.Now()
 	res := scheduling.Solve(in)
+	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerDisruption, solveStart)
 	ok := true
 	for uid := range res.Unschedulable {
 		if moved[uid] {

@@ -11,6 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 )
 
 // Options configure the garbage collector.
@@ -148,6 +149,8 @@ func (c *Collector) Pass(ctx context.Context) {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			log.Error(err, "deleting NodeClaim", "NodeClaim", nc.Name)
 			goneSince[id] = first
+		} else {
+			karpentermetrics.NodeClaimDisrupted(nc, "GarbageCollected")
 		}
 	}
 	c.goneSince = goneSince

@@ -22,6 +22,7 @@ import (
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/podcache"
@@ -335,7 +336,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		}
 	}
 
+	solveStart := time.Now()
 	out := scheduling.Solve(in)
+	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerProvisioner, solveStart)
 	for name, pods := range out.ExistingPlacements {
 		res.InFlight += len(pods)
 		if nc := claimOf(state, name); nc != nil && !p.opts.DisableNomination {
@@ -356,6 +359,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			continue
 		}
 		res.Created = append(res.Created, nc.Name)
+		karpentermetrics.NodeClaimCreated(nc, karpentermetrics.ReasonProvisioned)
 		if p.opts.Latency != nil {
 			keys := make([]types.NamespacedName, len(plan.Pods))
 			for i, pod := range plan.Pods {

@@ -26,6 +26,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/launchlatency"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
@@ -345,7 +346,11 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 	case errors.As(err, &ice):
 		log.Info("no capacity for any offering; deleting NodeClaim so the provisioner picks others", "error", err.Error())
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacity", "%v", err)
-		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		if err := c.kube.Delete(ctx, nc); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		karpentermetrics.NodeClaimDisrupted(nc, "InsufficientCapacity")
+		return reconcile.Result{}, nil
 	case errors.As(err, &launchErr), errors.As(err, &notReady):
 		reason, code := "LaunchFailed", ""
 		if launchErr != nil {
@@ -543,7 +548,11 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	delete(c.failures, nc.UID)
 	delete(c.launched, nc.UID)
 	c.mu.Unlock()
-	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Patch(ctx, nc, client.MergeFrom(stored)))
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	karpentermetrics.NodeClaimTerminated(nc)
+	return reconcile.Result{}, nil
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {

@@ -1,0 +1,21 @@
+// Package karpentermetrics exports the karpenter_* Prometheus metrics of
+// Karpenter v1.13.0 (sigs.k8s.io/karpenter v1.13.0) that karpx has a
+// counterpart for, with Karpenter's names, help texts, label keys, label
+// value vocabularies, units and buckets, so that dashboards and alerts
+// written for Karpenter work unchanged against karpx. Metrics only karpx
+// has keep their karpx_* names in their own packages.
+//
+// NodeClaim counters (karpenter_nodeclaims_{created,terminated,disrupted}_total)
+// are Karpenter's own definitions from sigs.k8s.io/karpenter/pkg/metrics
+// (that package imports nothing but the Prometheus client, operatorpkg and
+// controller-runtime's registry). Every other family lives in a Karpenter
+// controller package that cannot be imported without its controller, so it
+// is redefined here with a comment naming the source file.
+//
+// Controllers record through the functions of this package
+// (NodeClaimCreated, NodeClaimTerminated, NodeClaimDisrupted,
+// ObserveScheduling) and a Decorate-d CloudProvider; Register adds the
+// families that are read from the API server (NodePool usage and limits,
+// cluster state, pod startup) to a manager. docs/metrics.md lists what is
+// exported and what is not.
+package karpentermetrics

@@ -43,9 +43,9 @@ type nodeClaimRecord struct {
 
 // nodeRecord is what the recorder saw of one Node.
 type nodeRecord struct {
-	name                                    string
+	name                                   string
 	nodePool, instanceType, capacity, zone string
-	created, ready, deleted                 time.Time
+	created, ready, deleted                time.Time
 }
 
 // Recorder watches pods, Nodes and NodeClaims with the admin's client and

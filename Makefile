@@ -246,7 +246,7 @@ bench-vs-karpenter-e2e: tools build karpenter-kwok ## karpx vs upstream Karpente
 		-karpx.h2h-pods $(H2H_PODS) -karpx.h2h-boot-delay $(H2H_BOOT_DELAY) \
 		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-sides $(H2H_SIDES) \
 		-karpx.h2h-out $(ROOT)/_output/head-to-head.md \
-		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|run.go|^\s*\||commit '
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|^\s*\||commit '
 	@echo "--- table (also in _output/head-to-head.md) ---" && cat _output/head-to-head.md
 
 # The admission load test: bin/karpx-webhook in its own process against a

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/karpx/karpx/test/cluster"
 )
 
@@ -34,6 +37,8 @@ func TestHeadToHead(t *testing.T) {
 	if *h2hPods <= 0 {
 		t.Skip("a scripted measurement: run with -karpx.h2h-pods N (make bench-vs-karpenter-e2e)")
 	}
+	// The recorder's watches log through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
 	bin, err := cluster.BinDir()
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,17 @@ type Autoscaler interface {
 	Install(ctx context.Context, tb testing.TB, c *cluster.Cluster, dir string, bootDelay time.Duration)
 	// NodeClassRef is the nodeClassRef of every NodePool.
 	NodeClassRef() karpv1.NodeClassReference
-	// Start starts the controller process; the test's cleanup stops it.
-	Start(tb testing.TB) *Process
+	// Start starts the controller process and returns once it runs; the
+	// test's cleanup stops it.
+	Start(tb testing.TB) Controller
+}
+
+// Controller is a running controller process.
+type Controller interface {
+	// PID is its process id, for /proc/PID.
+	PID() int
+	// Kill SIGKILLs it and waits until it is gone.
+	Kill()
 }
 
 // Karpx is the karpx side: bin/karpx-controller (make build) as
@@ -64,9 +73,21 @@ func (k *Karpx) NodeClassRef() karpv1.NodeClassReference {
 	return karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 }
 
+// simPendingDelay is ec2sim's default time from launch to "running".
+const simPendingDelay = 200 * time.Millisecond
+
+// SimConfig is the simulator's configuration on both sides: ec2sim serves
+// it to karpx, and Karpenter's instance-types file and KWOKNodeClass are
+// derived from it. bootDelay is the whole simulated boot, launch to Node
+// registered: 200 ms pending, then BootDelay. It must be longer than
+// 200 ms.
+func SimConfig(clusterName string, bootDelay time.Duration) ec2sim.Config {
+	return ec2sim.Config{ClusterName: clusterName, PendingDelay: simPendingDelay, BootDelay: bootDelay - simPendingDelay}
+}
+
 // Install implements Autoscaler: manifests/crds, the EC2NodeClass
-// "default", the simulator with BootDelay bootDelay (and its default 200 ms
-// pending time), and a kubeconfig for ServiceAccount karpx/karpx.
+// "default", the simulator (SimConfig) and a kubeconfig for
+// ServiceAccount karpx/karpx.
 func (k *Karpx) Install(ctx context.Context, tb testing.TB, c *cluster.Cluster, dir string, bootDelay time.Duration) {
 	tb.Helper()
 	k.cluster, k.dir = c, dir
@@ -88,7 +109,9 @@ spec:
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: c.Name, Kube: kube, Logger: logr.Discard(), BootDelay: bootDelay})
+	simCfg := SimConfig(c.Name, bootDelay)
+	simCfg.Kube, simCfg.Logger = kube, logr.Discard()
+	sim, err := ec2sim.New(simCfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,7 +135,7 @@ spec:
 // Start implements Autoscaler: bin/karpx-controller with its default
 // batch window (1 s idle, 10 s at most, Karpenter's defaults) and
 // disruption period, without leader election.
-func (k *Karpx) Start(tb testing.TB) *Process {
+func (k *Karpx) Start(tb testing.TB) Controller {
 	tb.Helper()
 	return StartProcess(tb, k.dir, "karpx-controller", filepath.Join(k.Root, "bin", "karpx-controller"), []string{
 		"--kubeconfig=" + k.kubeconfig,

@@ -57,7 +57,7 @@ type run struct {
 	c    *cluster.Cluster
 	kube client.Client
 	rec  *Recorder
-	proc *Process
+	proc Controller
 	res  *Results
 	// windows are the named time windows of the workloads, for the audit
 	// log's per-workload request counts.
@@ -123,8 +123,10 @@ func Run(tb testing.TB, side Autoscaler, cfg Config) *Results {
 	}
 	r.p5()
 	r.requests()
-	if lines := r.proc.ForbiddenLines(); len(lines) > 0 {
-		tb.Errorf("%s: requests refused by RBAC (%d), first: %s", side.Name(), len(lines), lines[0])
+	if p, ok := r.proc.(interface{ ForbiddenLines() []string }); ok {
+		if lines := p.ForbiddenLines(); len(lines) > 0 {
+			tb.Errorf("%s: requests refused by RBAC (%d), first: %s (add the permission to manifests/)", side.Name(), len(lines), lines[0])
+		}
 	}
 	return r.res
 }

@@ -19,6 +19,9 @@ KWOK_VERSION ?= v0.8.0
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 KUBE_VERSION := $(shell cd hack/controlplane && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 ETCD_VERSION := $(shell cd hack/etcd && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+# Upstream Karpenter, for the upstream-mode tests and the head-to-head
+# benchmark: the version karpx's go.mod requires (go.sum verifies the module).
+KARPENTER_VERSION := $(shell go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)
 KARPX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
@@ -41,6 +44,7 @@ TEST_TIMEOUT ?= 50m
 CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.kwok-$(KWOK_VERSION)
+KARPENTER_KWOK_STAMP := $(BIN)/.karpenter-kwok-$(KARPENTER_VERSION)
 
 ##@ Newcomer
 
@@ -53,7 +57,7 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build krew images ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build krew images karpenter-kwok ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
@@ -93,6 +97,17 @@ kwok: $(KWOK_STAMP) ## Build kwokctl and kwok (fake kubelet for nodes and pods) 
 $(KWOK_STAMP):
 	GOBIN=$(BIN) CGO_ENABLED=0 go install sigs.k8s.io/kwok/cmd/kwokctl@$(KWOK_VERSION) sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	rm -f $(BIN)/.kwok-* && touch $@
+
+.PHONY: karpenter-kwok
+karpenter-kwok: $(KARPENTER_KWOK_STAMP) ## Build upstream Karpenter's kwok provider (sigs.k8s.io/karpenter/kwok, go.mod's version) into bin/karpenter-kwok.
+
+# Built in karpx's own module, so go.mod pins the version and go.sum
+# verifies it; the stamp names the version, so a bump in go.mod rebuilds.
+$(KARPENTER_KWOK_STAMP):
+	@echo "building Karpenter $(KARPENTER_VERSION)'s kwok provider from the Go module proxy (about a minute on 2 cores, once)"
+	CGO_ENABLED=0 go build -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$(KARPENTER_VERSION)" \
+		-o $(BIN)/karpenter-kwok sigs.k8s.io/karpenter/kwok
+	rm -f $(BIN)/.karpenter-kwok-* && touch $@
 
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

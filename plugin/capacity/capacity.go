@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,7 +33,12 @@ type and AMI registers, its real status.allocatable replaces the estimate.
 The table lists, per key, the estimated and observed cpu, memory and pods
 and the observation's age; --all adds keys with an estimate only, -o wide
 the ephemeral storage. -o json and -o yaml print a karpx.io/v1alpha1
-CapacityReport.`
+CapacityReport.
+
+On a cluster without a karpx controller (upstream Karpenter keeps no
+learned-capacity cache) it says so and lists each NodeClaim's allocatable,
+what the autoscaler planned with, against its Node's status.allocatable
+(-o json|yaml: a NodeClaimCapacityReport).`
 
 const capacityExample = `  # Observed capacity of the controller installed from manifests/controller
   kubectl karpx capacity
@@ -61,11 +67,14 @@ type Options struct {
 	All bool
 	// Now returns the current time for ages; nil means time.Now.
 	Now func() time.Time
+	// Factory reads NodeClaims and Nodes when the cluster has no karpx
+	// controller Service (upstream Karpenter).
+	Factory cluster.Factory
 }
 
 // NewCmd returns the `capacity` command.
 func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, Conn: throttle.NewOptions(f, streams), Print: output.NewFlags(false)}
+	o := &Options{IOStreams: streams, Conn: throttle.NewOptions(f, streams), Print: output.NewFlags(false), Factory: f}
 	cmd := &cobra.Command{
 		Use:     "capacity [--all] [--endpoint URL] [-o wide|json|yaml]",
 		Short:   "Show estimated and observed allocatable per instance type and AMI",
@@ -98,10 +107,17 @@ func (o *Options) Validate() error {
 	return o.Conn.ValidateSource()
 }
 
-// Run reads the controller's report and prints it.
+// Run reads the controller's report and prints it. Without a karpx
+// controller Service (a cluster run by upstream Karpenter) it says so on
+// stderr and prints each NodeClaim's allocatable against its Node's
+// instead (NodeClaimReport).
 func (o *Options) Run(ctx context.Context) error {
 	var rep capacity.Report
 	if err := status.FetchJSON(ctx, o.Conn, capacity.HandlerPath, &rep); err != nil {
+		var missing *throttle.ServiceNotFoundError
+		if errors.As(err, &missing) && o.Factory != nil {
+			return o.runWithoutController(ctx, o.ErrOut)
+		}
 		return fmt.Errorf("reading the capacity cache: %w", err)
 	}
 	if !o.All {

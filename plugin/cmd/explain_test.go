@@ -18,8 +18,15 @@ import (
 
 func explainFactory(objs ...client.Object) *cluster.StaticFactory {
 	f := testFactory(nil)
-	f.ClientValue = fake.NewClientBuilder().WithScheme(f.SchemeValue).WithObjects(objs...).Build()
+	f.ClientValue = fake.NewClientBuilder().WithScheme(f.SchemeValue).WithObjects(objs...).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", eventUID).Build()
 	return f
+}
+
+// eventUID indexes events as the API server's involvedObject.uid field
+// selector does.
+func eventUID(o client.Object) []string {
+	return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 }
 
 func explainObjects(arch string) []client.Object {
@@ -114,5 +121,48 @@ func TestExplainExitCodes(t *testing.T) {
 		if got := ExitCode(err); got != want {
 			t.Errorf("%s: exit %d (%v), want %d", args, got, err, want)
 		}
+	}
+}
+
+// TestExplainKWOKNodeClass: on a cluster run by upstream Karpenter's kwok
+// provider the NodePool's class is a KWOKNodeClass. explain does not stop
+// at "not explained": it exits 0, marks the NodePool unknown and prints
+// Karpenter's own latest events for the pod.
+func TestExplainKWOKNodeClass(t *testing.T) {
+	objs := explainObjects("amd64")
+	np := objs[0].(*karpv1.NodePool)
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+	pod := objs[2].(*corev1.Pod)
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "shop"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "shop", UID: pod.UID},
+		Source:         corev1.EventSource{Component: "karpenter"}, Type: corev1.EventTypeNormal, Reason: "Nominated",
+		Message: "Pod should schedule on: nodeclaim/general-abcde", Count: 1, LastTimestamp: metav1.Unix(1700000000, 0),
+	}
+	f := testFactory(nil)
+	f.ClientValue = fake.NewClientBuilder().WithScheme(f.SchemeValue).WithObjects(np, objs[1], pod, ev).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", eventUID).Build()
+	out, errOut, err := execute(t, f, "explain", "pod", "web", "-n", "shop")
+	if err != nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", ExitCode(err), err, out, errOut)
+	}
+	for _, s := range []string{"unknown", "karpx cannot model NodePool general", "The autoscaler's latest events for this pod",
+		"2023-11-14T22:13:20Z", "karpenter", "Nominated", "Pod should schedule on: nodeclaim/general-abcde"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	for _, s := range []string{"not explained", "No NodePool can launch", "events unavailable"} {
+		if strings.Contains(out, s) {
+			t.Errorf("output has %q:\n%s", s, out)
+		}
+	}
+	out, _, err = execute(t, f, "explain", "pod", "web", "-n", "shop", "-o", "json")
+	var ex struct {
+		NotModelled      []string
+		AutoscalerEvents []struct{ Reason, Message string }
+	}
+	if err != nil || json.Unmarshal([]byte(out), &ex) != nil || len(ex.NotModelled) != 1 || len(ex.AutoscalerEvents) != 1 || ex.AutoscalerEvents[0].Reason != "Nominated" {
+		t.Errorf("-o json: %v\n%s", err, out)
 	}
 }

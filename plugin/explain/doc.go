@@ -9,6 +9,14 @@
 // them, to say which NodePool, instance type and offering (zone, capacity
 // type, price) the pod would get.
 //
+// A NodePool whose node class karpx cannot model (anything but a
+// karpenter.k8s.aws EC2NodeClass, such as the KWOKNodeClass of upstream
+// Karpenter's kwok provider) is shown as "unknown" rather than ruled out,
+// and every explanation carries the autoscalers' own latest events about
+// the pod (AutoscalerSources: Karpenter's and karpx's nominations and
+// scheduling failures), so a cluster run by upstream Karpenter still gets
+// an answer.
+//
 // The plugin has no EC2 access: instance types and on-demand prices come
 // from karpx's built-in catalogue (package catalog), zones from the
 // EC2NodeClass's status.subnets (else the cluster's nodes), and every

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -43,8 +44,16 @@ karpx's built-in catalogue, zones from each EC2NodeClass's status.subnets
 (else the cluster's nodes), every offering is assumed available, and spot is
 priced at the on-demand price (an upper bound). The output says so.
 
+NodePools whose node class karpx cannot model (anything but a
+karpenter.k8s.aws EC2NodeClass, such as upstream Karpenter's kwok provider's
+KWOKNodeClass) are listed with LAUNCH "unknown", and the explanation shows
+the autoscaler's own latest events for the pod instead: Karpenter's and
+karpx's nominations ("Pod should schedule on: nodeclaim/...") and
+scheduling failures.
+
 Exit status: 0 when some NodePool can launch a node for the pod (or the pod
-is not pending), 3 when none can, 1 on other errors.`
+is not pending, or a NodePool's node class is one karpx cannot model), 3
+when none can, 1 on other errors.`
 
 const explainExample = `  # Why is pod web-7d4b9 in namespace shop pending?
   kubectl karpx explain pod web-7d4b9 -n shop
@@ -182,7 +191,9 @@ func (o *Options) Validate() error {
 }
 
 // Run reads the cluster, explains the pod and prints the explanation. It
-// returns *UnschedulableError when no NodePool can take the pod, the
+// returns *UnschedulableError when no NodePool can take the pod and karpx
+// could model every NodePool's node class (otherwise the autoscaler decides,
+// and the explanation shows its events instead), the
 // API server's error (NotFound for a missing pod; cluster.ListError's for
 // missing CRDs) otherwise.
 func (o *Options) Run(ctx context.Context) error {
@@ -194,7 +205,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.print(ex); err != nil {
 		return err
 	}
-	if ex.Pending && ex.Chosen == "" {
+	if ex.Pending && ex.Chosen == "" && len(ex.NotModelled) == 0 {
 		return &UnschedulableError{Pod: o.PodNamespace + "/" + o.PodName}
 	}
 	return nil
@@ -243,6 +254,15 @@ func (o *Options) read(ctx context.Context) (*Snapshot, error) {
 	var ds appsDaemonSetList
 	if optional("DaemonSets", &ds.list) {
 		snap.DaemonSetPods = ds.pods()
+	}
+	// The pod's own events only (the API server filters on
+	// involvedObject.uid), for the autoscaler's nominations and failures.
+	var events corev1.EventList
+	if err := o.client.List(ctx, &events, client.InNamespace(pod.Namespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID))}); err != nil {
+		snap.Notes = append(snap.Notes, fmt.Sprintf("the pod's events unavailable (%v): the autoscaler's events are not shown", err))
+	} else {
+		snap.Events = events.Items
 	}
 	return snap, nil
 }

@@ -172,3 +172,74 @@ func TestExplainZonesFromNodes(t *testing.T) {
 		t.Errorf("notes: %v", ex.Notes)
 	}
 }
+
+// podEvent is an event about the pod from source at second sec.
+func podEvent(pod *corev1.Pod, source, reason, message string, sec int64) corev1.Event {
+	return corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: pod.Name + "." + reason + "." + source, Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Source:         corev1.EventSource{Component: source},
+		Type:           corev1.EventTypeNormal, Reason: reason, Message: message, Count: 1,
+		LastTimestamp: metav1.Unix(sec, 0),
+	}
+}
+
+// TestExplainNotModelled: a NodePool whose class karpx cannot model (the
+// kwok provider's KWOKNodeClass) is "unknown", not ruled out, and the
+// explanation carries Karpenter's own latest events for the pod, newest
+// first, leaving out other sources and other pods.
+func TestExplainNotModelled(t *testing.T) {
+	s := snapshot()
+	kwok := nodePool("kwok", 0, "default", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	kwok.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+	s.NodePools = []karpv1.NodePool{*kwok}
+	s.EC2NodeClasses = nil
+	other := s.Pod.DeepCopy()
+	other.Name, other.UID = "other", "uid-other"
+	s.Events = []corev1.Event{
+		podEvent(s.Pod, "karpenter", "FailedScheduling", "Failed to schedule pod, incompatible with nodepool \"kwok\"", 100),
+		podEvent(s.Pod, "karpenter", "Nominated", "Pod should schedule on: nodeclaim/kwok-abcde", 300),
+		podEvent(s.Pod, "default-scheduler", "FailedScheduling", "0/1 nodes are available", 400),
+		podEvent(other, "karpenter", "Nominated", "Pod should schedule on: nodeclaim/kwok-zzzzz", 500),
+		podEvent(s.Pod, "karpx", "Nominated", "Pod should schedule on: nodeclaim/kwok-fghij", 200),
+	}
+	ex := Explain(s)
+	r := result(t, ex, "kwok")
+	if !r.NotModelled || r.CanLaunch || strings.Contains(r.Reason, "not explained") || !strings.Contains(r.Reason, "KWOKNodeClass") {
+		t.Errorf("kwok: %+v", r)
+	}
+	if len(ex.NotModelled) != 1 || ex.NotModelled[0] != "kwok" || ex.Chosen != "" {
+		t.Errorf("notModelled %v, chosen %q", ex.NotModelled, ex.Chosen)
+	}
+	var got []string
+	for _, e := range ex.AutoscalerEvents {
+		got = append(got, e.Source+"/"+e.Reason+"@"+e.LastSeen.UTC().Format("05"))
+	}
+	want := []string{"karpenter/Nominated@00", "karpx/Nominated@20", "karpenter/FailedScheduling@40"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("autoscaler events %v, want %v", got, want)
+	}
+
+	// At most MaxEvents, the newest.
+	for i := range MaxEvents + 2 {
+		s.Events = append(s.Events, podEvent(s.Pod, "karpenter", "Nominated", "again", int64(1000+i)))
+	}
+	ex = Explain(s)
+	if len(ex.AutoscalerEvents) != MaxEvents || ex.AutoscalerEvents[0].LastSeen.Unix() != int64(1000+MaxEvents+1) {
+		t.Errorf("%d events, newest %v", len(ex.AutoscalerEvents), ex.AutoscalerEvents[0].LastSeen)
+	}
+}
+
+// TestExplainEventsSeries: events.k8s.io events (reportingController,
+// series) are read with their series' count and last time.
+func TestExplainEventsSeries(t *testing.T) {
+	s := snapshot()
+	e := podEvent(s.Pod, "", "Nominated", "Pod should schedule on: nodeclaim/x", 0)
+	e.ReportingController, e.LastTimestamp = "karpenter", metav1.Time{}
+	e.Series = &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(metav1.Unix(50, 0).Time)}
+	s.Events = []corev1.Event{e}
+	ex := Explain(s)
+	if len(ex.AutoscalerEvents) != 1 || ex.AutoscalerEvents[0].Count != 7 || ex.AutoscalerEvents[0].LastSeen.Unix() != 50 || ex.AutoscalerEvents[0].Source != "karpenter" {
+		t.Errorf("events %+v", ex.AutoscalerEvents)
+	}
+}

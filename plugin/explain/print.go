@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,14 +50,35 @@ func (o *Options) print(ex *Explanation) error {
 		}
 		fmt.Fprintln(o.Out)
 	}
-	if ex.Chosen != "" {
+	switch {
+	case ex.Chosen != "":
 		for _, r := range ex.NodePools {
 			if r.NodePool == ex.Chosen {
 				fmt.Fprintf(o.Out, "Would launch from NodePool %s (karpx's scheduling, highest weight first): %s in %s (%s, $%.4f/h)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour)
 			}
 		}
-	} else {
+	case len(ex.NotModelled) > 0:
+		fmt.Fprintf(o.Out, "karpx cannot model NodePool %s (node class not a karpenter.k8s.aws EC2NodeClass): whether it launches a node for this pod is the autoscaler's decision, in its events below.\n",
+			strings.Join(ex.NotModelled, ", "))
+	default:
 		fmt.Fprintf(o.Out, "No NodePool can launch a node for this pod.\n")
+	}
+	if len(ex.AutoscalerEvents) > 0 {
+		fmt.Fprintf(o.Out, "\nThe autoscaler's latest events for this pod (newest first):\n")
+		w := printers.GetNewTabWriter(o.Out)
+		fmt.Fprintln(w, "  LAST SEEN\tSOURCE\tTYPE\tREASON\tCOUNT\tMESSAGE")
+		for _, e := range ex.AutoscalerEvents {
+			seen := "-"
+			if !e.LastSeen.IsZero() {
+				seen = e.LastSeen.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\n", seen, e.Source, e.Type, e.Reason, e.Count, strings.ReplaceAll(e.Message, "\n", " "))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	} else if len(ex.NotModelled) > 0 {
+		fmt.Fprintf(o.Out, "\nNo event from %s about this pod yet.\n", strings.Join(AutoscalerSources, " or "))
 	}
 	for _, n := range ex.Notes {
 		fmt.Fprintf(o.Out, "Note: %s.\n", n)
@@ -71,8 +93,8 @@ func orUnknown(zone string) string {
 	return zone
 }
 
-// Table returns the NodePools as a table: NODEPOOL, WEIGHT, LAUNCH (yes or
-// no), INSTANCE-TYPE, ZONE, CAPACITY-TYPE, PRICE ($/h), REASON; -o wide
+// Table returns the NodePools as a table: NODEPOOL, WEIGHT, LAUNCH (yes,
+// no, or unknown for a node class karpx cannot model), INSTANCE-TYPE, ZONE, CAPACITY-TYPE, PRICE ($/h), REASON; -o wide
 // adds NODECLASS and TYPES (how many instance types the launch would offer).
 func (ex *Explanation) Table() *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
@@ -95,6 +117,9 @@ func (ex *Explanation) Table() *metav1.Table {
 	}
 	for _, r := range ex.NodePools {
 		launch, price := "no", "-"
+		if r.NotModelled {
+			launch = "unknown"
+		}
 		if r.CanLaunch {
 			launch, price = "yes", fmt.Sprintf("$%.4f", r.PriceUSDPerHour)
 			if r.NodePool == ex.Chosen {

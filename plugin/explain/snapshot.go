@@ -40,9 +40,78 @@ type Snapshot struct {
 	// DaemonSetPods are one pod per DaemonSet (its template), whose
 	// requests every new node must hold.
 	DaemonSetPods []*corev1.Pod
+	// Events are the pod's events (any source); Explain keeps the
+	// autoscalers' (AutoscalerSources).
+	Events []corev1.Event
 	// Notes are added to the Explanation (parts of the cluster that could
 	// not be read).
 	Notes []string
+}
+
+// AutoscalerSources are the event sources (source.component, or
+// reportingController for events.k8s.io events) whose events about the pod
+// an explanation shows: upstream Karpenter records as "karpenter" (AppName
+// in sigs.k8s.io/karpenter/pkg/operator), karpx's controller as "karpx".
+var AutoscalerSources = []string{"karpenter", "karpx"}
+
+// MaxEvents is how many of the autoscalers' latest events about the pod an
+// explanation keeps.
+const MaxEvents = 5
+
+// PodEvent is one event an autoscaler recorded about the pod: a
+// nomination (Nominated: "Pod should schedule on: nodeclaim/…") or a
+// scheduling failure (FailedScheduling), for example.
+type PodEvent struct {
+	// Source is the recording component ("karpenter", "karpx").
+	Source string `json:"source"`
+	// Type is Normal or Warning.
+	Type string `json:"type"`
+	// Reason is the event's reason (Nominated, FailedScheduling, …).
+	Reason string `json:"reason"`
+	// Message is the event's message.
+	Message string `json:"message"`
+	// Count is how many times it was recorded (1 when not counted).
+	Count int32 `json:"count"`
+	// LastSeen is when it was last recorded.
+	LastSeen metav1.Time `json:"lastSeen"`
+}
+
+// autoscalerEvents returns the events of AutoscalerSources about pod among
+// events, newest first, at most MaxEvents.
+func autoscalerEvents(pod *corev1.Pod, events []corev1.Event) []PodEvent {
+	var out []PodEvent
+	for _, e := range events {
+		if e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != pod.Name || e.InvolvedObject.Namespace != pod.Namespace ||
+			(pod.UID != "" && e.InvolvedObject.UID != "" && e.InvolvedObject.UID != pod.UID) {
+			continue
+		}
+		source := e.ReportingController
+		if source == "" {
+			source = e.Source.Component
+		}
+		if !slices.Contains(AutoscalerSources, source) {
+			continue
+		}
+		seen := e.LastTimestamp
+		switch {
+		case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+			seen = metav1.NewTime(e.Series.LastObservedTime.Time)
+		case seen.IsZero() && !e.EventTime.IsZero():
+			seen = metav1.NewTime(e.EventTime.Time)
+		case seen.IsZero():
+			seen = e.FirstTimestamp
+		}
+		count := max(e.Count, 1)
+		if e.Series != nil {
+			count = max(e.Series.Count, 1)
+		}
+		out = append(out, PodEvent{Source: source, Type: e.Type, Reason: e.Reason, Message: e.Message, Count: count, LastSeen: seen})
+	}
+	slices.SortStableFunc(out, func(a, b PodEvent) int { return b.LastSeen.Compare(a.LastSeen.Time) })
+	if len(out) > MaxEvents {
+		out = out[:MaxEvents]
+	}
+	return out
 }
 
 // Explanation is what `kubectl karpx explain pod` prints; -o json|yaml
@@ -59,6 +128,15 @@ type Explanation struct {
 	// Chosen is the NodePool karpx's scheduling would launch from with all
 	// NodePools considered (by weight, then name); "" when none can.
 	Chosen string `json:"chosen,omitempty"`
+	// NotModelled are the NodePools whose node class karpx cannot model
+	// (any nodeClassRef but a karpenter.k8s.aws EC2NodeClass, such as
+	// Karpenter's kwok provider's KWOKNodeClass): whether they can launch
+	// for the pod is the autoscaler's to say, in AutoscalerEvents.
+	NotModelled []string `json:"notModelled,omitempty"`
+	// AutoscalerEvents are Karpenter's and karpx's latest events about the
+	// pod (nominations, scheduling failures), newest first, at most
+	// MaxEvents.
+	AutoscalerEvents []PodEvent `json:"autoscalerEvents,omitempty"`
 	// NodePools is one result per NodePool, by descending weight then name.
 	NodePools []NodePoolResult `json:"nodePools"`
 	// Notes say which inputs were assumed or unavailable.
@@ -75,6 +153,9 @@ type NodePoolResult struct {
 	NodeClass string `json:"nodeClass"`
 	// CanLaunch is true when the NodePool could launch a node for the pod.
 	CanLaunch bool `json:"canLaunch"`
+	// NotModelled is true when karpx cannot model the NodePool's node
+	// class, so CanLaunch is unknown rather than false.
+	NotModelled bool `json:"notModelled,omitempty"`
 	// Reason says what ruled the NodePool out (requirement, taint, limit,
 	// missing or unready EC2NodeClass); empty when CanLaunch.
 	Reason string `json:"reason,omitempty"`
@@ -94,10 +175,11 @@ type NodePoolResult struct {
 func Explain(s *Snapshot) *Explanation {
 	pod := s.Pod
 	ex := &Explanation{
-		Pod:      pod.Namespace + "/" + pod.Name,
-		Pending:  pod.Spec.NodeName == "",
-		NodeName: pod.Spec.NodeName,
-		Notes:    append([]string{CatalogNote}, s.Notes...),
+		Pod:              pod.Namespace + "/" + pod.Name,
+		Pending:          pod.Spec.NodeName == "",
+		NodeName:         pod.Spec.NodeName,
+		Notes:            append([]string{CatalogNote}, s.Notes...),
+		AutoscalerEvents: autoscalerEvents(pod, s.Events),
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
@@ -122,9 +204,20 @@ func Explain(s *Snapshot) *Explanation {
 	var inputs []scheduling.NodePoolInput
 	for i := range s.NodePools {
 		np := &s.NodePools[i]
-		r := NodePoolResult{NodePool: np.Name, NodeClass: np.Spec.Template.Spec.NodeClassRef.Name}
+		r := NodePoolResult{NodePool: np.Name}
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			r.NodeClass = ref.Name
+		}
 		if np.Spec.Weight != nil {
 			r.Weight = *np.Spec.Weight
+		}
+		if !modelled(np) {
+			ref := np.Spec.Template.Spec.NodeClassRef
+			r.NotModelled = true
+			r.Reason = fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass, which karpx cannot model: the autoscaler's own events for the pod say what it decided", ref.Group, ref.Kind, ref.Name)
+			ex.NotModelled = append(ex.NotModelled, np.Name)
+			ex.NodePools = append(ex.NodePools, r)
+			continue
 		}
 		in, reason := s.nodePoolInput(np, zones)
 		if reason != "" {
@@ -195,9 +288,6 @@ func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.
 	if ref == nil {
 		return scheduling.NodePoolInput{}, "spec.template.spec.nodeClassRef is not set"
 	}
-	if ref.Kind != "EC2NodeClass" || ref.Group != karpxv1.SchemeGroupVersion.Group {
-		return scheduling.NodePoolInput{}, fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass: not explained", ref.Group, ref.Kind, ref.Name)
-	}
 	i := slices.IndexFunc(s.EC2NodeClasses, func(c karpxv1.EC2NodeClass) bool { return c.Name == ref.Name })
 	if i < 0 {
 		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q not found: create it or fix spec.template.spec.nodeClassRef.name", ref.Name)
@@ -210,6 +300,14 @@ func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.
 		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is not Ready (%s: %s)", class.Name, c.Reason, c.Message)
 	}
 	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: catalogTypes(zones(class)), Remaining: s.remaining(np)}, ""
+}
+
+// modelled reports whether karpx can model np's node class: a
+// karpenter.k8s.aws EC2NodeClass, or no nodeClassRef at all (which
+// nodePoolInput reports as the reason).
+func modelled(np *karpv1.NodePool) bool {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	return ref == nil || (ref.Kind == "EC2NodeClass" && ref.Group == karpxv1.SchemeGroupVersion.Group)
 }
 
 func findCondition(cs []metav1.Condition, t string) *metav1.Condition {

@@ -83,9 +83,15 @@ func NodePool(ref karpv1.NodeClassReference) *karpv1.NodePool {
 	}
 }
 
+// p5Taint keeps every pod but the P5 workload's off the P5 NodePool's
+// nodes: without it, an autoscaler may put burst pods there (Karpenter
+// does: both NodePools fit them).
+var p5Taint = corev1.Taint{Key: "karpx.dev/p5", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
 // P5NodePool is the P5 workload's NodePool: WhenEmpty with consolidateAfter
 // 30 s as in the field report (aws/karpenter-provider-aws#7523), m5.large
-// on-demand, every node disruptable at once, nodes labelled p5=empty.
+// on-demand, every node disruptable at once, nodes labelled p5=empty and
+// tainted karpx.dev/p5=true:NoSchedule.
 func P5NodePool(ref karpv1.NodeClassReference) *karpv1.NodePool {
 	np := NodePool(ref)
 	np.Name = P5PoolName
@@ -95,6 +101,7 @@ func P5NodePool(ref karpv1.NodeClassReference) *karpv1.NodePool {
 		Budgets:             []karpv1.Budget{{Nodes: "100%"}},
 	}
 	np.Spec.Template.Labels = map[string]string{"p5": "empty"}
+	np.Spec.Template.Spec.Taints = []corev1.Taint{p5Taint}
 	np.Spec.Template.Spec.Requirements[0].Values = []string{"m5.large"}
 	return np
 }
@@ -201,6 +208,7 @@ func P5Deployment(replicas int32) *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					NodeSelector:                  map[string]string{"p5": "empty"},
+					Tolerations:                   []corev1.Toleration{{Key: p5Taint.Key, Operator: corev1.TolerationOpEqual, Value: p5Taint.Value, Effect: p5Taint.Effect}},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
 							TopologyKey:   corev1.LabelHostname,

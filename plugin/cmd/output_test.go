@@ -55,7 +55,8 @@ func testOutputFormats(ctx context.Context, t *testing.T, c *cluster.Cluster, bi
 	commands := []struct {
 		args []string
 		// code is the exit status of the table, wide, json and yaml runs
-		// (throttle and capacity: 3, no karpx controller on this cluster).
+		// (throttle: 3, no karpx controller on this cluster; capacity
+		// then lists the NodeClaims' allocatable instead).
 		code int
 		// jsonKind is "apiVersion kind" of -o json ("" when code != 0).
 		jsonKind string
@@ -70,7 +71,7 @@ func testOutputFormats(ctx context.Context, t *testing.T, c *cluster.Cluster, bi
 		{[]string{"lint", "-f", lintFile}, 0, "karpx.io/v1alpha1 LintReport", "", ""},
 		{[]string{"version"}, 0, "karpx.io/v1alpha1 Version", "", ""},
 		{[]string{"throttle"}, ExitNegative, "", "", ""},
-		{[]string{"capacity"}, ExitNegative, "", "", ""},
+		{[]string{"capacity"}, 0, "karpx.io/v1alpha1 NodeClaimCapacityReport", "EPHEMERAL-STORAGE", ""},
 	}
 	for _, tc := range commands {
 		t.Run(tc.args[0], func(t *testing.T) {

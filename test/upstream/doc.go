@@ -16,4 +16,10 @@
 // prices ec2sim serves, and NodeClass gives the KWOKNodeClass a
 // spec.nodeRegistrationDelay equal to ec2sim's launch-to-Node time
 // (BootDelay), so each side's Node appears as long after the launch.
+//
+// The package's own tests check the generator against a running ec2sim
+// (TestInstanceTypesMatchSimulator) and run upstream mode end to end
+// (TestUpstreamKarpenterKwok: the real kubectl karpx and karpx's webhook on
+// a cluster Karpenter runs); the latter skips, naming the fix, without
+// bin/karpenter-kwok.
 package upstream

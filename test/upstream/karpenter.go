@@ -157,7 +157,8 @@ const StopTimeout = 30 * time.Second
 // Karpenter is a running karpenter-kwok process.
 type Karpenter struct {
 	// LogPath is the file receiving the process's standard output and
-	// error (Karpenter's JSON logs).
+	// error (Karpenter's JSON logs): Workdir/karpenter-kwok-*.log, a new
+	// one for every Start.
 	LogPath string
 	// InstanceTypesFile is the file passed as --instance-types-file-path.
 	InstanceTypesFile string
@@ -217,13 +218,16 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Karpenter, e
 	if opts.InstanceTypesFile == "" {
 		opts.InstanceTypesFile = filepath.Join(opts.Workdir, "instance-types.json")
 		if err := WriteInstanceTypes(opts.InstanceTypesFile, ec2sim.Config{}); err != nil {
+			if removeDir != "" {
+				_ = os.RemoveAll(removeDir)
+			}
 			return nil, err
 		}
 	}
 	var err error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
 		var k *Karpenter
-		k, err = start(ctx, c, bin, opts, attempt)
+		k, err = start(ctx, c, bin, opts)
 		if err == nil {
 			k.removeDir = removeDir
 			return k, nil
@@ -238,7 +242,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Karpenter, e
 	return nil, err
 }
 
-func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options, attempt int) (*Karpenter, error) {
+func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options) (*Karpenter, error) {
 	metrics, err := freePort()
 	if err != nil {
 		return nil, err
@@ -248,15 +252,16 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options, at
 		return nil, err
 	}
 	k := &Karpenter{
-		LogPath:           filepath.Join(opts.Workdir, fmt.Sprintf("karpenter-kwok-%d.log", attempt)),
 		InstanceTypesFile: opts.InstanceTypesFile,
 		MetricsURL:        "http://127.0.0.1:" + strconv.Itoa(metrics) + "/metrics",
 		ReadyURL:          "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
 		exited:            make(chan struct{}),
 	}
-	if k.logFile, err = os.Create(k.LogPath); err != nil {
+	// A new file for every start, so a restart keeps the previous log.
+	if k.logFile, err = os.CreateTemp(opts.Workdir, "karpenter-kwok-*.log"); err != nil {
 		return nil, err
 	}
+	k.LogPath = k.logFile.Name()
 	k.cmd = exec.Command(bin, append([]string{"--instance-types-file-path=" + opts.InstanceTypesFile}, opts.Args...)...)
 	k.cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+c.Kubeconfig,

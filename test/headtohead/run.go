@@ -178,12 +178,15 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	s := r.rec.Snapshot()
 	ncByNode := map[string]nodeClaimRecord{}
 	var boot []float64
-	launched := 0
+	launched, gone := 0, 0
 	for _, nc := range s.NodeClaims {
 		if nc.created.Before(start) || nc.nodePool != PoolName {
 			continue
 		}
 		launched++
+		if !nc.deleted.IsZero() {
+			gone++
+		}
 		if nc.nodeName != "" {
 			ncByNode[nc.nodeName] = nc
 		}
@@ -224,6 +227,7 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	r.res.add("burst: NodeClaim created → Node Ready (boot) p50", "s", percentile(boot, 50), "")
 	r.res.add("burst: NodeClaim created → Node Ready (boot) max", "s", percentile(boot, 100), "")
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
+	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")
 	r.res.add("burst: $/h launched", "$/h", price, "")
 	r.res.add("burst: API server requests per pod, all clients", "", sumRequests(before, after)/n, "")

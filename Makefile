@@ -289,6 +289,26 @@ bench-rss: tools build ## Controller RSS with RSS_NODES nodes and RSS_NODES*RSS_
 bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's on the same mix, same run; prints the ratio.
 	hack/bench-vs-karpenter.sh
 
+# Head to head on the real control plane: the same five workloads (burst of
+# H2H_PODS pods of Karpenter's scheduling-benchmark mix, consolidation,
+# drift, scale to zero, P5) against karpx + ec2sim and then upstream
+# Karpenter v1.13.0's kwok provider, each on a fresh control plane, both
+# with the simulated boot delay H2H_BOOT_DELAY; prints one table (figures in
+# docs/performance.md). About 15 minutes per side at 500 pods on 2 cores.
+H2H_PODS ?= 500
+H2H_BOOT_DELAY ?= 5s
+H2H_CONSOLIDATION_WINDOW ?= 2m
+H2H_SIDES ?= karpx,karpenter
+.PHONY: bench-vs-karpenter-e2e
+bench-vs-karpenter-e2e: tools build karpenter-kwok ## karpx vs upstream Karpenter (kwok provider) on the same workloads and control plane; prints one table.
+	@mkdir -p _output
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 90m -run '^TestHeadToHead$$' -v ./test/headtohead \
+		-karpx.h2h-pods $(H2H_PODS) -karpx.h2h-boot-delay $(H2H_BOOT_DELAY) \
+		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-sides $(H2H_SIDES) \
+		-karpx.h2h-out $(ROOT)/_output/head-to-head.md \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|^\s*\||commit '
+	@echo "--- table (also in _output/head-to-head.md) ---" && cat _output/head-to-head.md
+
 # The admission load test: bin/karpx-webhook in its own process against a
 # local kube-apiserver, 2,000 EC2NodeClass reviews/s for 30 s (issue 4's
 # figure: p50/p99, CPU per review, peak RSS).

@@ -233,8 +233,8 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 }
 
 // holdingMoved returns the plans that hold a pod of cands: the
-// replacements a drift or expiry command launches first (the provisioner
-// launches nodes for pending pods).
+// replacements a drift, expiry or interruption command launches first
+// (the provisioner launches nodes for pending pods).
 func holdingMoved(plans []scheduling.NodeClaimPlan, cands []*candidate) []scheduling.NodeClaimPlan {
 	moved := map[types.UID]bool{}
 	for _, cand := range cands {

@@ -108,7 +108,7 @@ func (c *Controller) interruption(ctx context.Context, s *state) (*command, erro
 		return nil, errors.Join(errs...)
 	}
 	res, ok := c.simulate(s, cmd.candidates)
-	cmd.replacements = res.NewNodeClaims
+	cmd.replacements = holdingMoved(res.NewNodeClaims, cmd.candidates)
 	kinds := map[string]bool{}
 	for _, cand := range cmd.candidates {
 		kinds[cand.nc.Annotations[InterruptionAnnotationKey]] = true

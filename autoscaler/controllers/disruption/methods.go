@@ -150,8 +150,12 @@ func (c *Controller) multiNodeConsolidation(ctx context.Context, s *state) (*com
 }
 
 // consolidate simulates removing cands and returns the command when it
-// saves money: all their pods fit on the remaining nodes, or on them plus
-// one new node cheaper than cands together. nil otherwise.
+// saves money: all their pods fit on the remaining nodes with every
+// pending pod still placed as before (no new node at all: delete), or
+// they and the pending pods need one new node cheaper than cands together
+// (replace). nil otherwise. As in Karpenter, a new node a pending pod needs
+// counts: deleting a node whose room pending pods need would only move
+// the launch to the provisioner.
 func (c *Controller) consolidate(_ context.Context, s *state, method string, cands []*candidate) *command {
 	res, ok := c.simulate(s, cands)
 	if !ok || len(res.NewNodeClaims) > 1 {
@@ -183,14 +187,16 @@ func (c *Controller) consolidate(_ context.Context, s *state, method string, can
 }
 
 // simulate runs the scheduler on the pods of cands as if their nodes were
-// gone, together with every pod still pending: those take their room first
-// in the order the scheduler packs them, so capacity that provisioning has
-// planned for them (an in-flight NodeClaim, free room on a node) is not
-// promised to the moved pods as well. The result keeps only the new
-// NodeClaims that hold a moved pod (the provisioner takes care of the
-// others); ok is false when a moved pod would not fit anywhere (the
-// plans for the others are still returned). Interrupted nodes are never
-// a destination.
+// gone, together with every pod still pending, as Karpenter's
+// SimulateScheduling does. The scheduler packs them all in one order
+// (largest first, then by name), so a moved pod may take room on another
+// node that a pending pod was to take (a node that has just initialised
+// for pods kube-scheduler has not bound yet); that pending pod then needs
+// a new node in the result, which is why the result keeps the new
+// NodeClaims of pending pods too: a command that needs any new node is no
+// plain delete. ok is false when a moved pod would not fit anywhere
+// (pending pods that fit nowhere do not count: they fit nowhere without
+// the command either). Interrupted nodes are never a destination.
 func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, bool) {
 	excluded := map[string]bool{}
 	moved := map[types.UID]bool{}
@@ -227,17 +233,29 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 			ok = false
 		}
 	}
-	var plans []scheduling.NodeClaimPlan
-	for _, plan := range res.NewNodeClaims {
+	return res, ok
+}
+
+// holdingMoved returns the plans that hold a pod of cands: the
+// replacements a drift, expiry or interruption command launches first
+// (the provisioner launches nodes for pending pods).
+func holdingMoved(plans []scheduling.NodeClaimPlan, cands []*candidate) []scheduling.NodeClaimPlan {
+	moved := map[types.UID]bool{}
+	for _, cand := range cands {
+		for _, p := range cand.pods {
+			moved[p.UID] = true
+		}
+	}
+	var out []scheduling.NodeClaimPlan
+	for _, plan := range plans {
 		for _, p := range plan.Pods {
 			if moved[p.UID] {
-				plans = append(plans, plan)
+				out = append(out, plan)
 				break
 			}
 		}
 	}
-	res.NewNodeClaims = plans
-	return res, ok
+	return out
 }
 
 // cheaper narrows plan to the instance types whose cheapest offering the
@@ -347,7 +365,7 @@ func (c *Controller) replaceFirst(_ context.Context, s *state, method, reason st
 				c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: its pods would not fit on any node karpx can launch", reason, cause))
 				continue
 			}
-			cmd.replacements = res.NewNodeClaims
+			cmd.replacements = holdingMoved(res.NewNodeClaims, cmd.candidates)
 		}
 		return cmd, nil
 	}

@@ -373,3 +373,39 @@ func TestOrphanedDisruptedTaintIsRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidationKeepsNodesWhosePendingPodsAreStillArriving is the P1
+// end-to-end failure made deterministic: three m5.large nodes have just
+// initialised, one for each 1500m pod (each needs a node of its own), and
+// kube-scheduler has bound only a1 yet. b1 and c1 will take b and c: a1
+// fits nowhere else, so deleting a leaves a pod without room and costs a
+// relaunch. With equal requests the scheduler packs a1 (moved) first by
+// name, so a simulation that only counts the new nodes holding moved pods
+// sees a1 fit on b and calls a "pods fit on other nodes". As in
+// Karpenter's consolidation, every new node the simulation needs, pending
+// pods' ones included, counts.
+func TestConsolidationKeepsNodesWhosePendingPodsAreStillArriving(t *testing.T) {
+	for _, bound := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d of 3 bound", bound), func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
+			nodes := []string{c.node("a", "p", time.Second, nil), c.node("b", "p", time.Second, nil), c.node("c", "p", time.Second, nil)}
+			for i, name := range []string{"a1", "b1", "c1"} {
+				node := ""
+				if i < bound {
+					node = nodes[i]
+				}
+				c.pod(name, node, "1500m", nil)
+			}
+			res := c.pass()
+			for _, n := range []string{"a", "b", "c"} {
+				if !c.exists(n) {
+					t.Errorf("decisions %v: node %s deleted while pods it is needed for are pending", res.Decisions, n)
+				}
+			}
+			if len(res.Decisions) > 0 {
+				t.Errorf("decisions %v, want none", res.Decisions)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +22,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/karpx/karpx/manifests/crds"
 )
 
 // Validator checks objects against a set of CRDs. It is safe for
@@ -152,3 +155,15 @@ func (v *Validator) ValidateObject(ctx context.Context, obj map[string]any) (fie
 	}
 	return fields, messages
 }
+
+// Shipped returns the Validator for the CRDs karpx ships (manifests/crds:
+// NodePool, NodeClaim, EC2NodeClass), built on the first call and shared by
+// every later one (kubectl karpx lint and audit). It returns the error of
+// reading or compiling those CRDs, the same on every call.
+var Shipped = sync.OnceValues(func() (*Validator, error) {
+	all, err := crds.All()
+	if err != nil {
+		return nil, err
+	}
+	return New(all...)
+})

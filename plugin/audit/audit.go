@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 	apisv1 "github.com/karpx/karpx/apis/v1"
 	kxlint "github.com/karpx/karpx/lint"
 	"github.com/karpx/karpx/lint/crdschema"
-	"github.com/karpx/karpx/manifests/crds"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
 )
@@ -231,16 +229,6 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// schemaValidator checks -f manifests against manifests/crds, as lint
-// does; live objects were validated by the API server.
-var schemaValidator = sync.OnceValues(func() (*crdschema.Validator, error) {
-	all, err := crds.All()
-	if err != nil {
-		return nil, err
-	}
-	return crdschema.New(all...)
-})
-
 // Run lists the live objects, reads -f, checks everything and writes the
 // report. It returns list errors (a missing CRD as
 // *cluster.NotInstalledError, RBAC's Forbidden unchanged), then, after
@@ -267,7 +255,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var schema kxlint.SchemaValidator
 	if len(o.Filenames) > 0 {
-		v, err := schemaValidator()
+		v, err := crdschema.Shipped()
 		if err != nil {
 			return fmt.Errorf("loading the embedded CRDs: %w", err)
 		}

@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	kxlint "github.com/karpx/karpx/lint"
 	"github.com/karpx/karpx/lint/crdschema"
-	"github.com/karpx/karpx/manifests/crds"
 	"github.com/karpx/karpx/plugin/output"
 )
 
@@ -230,15 +228,6 @@ func (e *NothingCheckedError) Error() string {
 // ExitCode is the process exit status: 2.
 func (e *NothingCheckedError) ExitCode() int { return 2 }
 
-// schemaValidator is built once from manifests/crds.
-var schemaValidator = sync.OnceValues(func() (*crdschema.Validator, error) {
-	all, err := crds.All()
-	if err != nil {
-		return nil, err
-	}
-	return crdschema.New(all...)
-})
-
 // Run reads the input, lints it and writes the report to Out (warnings
 // about skipped documents and unreadable input go to ErrOut in table mode;
 // under -o json and -o yaml everything is in the report on Out). It returns a
@@ -248,7 +237,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	schema, err := schemaValidator()
+	schema, err := crdschema.Shipped()
 	if err != nil {
 		return fmt.Errorf("loading the embedded CRDs: %w", err)
 	}

@@ -206,7 +206,7 @@ func up(root, bin, work string) error {
 	if _, err := kubectl(ctx, c, nil, "scale", "deployment", "inflate", "--replicas", fmt.Sprint(replicas)); err != nil {
 		return err
 	}
-	fmt.Printf("\nThe demo keeps running (inflate scaled back to %d). Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\n  kubectl scale deployment inflate --replicas 0   # and watch the nodes go\nLogs: %s/*.log\nStop it with: make demo-down\n", replicas, c.Kubeconfig, bin, metrics, work)
+	fmt.Printf("\nThe demo keeps running (inflate scaled back to %d). Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status --budget-endpoint %s   # the controller runs beside the cluster, not in it\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\n  kubectl scale deployment inflate --replicas 0   # and watch the nodes go\nLogs: %s/*.log\nStop it with: make demo-down\n", replicas, c.Kubeconfig, bin, metrics, metrics, work)
 	return nil
 }
 

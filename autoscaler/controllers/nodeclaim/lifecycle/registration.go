@@ -1,0 +1,143 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/clusterstate"
+)
+
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node == nil {
+		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+		waited := c.now().Sub(launched.LastTransitionTime.Time)
+		if waited >= c.opts.RegistrationTTL {
+			log.Info("node did not register in time; deleting NodeClaim and terminating its instance",
+				"providerID", nc.Status.ProviderID, "registrationTTL", c.opts.RegistrationTTL.String())
+			msg := fmt.Sprintf("no Node with providerID %s registered within %s; terminating the instance (check the EC2NodeClass userData and the node's bootstrap logs)",
+				nc.Status.ProviderID, c.opts.RegistrationTTL)
+			c.recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", msg)
+			c.recordFailure(ctx, nc, "RegistrationTimeout", msg)
+			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		}
+		return reconcile.Result{RequeueAfter: c.opts.RegistrationTTL - waited}, nil
+	}
+
+	stored := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	firstRegistration := node.Labels[karpv1.NodeRegisteredLabelKey] != "true"
+	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	// From now on the Node leaves only through package termination's
+	// drain, whoever deletes it.
+	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
+	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredTaintKey)
+	// startupTaints too, once, as kubelet's --register-with-taints does:
+	// the karpenter.sh/registered label written in the same patch keeps a
+	// retried registration from putting back a taint its agent removed.
+	taints := append([]corev1.Taint{}, nc.Spec.Taints...)
+	if firstRegistration {
+		taints = append(taints, nc.Spec.StartupTaints...)
+	}
+	for _, t := range taints {
+		if !hasTaint(node.Spec.Taints, t) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+		}
+	}
+	if err := controllerutil.SetOwnerReference(nc, node, c.kube.Scheme()); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			// Another writer (kwok or kubelet, the termination
+			// controller) changed the Node since it was read: try again
+			// soon from a fresh read.
+			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+
+	storedNC := nc.DeepCopy()
+	nc.Status.NodeName = node.Name
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+	nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "AwaitingReady", "waiting for the Node to be Ready without startup taints")
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.Info("registered", "Node", node.Name)
+	if key, _, ok := c.healthKey(ctx, nc); ok {
+		c.health.Success(key)
+	}
+	return c.initialize(ctx, nc)
+}
+
+func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil {
+		return reconcile.Result{}, err
+	}
+	if reason := notInitialized(nc, node); reason != "" {
+		stored := nc.DeepCopy()
+		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", reason)
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		return reconcile.Result{}, nil // the Node watch wakes us
+	}
+	stored := node.DeepCopy()
+	node.Labels[karpv1.NodeInitializedLabelKey] = "true"
+	if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	storedNC := nc.DeepCopy()
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("initialized", "Node", node.Name)
+	return reconcile.Result{}, nil
+}
+
+// notInitialized returns why node is not initialised yet, or "".
+func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) string {
+	if b := clusterstate.InitializationBlockers(nc, node); len(b) > 0 {
+		return b[0]
+	}
+	return ""
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := taints[:0:0]
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}

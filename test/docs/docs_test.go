@@ -1,0 +1,374 @@
+package docs
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/ec2sim"
+	plugincmd "github.com/karpx/karpx/plugin/cmd"
+	"github.com/karpx/karpx/webhook"
+)
+
+// repoRoot is the module root, relative to this package's directory.
+const repoRoot = "../.."
+
+// externalFlags are flags the docs name that belong to no karpx command,
+// each with where it is named and whose it is. Keep it short: a karpx flag
+// never belongs here.
+var externalFlags = map[string]string{
+	// docs/rules.md (generated from the rule table) cites kubectl's own
+	// schema validation as the source of KX rules.
+	"validate": "kubectl apply/create --validate=strict",
+}
+
+// unit is a piece of a markdown file the checks read: a code span, one
+// line of a shell code block (continuation lines joined), or the prose of
+// a paragraph with its code spans removed.
+type unit struct {
+	file string
+	line int
+	text string
+	code bool
+}
+
+// shellFence says which fenced code blocks hold commands; the others
+// (yaml manifests, userData with its own tools' flags) are not read.
+var shellFence = map[string]bool{"": true, "sh": true, "bash": true, "shell": true, "console": true}
+
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+// units splits a markdown document into units.
+func units(file, md string) []unit {
+	var out []unit
+	lines := strings.Split(md, "\n")
+	var para []string
+	paraStart := 0
+	flush := func() {
+		text := strings.Join(para, "\n")
+		for _, m := range codeSpan.FindAllStringSubmatchIndex(text, -1) {
+			line := paraStart + strings.Count(text[:m[0]], "\n")
+			out = append(out, unit{file, line, strings.ReplaceAll(text[m[2]:m[3]], "\n", " "), true})
+		}
+		if prose := codeSpan.ReplaceAllString(text, " "); strings.TrimSpace(prose) != "" {
+			out = append(out, unit{file, paraStart, prose, false})
+		}
+		para = nil
+	}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if fence, ok := strings.CutPrefix(strings.TrimSpace(l), "```"); ok {
+			flush()
+			read := shellFence[strings.TrimSpace(fence)]
+			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), "```"); i++ {
+				if !read {
+					continue
+				}
+				start, cmd := i, lines[i]
+				for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
+					i++
+					cmd = strings.TrimSuffix(cmd, "\\") + " " + lines[i]
+				}
+				out = append(out, unit{file, start + 1, cmd, true})
+			}
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			flush()
+			continue
+		}
+		if para == nil {
+			paraStart = i + 1
+		}
+		para = append(para, l)
+	}
+	flush()
+	return out
+}
+
+// commands are the flag sets the docs' flags are checked against.
+type commands struct {
+	// binaries maps karpx-controller, karpx-webhook and ec2sim to their flags.
+	binaries map[string]map[string]bool
+	// plugin is kubectl karpx's root command.
+	plugin *cobra.Command
+	// union holds every flag of every karpx command and externalFlags.
+	union map[string]bool
+}
+
+func goFlags(fs *flag.FlagSet) map[string]bool {
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
+}
+
+// cobraFlags returns c's own and inherited flags, --help included.
+func cobraFlags(c *cobra.Command) map[string]bool {
+	c.InitDefaultHelpFlag()
+	names := map[string]bool{}
+	add := func(f *pflag.Flag) { names[f.Name] = true }
+	c.Flags().VisitAll(add)
+	c.InheritedFlags().VisitAll(add)
+	return names
+}
+
+// realCommands builds the flag sets the way the commands' main functions do.
+func realCommands() *commands {
+	controller := flag.NewFlagSet("karpx-controller", flag.ContinueOnError)
+	new(operator.Options).AddFlags(controller)
+	new(zap.Options).BindFlags(controller)
+	config.RegisterFlags(controller) // controller-runtime's --kubeconfig
+
+	wh := flag.NewFlagSet("karpx-webhook", flag.ContinueOnError)
+	new(webhook.CommandFlags).AddFlags(wh)
+	new(zap.Options).BindFlags(wh)
+	config.RegisterFlags(wh)
+
+	sim := flag.NewFlagSet("ec2sim", flag.ContinueOnError)
+	new(ec2sim.CommandFlags).AddFlags(sim)
+
+	return newCommands(map[string]map[string]bool{
+		"karpx-controller": goFlags(controller),
+		"karpx-webhook":    goFlags(wh),
+		"ec2sim":           goFlags(sim),
+	}, plugincmd.NewCmdKarpx(genericiooptions.NewTestIOStreamsDiscard()))
+}
+
+func newCommands(binaries map[string]map[string]bool, plugin *cobra.Command) *commands {
+	c := &commands{binaries: binaries, plugin: plugin, union: map[string]bool{}}
+	for _, set := range binaries {
+		for f := range set {
+			c.union[f] = true
+		}
+	}
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for f := range cobraFlags(cmd) {
+			c.union[f] = true
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(plugin)
+	for f := range externalFlags {
+		c.union[f] = true
+	}
+	return c
+}
+
+var (
+	// commandName finds a karpx command in a unit: a binary's name (also
+	// as bin/NAME) followed by a space or the end, or kubectl karpx.
+	commandName = regexp.MustCompile(`(?:^|[\s/(])(karpx-controller|karpx-webhook|ec2sim|kubectl[ -]karpx)(?:\s|$)`)
+	// flagName finds --flag (not ---, not a MIME boundary --//).
+	flagName = regexp.MustCompile(`(?:^|[\s(\[{'"=,;|])--([a-zA-Z][a-zA-Z0-9-]*)`)
+	makeCall = regexp.MustCompile(`(?:^|[\s(;&|])make\s+([^#;&|)]*)`)
+	goCall   = regexp.MustCompile(`(?:^|[\s(;&|])go\s+(?:test|run|build|vet|list)\s+([^#;&|)]*)`)
+	targetRe = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	makeRule = regexp.MustCompile(`(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:([^=]|$)`)
+)
+
+// commandAt returns the name and flags of the karpx command whose name
+// comes last before offset in text ("" and nil when none does). For
+// kubectl karpx the subcommand words after it select the cobra command.
+func (c *commands) commandAt(text string, offset int) (string, map[string]bool) {
+	var name string
+	var flags map[string]bool
+	for _, m := range commandName.FindAllStringSubmatchIndex(text, -1) {
+		if m[2] >= offset {
+			break
+		}
+		bin := text[m[2]:m[3]]
+		if set, ok := c.binaries[bin]; ok {
+			name, flags = bin, set
+			continue
+		}
+		cmd := c.plugin
+		for _, word := range strings.Fields(text[m[3]:]) {
+			sub := findSub(cmd, word)
+			if sub == nil {
+				break
+			}
+			cmd = sub
+		}
+		name, flags = "kubectl karpx"+strings.TrimPrefix(cmd.CommandPath(), c.plugin.Name()), cobraFlags(cmd)
+	}
+	return name, flags
+}
+
+func findSub(cmd *cobra.Command, word string) *cobra.Command {
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == word || sub.HasAlias(word) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// check returns one line per drift between the docs (file name → text)
+// and the code: an unknown flag, make target or Go package directory.
+// checked counts the flags, targets and packages looked at.
+func check(docs map[string]string, c *commands, targets map[string]bool, dirExists func(string) bool) (problems []string, checked int) {
+	names := make([]string, 0, len(docs))
+	for name := range docs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, file := range names {
+		for _, u := range units(file, docs[file]) {
+			for _, m := range flagName.FindAllStringSubmatchIndex(u.text, -1) {
+				checked++
+				f := u.text[m[2]:m[3]]
+				if u.code {
+					if name, set := c.commandAt(u.text, m[0]); set != nil {
+						if !set[f] {
+							problems = append(problems, fmt.Sprintf("%s:%d: --%s is not a flag of %s (in %q)", u.file, u.line, f, name, u.text))
+						}
+						continue
+					}
+				}
+				if !c.union[f] {
+					problems = append(problems, fmt.Sprintf("%s:%d: --%s is not a flag of any karpx command (nor a known external one)", u.file, u.line, f))
+				}
+			}
+			if !u.code {
+				continue
+			}
+			for _, m := range makeCall.FindAllStringSubmatch(u.text, -1) {
+				for _, word := range strings.Fields(m[1]) {
+					if strings.HasPrefix(word, "-") || strings.Contains(word, "=") {
+						continue // an option or a variable
+					}
+					if !targetRe.MatchString(word) {
+						break
+					}
+					checked++
+					if !targets[word] {
+						problems = append(problems, fmt.Sprintf("%s:%d: make %s: no such target in the Makefile (in %q)", u.file, u.line, word, u.text))
+					}
+				}
+			}
+			for _, m := range goCall.FindAllStringSubmatch(u.text, -1) {
+				for _, word := range strings.Fields(m[1]) {
+					if !strings.HasPrefix(word, "./") {
+						continue
+					}
+					checked++
+					if dir := strings.TrimSuffix(strings.TrimSuffix(word, "..."), "/"); !dirExists(dir) {
+						problems = append(problems, fmt.Sprintf("%s:%d: %s: no such package directory (in %q)", u.file, u.line, word, u.text))
+					}
+				}
+			}
+		}
+	}
+	return problems, checked
+}
+
+// makeTargets returns the targets the Makefile defines (rules of the form
+// `name:`; variable assignments and pattern rules excluded).
+func makeTargets(makefile string) map[string]bool {
+	targets := map[string]bool{}
+	for _, m := range makeRule.FindAllStringSubmatch(makefile, -1) {
+		targets[m[1]] = true
+	}
+	return targets
+}
+
+func readDocs(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{}
+	for _, path := range append([]string{filepath.Join(repoRoot, "README.md")}, files...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		docs[rel] = string(data)
+	}
+	return docs
+}
+
+// TestDocsNameRealFlagsAndTargets checks README.md and docs/*.md against
+// the code: every --flag next to a karpx command is a flag of that command
+// (kubectl karpx's subcommands resolved through the cobra tree), every
+// other --flag is a flag of some karpx command or in externalFlags, every
+// `make <target>` is a Makefile target and every ./dir of a go command
+// exists.
+func TestDocsNameRealFlagsAndTargets(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := makeTargets(string(makefile))
+	if !targets["test"] || !targets["demo"] {
+		t.Fatalf("Makefile targets %v lack test and demo: the rule pattern no longer matches", targets)
+	}
+	dirExists := func(dir string) bool {
+		st, err := os.Stat(filepath.Join(repoRoot, dir))
+		return err == nil && st.IsDir()
+	}
+	problems, checked := check(readDocs(t), realCommands(), targets, dirExists)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Logf("checked %d flags, make targets and package directories", checked)
+	// The docs name dozens of flags and targets; far fewer means the
+	// parsing broke, not that the docs are clean.
+	if checked < 50 {
+		t.Errorf("checked only %d flags, targets and packages: markdown parsing broken?", checked)
+	}
+}
+
+// TestCheckFindsDrift is the control: a made-up document with one right
+// and one wrong use of each kind yields exactly the wrong ones.
+func TestCheckFindsDrift(t *testing.T) {
+	root := &cobra.Command{Use: "karpx"}
+	root.PersistentFlags().String("context", "", "")
+	lint := &cobra.Command{Use: "lint", Run: func(*cobra.Command, []string) {}}
+	lint.Flags().String("disable", "", "")
+	root.AddCommand(lint)
+	c := newCommands(map[string]map[string]bool{
+		"karpx-controller": {"gc-grace": true},
+		"ec2sim":           {"neighbours": true},
+	}, root)
+	doc := "# x\n\nRun `ec2sim --neighbours 0.6` or `ec2sim --gc-grace 1m`; set\n`--gc-grace 1h --no-such\n--validate=strict`.\n\n" +
+		"```sh\nmake test   # fine\nmake tset\nkubectl karpx lint --disable KX101 --context x --fail-on=deny\nbin/karpx-controller \\\n  --gc-grace=1m --neighbours 1\ngo test ./here/... ./gone -run X\n```\n\n" +
+		"```yaml\nargs: [--not-checked]\n```\n\nprose --also-wrong, not `make` anything, and a --// boundary.\n"
+	targets := map[string]bool{"test": true}
+	problems, _ := check(map[string]string{"x.md": doc}, c, targets, func(d string) bool { return d == "./here" })
+	var got []string
+	for _, p := range problems {
+		// "file:line: <what> …" → "file:line: <what>"
+		loc, rest, _ := strings.Cut(p, ": ")
+		got = append(got, loc+": "+strings.TrimSuffix(strings.Fields(rest)[0], ":"))
+	}
+	want := []string{
+		"x.md:3: --gc-grace",    // ec2sim has no --gc-grace
+		"x.md:4: --no-such",     // in no flag set
+		"x.md:9: make",          // make tset
+		"x.md:10: --fail-on",    // not a flag of kubectl karpx lint
+		"x.md:11: --neighbours", // ec2sim's, not the controller's (continued line)
+		"x.md:13: ./gone",
+		"x.md:20: --also-wrong",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s\n(full: %q)", strings.Join(got, "\n"), strings.Join(want, "\n"), problems)
+	}
+}

@@ -3,7 +3,8 @@
 // is a real flag, checked against the flag sets the commands themselves
 // build (operator.Options.AddFlags for karpx-controller,
 // webhook.CommandFlags for karpx-webhook, ec2sim.CommandFlags for ec2sim,
-// the cobra tree of plugin/cmd for kubectl karpx); every `make <target>`
-// is a target of the Makefile; every ./package in a `go test` or `go run`
-// command exists. The layout table's paths are checked in test/architecture.
+// the cobra tree of plugin/cmd for kubectl karpx); every
+// `make <target> VAR=value` names a target and a variable of the Makefile;
+// every ./package of a `go test` or `go run` command exists. The layout
+// table's paths are checked in test/architecture.
 package docs

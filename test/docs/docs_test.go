@@ -174,11 +174,12 @@ var (
 	// as bin/NAME) followed by a space or the end, or kubectl karpx.
 	commandName = regexp.MustCompile(`(?:^|[\s/(])(karpx-controller|karpx-webhook|ec2sim|kubectl[ -]karpx)(?:\s|$)`)
 	// flagName finds --flag (not ---, not a MIME boundary --//).
-	flagName = regexp.MustCompile(`(?:^|[\s(\[{'"=,;|])--([a-zA-Z][a-zA-Z0-9-]*)`)
-	makeCall = regexp.MustCompile(`(?:^|[\s(;&|])make\s+([^#;&|)]*)`)
-	goCall   = regexp.MustCompile(`(?:^|[\s(;&|])go\s+(?:test|run|build|vet|list)\s+([^#;&|)]*)`)
-	targetRe = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	makeRule = regexp.MustCompile(`(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:([^=]|$)`)
+	flagName     = regexp.MustCompile(`(?:^|[\s(\[{'"=,;|])--([a-zA-Z][a-zA-Z0-9-]*)`)
+	makeCall     = regexp.MustCompile(`(?:^|[\s(;&|])make\s+([^#;&|)]*)`)
+	goCall       = regexp.MustCompile(`(?:^|[\s(;&|])go\s+(?:test|run|build|vet|list)\s+([^#;&|)]*)`)
+	targetRe     = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	makeRule     = regexp.MustCompile(`(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:([^=]|$)`)
+	makeVariable = regexp.MustCompile(`(?m)^([A-Z][A-Z0-9_]*)\s*[:?+]?=`)
 )
 
 // commandAt returns the name and flags of the karpx command whose name
@@ -204,7 +205,7 @@ func (c *commands) commandAt(text string, offset int) (string, map[string]bool) 
 			}
 			cmd = sub
 		}
-		name, flags = "kubectl karpx"+strings.TrimPrefix(cmd.CommandPath(), c.plugin.Name()), cobraFlags(cmd)
+		name, flags = "kubectl karpx"+strings.TrimPrefix(cmd.CommandPath(), c.plugin.CommandPath()), cobraFlags(cmd)
 	}
 	return name, flags
 }
@@ -221,7 +222,7 @@ func findSub(cmd *cobra.Command, word string) *cobra.Command {
 // check returns one line per drift between the docs (file name → text)
 // and the code: an unknown flag, make target or Go package directory.
 // checked counts the flags, targets and packages looked at.
-func check(docs map[string]string, c *commands, targets map[string]bool, dirExists func(string) bool) (problems []string, checked int) {
+func check(docs map[string]string, c *commands, mk makefile, dirExists func(string) bool) (problems []string, checked int) {
 	names := make([]string, 0, len(docs))
 	for name := range docs {
 		names = append(names, name)
@@ -249,14 +250,21 @@ func check(docs map[string]string, c *commands, targets map[string]bool, dirExis
 			}
 			for _, m := range makeCall.FindAllStringSubmatch(u.text, -1) {
 				for _, word := range strings.Fields(m[1]) {
-					if strings.HasPrefix(word, "-") || strings.Contains(word, "=") {
-						continue // an option or a variable
+					if strings.HasPrefix(word, "-") {
+						continue // an option
+					}
+					if name, _, ok := strings.Cut(word, "="); ok {
+						checked++
+						if !mk.variables[name] {
+							problems = append(problems, fmt.Sprintf("%s:%d: make %s: the Makefile defines no variable %s (in %q)", u.file, u.line, word, name, u.text))
+						}
+						continue
 					}
 					if !targetRe.MatchString(word) {
 						break
 					}
 					checked++
-					if !targets[word] {
+					if !mk.targets[word] {
 						problems = append(problems, fmt.Sprintf("%s:%d: make %s: no such target in the Makefile (in %q)", u.file, u.line, word, u.text))
 					}
 				}
@@ -277,14 +285,25 @@ func check(docs map[string]string, c *commands, targets map[string]bool, dirExis
 	return problems, checked
 }
 
-// makeTargets returns the targets the Makefile defines (rules of the form
-// `name:`; variable assignments and pattern rules excluded).
-func makeTargets(makefile string) map[string]bool {
-	targets := map[string]bool{}
-	for _, m := range makeRule.FindAllStringSubmatch(makefile, -1) {
-		targets[m[1]] = true
+// makefile is what the docs may name of the Makefile.
+type makefile struct {
+	// targets are the rules of the form `name:` (pattern rules and
+	// variable assignments excluded).
+	targets map[string]bool
+	// variables are the upper-case variables it assigns (NAME ?= value,
+	// :=, = or +=), which `make target NAME=value` overrides.
+	variables map[string]bool
+}
+
+func parseMakefile(text string) makefile {
+	mk := makefile{targets: map[string]bool{}, variables: map[string]bool{}}
+	for _, m := range makeRule.FindAllStringSubmatch(text, -1) {
+		mk.targets[m[1]] = true
 	}
-	return targets
+	for _, m := range makeVariable.FindAllStringSubmatch(text, -1) {
+		mk.variables[m[1]] = true
+	}
+	return mk
 }
 
 func readDocs(t *testing.T) map[string]string {
@@ -309,22 +328,22 @@ func readDocs(t *testing.T) map[string]string {
 // the code: every --flag next to a karpx command is a flag of that command
 // (kubectl karpx's subcommands resolved through the cobra tree), every
 // other --flag is a flag of some karpx command or in externalFlags, every
-// `make <target>` is a Makefile target and every ./dir of a go command
+// `make <target> VAR=value` names a Makefile target and variable, every ./dir of a go command
 // exists.
 func TestDocsNameRealFlagsAndTargets(t *testing.T) {
-	makefile, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	text, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := makeTargets(string(makefile))
-	if !targets["test"] || !targets["demo"] {
-		t.Fatalf("Makefile targets %v lack test and demo: the rule pattern no longer matches", targets)
+	mk := parseMakefile(string(text))
+	if !mk.targets["test"] || !mk.targets["demo"] || len(mk.variables) < 5 {
+		t.Fatalf("Makefile targets %v, variables %v: no test and demo targets or hardly any variables, the patterns no longer match", mk.targets, mk.variables)
 	}
 	dirExists := func(dir string) bool {
 		st, err := os.Stat(filepath.Join(repoRoot, dir))
 		return err == nil && st.IsDir()
 	}
-	problems, checked := check(readDocs(t), realCommands(), targets, dirExists)
+	problems, checked := check(readDocs(t), realCommands(), mk, dirExists)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -349,10 +368,10 @@ func TestCheckFindsDrift(t *testing.T) {
 		"ec2sim":           {"neighbours": true},
 	}, root)
 	doc := "# x\n\nRun `ec2sim --neighbours 0.6` or `ec2sim --gc-grace 1m`; set\n`--gc-grace 1h --no-such\n--validate=strict`.\n\n" +
-		"```sh\nmake test   # fine\nmake tset\nkubectl karpx lint --disable KX101 --context x --fail-on=deny\nbin/karpx-controller \\\n  --gc-grace=1m --neighbours 1\ngo test ./here/... ./gone -run X\n```\n\n" +
+		"```sh\nmake test N=1 M=2  # fine\nmake tset O=3\nkubectl karpx lint --disable KX101 --context x --fail-on=deny\nbin/karpx-controller \\\n  --gc-grace=1m --neighbours 1\ngo test ./here/... ./gone -run X\n```\n\n" +
 		"```yaml\nargs: [--not-checked]\n```\n\nprose --also-wrong, not `make` anything, and a --// boundary.\n"
-	targets := map[string]bool{"test": true}
-	problems, _ := check(map[string]string{"x.md": doc}, c, targets, func(d string) bool { return d == "./here" })
+	mk := parseMakefile("N ?= 1\nM:=2\n.PHONY: test\ntest: build ## t\n\t@echo $(N) $(O)\n%.o: %.c\n")
+	problems, _ := check(map[string]string{"x.md": doc}, c, mk, func(d string) bool { return d == "./here" })
 	var got []string
 	for _, p := range problems {
 		// "file:line: <what> …" → "file:line: <what>"
@@ -363,6 +382,7 @@ func TestCheckFindsDrift(t *testing.T) {
 		"x.md:3: --gc-grace",    // ec2sim has no --gc-grace
 		"x.md:4: --no-such",     // in no flag set
 		"x.md:9: make",          // make tset
+		"x.md:9: make",          // O=3: no such variable
 		"x.md:10: --fail-on",    // not a flag of kubectl karpx lint
 		"x.md:11: --neighbours", // ec2sim's, not the controller's (continued line)
 		"x.md:13: ./gone",

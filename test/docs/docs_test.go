@@ -222,7 +222,7 @@ func findSub(cmd *cobra.Command, word string) *cobra.Command {
 // check returns one line per drift between the docs (file name → text)
 // and the code: an unknown flag, make target or Go package directory.
 // checked counts the flags, targets and packages looked at.
-func check(docs map[string]string, c *commands, mk makefile, dirExists func(string) bool) (problems []string, checked int) {
+func check(docs map[string]string, c *commands, mk makefile, pkgs packageFuncs) (problems []string, checked int) {
 	names := make([]string, 0, len(docs))
 	for name := range docs {
 		names = append(names, name)
@@ -270,19 +270,81 @@ func check(docs map[string]string, c *commands, mk makefile, dirExists func(stri
 				}
 			}
 			for _, m := range goCall.FindAllStringSubmatch(u.text, -1) {
-				for _, word := range strings.Fields(m[1]) {
-					if !strings.HasPrefix(word, "./") {
-						continue
-					}
-					checked++
-					if dir := strings.TrimSuffix(strings.TrimSuffix(word, "..."), "/"); !dirExists(dir) {
-						problems = append(problems, fmt.Sprintf("%s:%d: %s: no such package directory (in %q)", u.file, u.line, word, u.text))
-					}
-				}
+				problems = append(problems, checkGoCommand(u, strings.Fields(m[1]), pkgs, &checked)...)
 			}
 		}
 	}
 	return problems, checked
+}
+
+// packageFuncs returns the names of the Test, Benchmark, Fuzz and Example
+// functions in the _test.go files of dir (relative to the module root, as
+// ./a/b) and whether dir exists.
+type packageFuncs func(dir string) (funcs []string, ok bool)
+
+// checkGoCommand checks the arguments of a go test/run/build command: its
+// ./dir packages exist and, for one package, its -run and -bench patterns
+// match a test or benchmark there (placeholders like NAME and the
+// match-nothing '^$' are left alone; so are TestX<Fault> templates).
+func checkGoCommand(u unit, words []string, pkgs packageFuncs, checked *int) []string {
+	var problems []string
+	var funcs []string
+	var dirs int
+	patterns := map[string]string{} // -run/-bench → pattern
+	for i, word := range words {
+		if strings.HasPrefix(word, "./") {
+			*checked++
+			dir := strings.TrimSuffix(strings.TrimSuffix(word, "..."), "/")
+			names, ok := pkgs(dir)
+			if !ok {
+				problems = append(problems, fmt.Sprintf("%s:%d: %s: no such package directory (in %q)", u.file, u.line, word, u.text))
+				continue
+			}
+			if strings.HasSuffix(word, "...") {
+				dirs = 2 // patterns over many packages are not checked
+			}
+			dirs++
+			funcs = append(funcs, names...)
+			continue
+		}
+		for _, opt := range []string{"-run", "-bench"} {
+			if v, ok := strings.CutPrefix(word, opt+"="); ok {
+				patterns[opt] = v
+			} else if word == opt && i+1 < len(words) {
+				patterns[opt] = words[i+1]
+			}
+		}
+	}
+	if dirs != 1 {
+		return problems
+	}
+	for _, opt := range []string{"-run", "-bench"} {
+		pattern, ok := patterns[opt]
+		if !ok {
+			continue
+		}
+		pattern = strings.Trim(pattern, `'"`)
+		if pattern == "^$" || strings.ToUpper(pattern) == pattern || strings.Contains(pattern, "<") {
+			continue
+		}
+		top, _, _ := strings.Cut(pattern, "/") // -run Test/subtest
+		re, err := regexp.Compile(top)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s:%d: %s %s: %v (in %q)", u.file, u.line, opt, pattern, err, u.text))
+			continue
+		}
+		*checked++
+		found := false
+		for _, name := range funcs {
+			if (opt == "-bench") == strings.HasPrefix(name, "Benchmark") && re.MatchString(name) {
+				found = true
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("%s:%d: %s %s matches no function of the package (in %q)", u.file, u.line, opt, pattern, u.text))
+		}
+	}
+	return problems
 }
 
 // makefile is what the docs may name of the Makefile.
@@ -339,11 +401,26 @@ func TestDocsNameRealFlagsAndTargets(t *testing.T) {
 	if !mk.targets["test"] || !mk.targets["demo"] || len(mk.variables) < 5 {
 		t.Fatalf("Makefile targets %v, variables %v: no test and demo targets or hardly any variables, the patterns no longer match", mk.targets, mk.variables)
 	}
-	dirExists := func(dir string) bool {
+	testFunc := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz|Example)\w*)\(`)
+	pkgs := func(dir string) ([]string, bool) {
 		st, err := os.Stat(filepath.Join(repoRoot, dir))
-		return err == nil && st.IsDir()
+		if err != nil || !st.IsDir() {
+			return nil, false
+		}
+		files, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*_test.go"))
+		var names []string
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range testFunc.FindAllStringSubmatch(string(data), -1) {
+				names = append(names, m[1])
+			}
+		}
+		return names, true
 	}
-	problems, checked := check(readDocs(t), realCommands(), mk, dirExists)
+	problems, checked := check(readDocs(t), realCommands(), mk, pkgs)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -368,10 +445,18 @@ func TestCheckFindsDrift(t *testing.T) {
 		"ec2sim":           {"neighbours": true},
 	}, root)
 	doc := "# x\n\nRun `ec2sim --neighbours 0.6` or `ec2sim --gc-grace 1m`; set\n`--gc-grace 1h --no-such\n--validate=strict`.\n\n" +
-		"```sh\nmake test N=1 M=2  # fine\nmake tset O=3\nkubectl karpx lint --disable KX101 --context x --fail-on=deny\nbin/karpx-controller \\\n  --gc-grace=1m --neighbours 1\ngo test ./here/... ./gone -run X\n```\n\n" +
+		"```sh\nmake test N=1 M=2  # fine\nmake tset O=3\nkubectl karpx lint --disable KX101 --context x --fail-on=deny\nbin/karpx-controller \\\n  --gc-grace=1m --neighbours 1\ngo test ./here/... ./gone -run X\ngo test -run 'TestA$' -bench A ./one\ngo test -run TestC ./one -bench=Missing\n```\n\n" +
 		"```yaml\nargs: [--not-checked]\n```\n\nprose --also-wrong, not `make` anything, and a --// boundary.\n"
 	mk := parseMakefile("N ?= 1\nM:=2\n.PHONY: test\ntest: build ## t\n\t@echo $(N) $(O)\n%.o: %.c\n")
-	problems, _ := check(map[string]string{"x.md": doc}, c, mk, func(d string) bool { return d == "./here" })
+	problems, _ := check(map[string]string{"x.md": doc}, c, mk, func(d string) ([]string, bool) {
+		switch d {
+		case "./here":
+			return nil, true
+		case "./one":
+			return []string{"TestA", "TestB", "BenchmarkA"}, true
+		}
+		return nil, false
+	})
 	var got []string
 	for _, p := range problems {
 		// "file:line: <what> …" → "file:line: <what>"
@@ -386,7 +471,9 @@ func TestCheckFindsDrift(t *testing.T) {
 		"x.md:10: --fail-on",    // not a flag of kubectl karpx lint
 		"x.md:11: --neighbours", // ec2sim's, not the controller's (continued line)
 		"x.md:13: ./gone",
-		"x.md:20: --also-wrong",
+		"x.md:15: -run", // TestC
+		"x.md:15: -bench",
+		"x.md:22: --also-wrong",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s\n(full: %q)", strings.Join(got, "\n"), strings.Join(want, "\n"), problems)

@@ -29,40 +29,10 @@ import (
 	"github.com/karpx/karpx/webhook"
 )
 
-type flags struct {
-	port           int
-	certDir        string
-	certMode       string
-	namespace      string
-	serviceName    string
-	secretName     string
-	mutatingName   string
-	validatingName string
-	taintRules     string
-	disableRules   string
-	metricsAddr    string
-	probeAddr      string
-	pprofAddr      string
-	enableHTTP2    bool
-}
-
 func main() {
-	var f flags
+	var f webhook.CommandFlags
 	fs := flag.CommandLine
-	fs.IntVar(&f.port, "port", 9443, "HTTPS port of the webhook server")
-	fs.StringVar(&f.certDir, "cert-dir", "/certs", "Directory holding tls.crt and tls.key (the mounted certificate Secret)")
-	fs.StringVar(&f.certMode, "cert-mode", webhook.CertModeSelf, "Certificate management: self (cert-controller rotation) or cert-manager")
-	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "karpx-system"), "Namespace of the webhook's Service, Secret and rules ConfigMap")
-	fs.StringVar(&f.serviceName, "service-name", "karpx-webhook", "Name of the webhook Service (the certificate's DNS name)")
-	fs.StringVar(&f.secretName, "secret-name", "karpx-webhook-cert", "Name of the Secret holding the CA and serving certificate")
-	fs.StringVar(&f.mutatingName, "mutating-webhook-configuration", "karpx-webhook", "MutatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
-	fs.StringVar(&f.validatingName, "validating-webhook-configuration", "karpx-webhook", "ValidatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
-	fs.StringVar(&f.taintRules, "startup-taint-rules-configmap", "karpx-webhook-startup-taints", "ConfigMap (in --namespace) of extra startup-taint rules; empty for built-in rules only")
-	fs.StringVar(&f.disableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
-	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
-	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")
+	f.AddFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
@@ -76,12 +46,12 @@ func main() {
 	}
 }
 
-func run(f flags, log logr.Logger) error {
-	if f.certMode != webhook.CertModeSelf && f.certMode != webhook.CertModeCertManager {
-		return fmt.Errorf("--cert-mode %q: want %s or %s", f.certMode, webhook.CertModeSelf, webhook.CertModeCertManager)
+func run(f webhook.CommandFlags, log logr.Logger) error {
+	if f.CertMode != webhook.CertModeSelf && f.CertMode != webhook.CertModeCertManager {
+		return fmt.Errorf("--cert-mode %q: want %s or %s", f.CertMode, webhook.CertModeSelf, webhook.CertModeCertManager)
 	}
 	disabled := map[string]bool{}
-	for _, id := range strings.Split(f.disableRules, ",") {
+	for _, id := range strings.Split(f.DisableRules, ",") {
 		if id = strings.ToUpper(strings.TrimSpace(id)); id == "" {
 			continue
 		}
@@ -91,8 +61,8 @@ func run(f flags, log logr.Logger) error {
 		disabled[id] = true
 	}
 	opts := webhook.Options{DisabledRules: disabled}
-	if f.taintRules != "" {
-		opts.TaintRulesConfigMap = types.NamespacedName{Namespace: f.namespace, Name: f.taintRules}
+	if f.TaintRules != "" {
+		opts.TaintRulesConfigMap = types.NamespacedName{Namespace: f.Namespace, Name: f.TaintRules}
 	}
 
 	cfg, err := ctrl.GetConfig()
@@ -105,9 +75,9 @@ func run(f flags, log logr.Logger) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		PprofBindAddress:       f.pprofAddr,
+		Metrics:                metricsserver.Options{BindAddress: f.MetricsAddr},
+		HealthProbeBindAddress: f.ProbeAddr,
+		PprofBindAddress:       f.PprofAddr,
 		Cache:                  webhook.CacheOptions(opts),
 		LeaderElection:         false, // every replica serves; nothing to elect
 	})
@@ -115,17 +85,17 @@ func run(f flags, log logr.Logger) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	srv := webhook.NewServer(webhook.ServerOptions{Port: f.port, CertDir: f.certDir, EnableHTTP2: f.enableHTTP2})
+	srv := webhook.NewServer(webhook.ServerOptions{Port: f.Port, CertDir: f.CertDir, EnableHTTP2: f.EnableHTTP2})
 	webhook.Register(srv, mgr.GetCache(), opts)
 
 	certsReady := make(chan struct{})
-	if f.certMode == webhook.CertModeSelf {
+	if f.CertMode == webhook.CertModeSelf {
 		err := webhook.AddCertRotator(mgr, webhook.CertOptions{
-			Secret:                         types.NamespacedName{Namespace: f.namespace, Name: f.secretName},
-			CertDir:                        f.certDir,
-			ServiceName:                    f.serviceName,
-			MutatingWebhookConfiguration:   f.mutatingName,
-			ValidatingWebhookConfiguration: f.validatingName,
+			Secret:                         types.NamespacedName{Namespace: f.Namespace, Name: f.SecretName},
+			CertDir:                        f.CertDir,
+			ServiceName:                    f.ServiceName,
+			MutatingWebhookConfiguration:   f.MutatingName,
+			ValidatingWebhookConfiguration: f.ValidatingName,
 		}, certsReady)
 		if err != nil {
 			return fmt.Errorf("setting up certificate rotation: %w", err)
@@ -137,7 +107,7 @@ func run(f flags, log logr.Logger) error {
 	// the manager only once the certificate is in place.
 	go func() {
 		<-certsReady
-		log.Info("certificates ready; starting webhook server", "port", f.port, "certMode", f.certMode)
+		log.Info("certificates ready; starting webhook server", "port", f.Port, "certMode", f.CertMode)
 		if err := mgr.Add(srv); err != nil {
 			log.Error(err, "adding webhook server")
 			os.Exit(1)
@@ -160,7 +130,7 @@ func run(f flags, log logr.Logger) error {
 	}); err != nil {
 		return err
 	}
-	log.Info("starting karpx-webhook", "namespace", f.namespace, "certMode", f.certMode, "disabledRules", f.disableRules)
+	log.Info("starting karpx-webhook", "namespace", f.Namespace, "certMode", f.CertMode, "disabledRules", f.DisableRules)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -177,11 +147,4 @@ func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

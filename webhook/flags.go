@@ -1,0 +1,61 @@
+package webhook
+
+import (
+	"flag"
+	"os"
+)
+
+// CommandFlags are cmd/karpx-webhook's command-line flags (besides
+// controller-runtime's --kubeconfig and zap's --zap-*). AddFlags registers
+// them; the command and test/docs (which checks that every webhook flag the
+// docs name exists) share it.
+type CommandFlags struct {
+	// Port is the webhook server's HTTPS port (--port, default 9443).
+	Port int
+	// CertDir holds tls.crt and tls.key (--cert-dir).
+	CertDir string
+	// CertMode is CertModeSelf or CertModeCertManager (--cert-mode).
+	CertMode string
+	// Namespace of the webhook's Service, Secret and rules ConfigMap
+	// (--namespace, default $POD_NAMESPACE or karpx-system).
+	Namespace string
+	// ServiceName is the webhook Service (--service-name).
+	ServiceName string
+	// SecretName is the Secret with the CA and serving certificate (--secret-name).
+	SecretName string
+	// MutatingName and ValidatingName are the webhook configurations whose
+	// caBundle is kept up to date in self mode.
+	MutatingName, ValidatingName string
+	// TaintRules is the ConfigMap of extra startup-taint rules
+	// (--startup-taint-rules-configmap; empty: built-in rules only).
+	TaintRules string
+	// DisableRules is a comma-separated list of lint rule IDs (--disable-rules).
+	DisableRules string
+	// MetricsAddr, ProbeAddr and PprofAddr are the metrics, health probe and
+	// pprof listen addresses ("0" or "" disables metrics and pprof).
+	MetricsAddr, ProbeAddr, PprofAddr string
+	// EnableHTTP2 serves HTTP/2 (--enable-http2, off: CVE-2023-44487).
+	EnableHTTP2 bool
+}
+
+// AddFlags registers every CommandFlags field on fs with its default.
+func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = "karpx-system"
+	}
+	fs.IntVar(&f.Port, "port", 9443, "HTTPS port of the webhook server")
+	fs.StringVar(&f.CertDir, "cert-dir", "/certs", "Directory holding tls.crt and tls.key (the mounted certificate Secret)")
+	fs.StringVar(&f.CertMode, "cert-mode", CertModeSelf, "Certificate management: self (cert-controller rotation) or cert-manager")
+	fs.StringVar(&f.Namespace, "namespace", namespace, "Namespace of the webhook's Service, Secret and rules ConfigMap")
+	fs.StringVar(&f.ServiceName, "service-name", "karpx-webhook", "Name of the webhook Service (the certificate's DNS name)")
+	fs.StringVar(&f.SecretName, "secret-name", "karpx-webhook-cert", "Name of the Secret holding the CA and serving certificate")
+	fs.StringVar(&f.MutatingName, "mutating-webhook-configuration", "karpx-webhook", "MutatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
+	fs.StringVar(&f.ValidatingName, "validating-webhook-configuration", "karpx-webhook", "ValidatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
+	fs.StringVar(&f.TaintRules, "startup-taint-rules-configmap", "karpx-webhook-startup-taints", "ConfigMap (in --namespace) of extra startup-taint rules; empty for built-in rules only")
+	fs.StringVar(&f.DisableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
+	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")
+}

@@ -23,7 +23,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/spf13/cobra v1.10.2
-	go.yaml.in/yaml/v3 v3.0.4
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/sync v0.20.0
 	golang.org/x/time v0.15.0
@@ -45,7 +45,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/kylelemons/godebug v1.1.0 // indirect
+require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect

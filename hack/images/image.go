@@ -3,13 +3,13 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -30,49 +30,44 @@ const (
 	NonRootGID = 65532
 )
 
-// Spec describes one component image.
+// epoch is the time recorded everywhere an image has a timestamp (layer
+// entries, config, history), so that the same inputs give the same digests.
+var epoch = time.Unix(0, 0).UTC()
+
+// Spec describes one component image for one platform.
 type Spec struct {
 	// Name is the component and the binary's name, e.g. "karpx-controller";
 	// the binary is installed as /NAME and is the entrypoint.
 	Name string
-	// Version is the image tag, e.g. "v0.1.0".
+	// Version is the image tag and the org.opencontainers.image.version
+	// label, e.g. "v0.1.0".
 	Version string
-	// Repository prefixes the reference: REPOSITORY/NAME:VERSION.
-	Repository string
-	// Arch is the GOARCH of the binary ("amd64", "arm64").
-	Arch string
-	// BinaryPath is the static (CGO_ENABLED=0) linux binary to install.
+	// Platform is the OS and architecture the binary was built for
+	// (GOOS/GOARCH), recorded in the image config and in the index.
+	Platform v1.Platform
+	// BinaryPath is the static (CGO_ENABLED=0) binary to install.
 	BinaryPath string
 	// License is copied to /LICENSE.
 	License []byte
 }
 
-// Reference returns REPOSITORY/NAME:VERSION.
-func (s Spec) Reference() string { return s.Repository + "/" + s.Name + ":" + s.Version }
-
-// Image returns the image: OCI media types, a single layer, Entrypoint
-// ["/NAME"], User "65532:65532", fixed (zero) timestamps so that the same
-// binary gives the same image digest. It returns the error from reading the
-// binary.
+// Image returns the image: OCI media types, a single gzip layer, Entrypoint
+// ["/NAME"], User "65532:65532", OS and Architecture from Platform, and the
+// Unix epoch as every timestamp, so that the same binary gives the same
+// image digest. It returns the error from reading the binary.
 func (s Spec) Image() (v1.Image, error) {
 	bin, err := os.ReadFile(s.BinaryPath)
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := s.layer(bin)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	layer, err := s.layer(bin)
 	if err != nil {
 		return nil, err
 	}
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
-		History:   v1.History{CreatedBy: "karpx hack/images: /" + s.Name + ", /etc/passwd, /etc/group, /LICENSE", Created: v1.Time{Time: time.Unix(0, 0).UTC()}},
+		History:   v1.History{CreatedBy: "karpx hack/images: /" + s.Name + ", /etc/passwd, /etc/group, /LICENSE", Created: v1.Time{Time: epoch}},
 		MediaType: types.OCILayer,
 	})
 	if err != nil {
@@ -83,8 +78,8 @@ func (s Spec) Image() (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", s.Arch
-	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cfg.OS, cfg.Architecture, cfg.Variant = s.Platform.OS, s.Platform.Architecture, s.Platform.Variant
+	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{"/" + s.Name}
 	cfg.Config.User = fmt.Sprintf("%d:%d", NonRootUID, NonRootGID)
 	cfg.Config.WorkingDir = "/"
@@ -97,27 +92,16 @@ func (s Spec) Image() (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// WriteTarball writes the image to file as an image tarball (docker save
-// layout with OCI media types) tagged with Reference.
-func (s Spec) WriteTarball(file string) error {
-	ref, err := name.NewTag(s.Reference(), name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("image reference %q: %w", s.Reference(), err)
-	}
-	img, err := s.Image()
-	if err != nil {
-		return err
-	}
-	return tarball.WriteToFile(file, ref, img)
-}
-
-// layer returns the uncompressed layer: /etc (with passwd and group naming
-// the nonroot user, so tools that resolve the user find it), /LICENSE and
-// /NAME (mode 0755, owned by root so the running user cannot replace it).
-func (s Spec) layer(bin []byte) ([]byte, error) {
+// layer returns the gzip-compressed layer: /etc (with passwd and group
+// naming the nonroot user, so tools that resolve the user find it), /LICENSE
+// and /NAME (mode 0755, owned by root so the running user cannot replace
+// it). Nothing in it is writable by the nonroot user: the binaries write no
+// file, so the image runs with a read-only root filesystem. It compresses
+// once, in memory, instead of once for the digest and again for each write.
+func (s Spec) layer(bin []byte) (v1.Layer, error) {
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0).UTC()
+	zw := gzip.NewWriter(&buf) // no name, zero ModTime: deterministic header
+	tw := tar.NewWriter(zw)
 	dir := func(p string) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
 	}
@@ -137,10 +121,14 @@ func (s Spec) layer(bin []byte) ([]byte, error) {
 		func() error { return file("LICENSE", 0o644, s.License) },
 		func() error { return file(path.Clean(s.Name), 0o755, bin) },
 		tw.Close,
+		zw.Close,
 	} {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
-	return buf.Bytes(), nil
+	compressed := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(compressed)), nil
+	}, tarball.WithMediaType(types.OCILayer))
 }

@@ -5,42 +5,100 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// imagesDir is where `make images` writes the tarballs, relative to this
+// imagesDir is where `make images` writes the images, relative to this
 // package.
 const imagesDir = "../../_output/images"
 
-// layerFiles returns the regular files of img's layers by path, with their
-// headers and contents.
-func layerFiles(t *testing.T, img v1.Image) map[string]struct {
+// wantPlatforms are the platforms every index lists, in order.
+var wantPlatforms = []string{"linux/amd64", "linux/arm64"}
+
+// elfMachine is the ELF machine of a binary built for each GOARCH.
+var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+var (
+	tinyOnce sync.Once
+	tinyDir  string
+	tinyErr  error
+)
+
+// tinyBinaries cross-builds testdata/tinybin (one module dependency) for
+// each of wantPlatforms with the release flags of `make images`, once per
+// test binary, into BIN-DIR/OS_ARCH/karpx-controller, and returns BIN-DIR.
+func tinyBinaries(t *testing.T) string {
+	t.Helper()
+	tinyOnce.Do(func() {
+		tinyDir, tinyErr = os.MkdirTemp("", "images-tinybin")
+		for _, p := range wantPlatforms {
+			if tinyErr != nil {
+				return
+			}
+			goos, arch, _ := strings.Cut(p, "/")
+			cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w",
+				"-o", filepath.Join(tinyDir, goos+"_"+arch, "karpx-controller"), "./testdata/tinybin")
+			cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+arch, "GOFLAGS=-buildvcs=false")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				tinyErr = fmt.Errorf("go build for %s: %v\n%s", p, err, out)
+			}
+		}
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyDir
+}
+
+// tinyComponent is a karpx-controller component of the tiny binaries.
+func tinyComponent(t *testing.T, version string) Component {
+	t.Helper()
+	dir := tinyBinaries(t)
+	c := Component{Name: "karpx-controller", Version: version, Repository: DefaultRepository, License: []byte("Apache")}
+	for _, p := range wantPlatforms {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Binaries = append(c.Binaries, Binary{Platform: *plat, Path: filepath.Join(dir, strings.ReplaceAll(p, "/", "_"), "karpx-controller")})
+	}
+	return c
+}
+
+// layerFile is one regular file of an image's layers.
+type layerFile struct {
 	hdr  *tar.Header
 	data []byte
-} {
+}
+
+// layerFiles returns every entry of img's layers by absolute path.
+func layerFiles(t *testing.T, img v1.Image) map[string]layerFile {
 	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]struct {
-		hdr  *tar.Header
-		data []byte
-	}{}
+	files := map[string]layerFile{}
 	for _, l := range layers {
 		rc, err := l.Uncompressed()
 		if err != nil {
@@ -59,147 +117,363 @@ func layerFiles(t *testing.T, img v1.Image) map[string]struct {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files[filepath.Clean("/"+hdr.Name)] = struct {
-				hdr  *tar.Header
-				data []byte
-			}{hdr, data}
+			files[filepath.Clean("/"+hdr.Name)] = layerFile{hdr, data}
 		}
 		rc.Close()
 	}
 	return files
 }
 
-// checkImage asserts what every karpx image must be: entrypoint /NAME, a
-// numeric non-root user, the binary present and executable, owned by root.
-// It returns the binary's bytes.
-func checkImage(t *testing.T, img v1.Image, name string) []byte {
+// checkImage asserts what every karpx image must be for platform p:
+// entrypoint /NAME, the numeric non-root user 65532:65532, OS and
+// architecture p, the binary present, executable and built for p's
+// architecture, and nothing in the image writable by the non-root user (so
+// a read-only root filesystem takes nothing away). It returns the binary.
+func checkImage(t *testing.T, img v1.Image, name string, p v1.Platform) []byte {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"/" + name}; !slices.Equal(cfg.Config.Entrypoint, want) {
-		t.Errorf("%s: entrypoint %q, want %q", name, cfg.Config.Entrypoint, want)
+		t.Errorf("%s %s: entrypoint %q, want %q", name, p, cfg.Config.Entrypoint, want)
 	}
 	if cfg.Config.User != "65532:65532" {
-		t.Errorf("%s: user %q, want the numeric non-root 65532:65532", name, cfg.Config.User)
+		t.Errorf("%s %s: user %q, want the numeric non-root 65532:65532", name, p, cfg.Config.User)
 	}
-	if cfg.OS != "linux" {
-		t.Errorf("%s: os %q", name, cfg.OS)
+	if cfg.OS != p.OS || cfg.Architecture != p.Architecture {
+		t.Errorf("%s %s: config os/arch %s/%s", name, p, cfg.OS, cfg.Architecture)
 	}
 	files := layerFiles(t, img)
+	for path, f := range files {
+		if f.hdr.Uid != 0 || f.hdr.Mode&0o022 != 0 {
+			t.Errorf("%s %s: %s uid %d mode %o: writable by the non-root user; the root filesystem is read-only", name, p, path, f.hdr.Uid, f.hdr.Mode)
+		}
+	}
 	bin, ok := files["/"+name]
 	if !ok {
-		t.Fatalf("%s: /%s not in the image; files: %v", name, name, keys(files))
+		t.Fatalf("%s %s: /%s not in the image; files: %v", name, p, name, slices.Sorted(func(yield func(string) bool) {
+			for k := range files {
+				if !yield(k) {
+					return
+				}
+			}
+		}))
 	}
-	if bin.hdr.Mode&0o111 == 0 || bin.hdr.Mode&0o022 != 0 || bin.hdr.Uid != 0 {
-		t.Errorf("%s: /%s mode %o uid %d, want executable, not writable by others, owned by root", name, name, bin.hdr.Mode, bin.hdr.Uid)
+	if bin.hdr.Mode&0o111 == 0 {
+		t.Errorf("%s %s: /%s mode %o, want executable", name, p, name, bin.hdr.Mode)
 	}
 	if !bytes.Contains(files["/etc/passwd"].data, []byte("nonroot:x:65532:65532:")) {
-		t.Errorf("%s: /etc/passwd lacks the nonroot user: %q", name, files["/etc/passwd"].data)
+		t.Errorf("%s %s: /etc/passwd lacks the nonroot user: %q", name, p, files["/etc/passwd"].data)
+	}
+	f, err := elf.NewFile(bytes.NewReader(bin.data))
+	if err != nil {
+		t.Fatalf("%s %s: not an ELF binary: %v", name, p, err)
+	}
+	if want := elfMachine[p.Architecture]; f.Machine != want {
+		t.Errorf("%s %s: binary is for %v, want %v", name, p, f.Machine, want)
 	}
 	return bin.data
 }
 
-func keys[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
+// readLayout opens the OCI layout dir and returns its image index (the
+// index.json entry named version) and the SBOM referrer's descriptor,
+// failing t unless index.json holds exactly those two entries.
+func readLayout(t *testing.T, dir, ref, version string) (v1.ImageIndex, v1.Descriptor, v1.Descriptor) {
+	t.Helper()
+	l, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(ks)
-	return ks
+	m, err := l.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 2 {
+		t.Fatalf("%s/index.json lists %d entries, want the image index and its SBOM referrer", dir, len(m.Manifests))
+	}
+	idxDesc, sbomDesc := m.Manifests[0], m.Manifests[1]
+	if idxDesc.MediaType != types.OCIImageIndex || idxDesc.Annotations[ocispec.AnnotationRefName] != version || idxDesc.Annotations[ContainerdImageName] != ref {
+		t.Errorf("index entry %+v, want an OCI index named %s (%s)", idxDesc, version, ref)
+	}
+	if sbomDesc.ArtifactType != SBOMArtifactType || sbomDesc.Annotations[ContainerdImageName] != "" {
+		t.Errorf("SBOM entry %+v, want artifactType %s and no image name", sbomDesc, SBOMArtifactType)
+	}
+	idx, err := l.ImageIndex(idxDesc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, idxDesc, sbomDesc
 }
 
-func TestSpecImage(t *testing.T) {
-	dir := t.TempDir()
-	binPath := filepath.Join(dir, "karpx-controller")
-	if err := os.WriteFile(binPath, []byte("\x7fELF not really"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spec := Spec{Name: "karpx-controller", Version: "v1.2.3", Repository: DefaultRepository, Arch: "arm64", BinaryPath: binPath, License: []byte("Apache")}
-	file := filepath.Join(dir, "img.tar")
-	if err := spec.WriteTarball(file); err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag("ghcr.io/karpx/karpx-controller:v1.2.3")
+// checkIndex fails t unless idx lists exactly wantPlatforms, each a valid
+// karpx image, and returns each platform's binary.
+func checkIndex(t *testing.T, idx v1.ImageIndex, name string) map[string][]byte {
+	t.Helper()
+	im, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := tarball.ImageFromPath(file, &tag)
+	var got []string
+	bins := map[string][]byte{}
+	for _, d := range im.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("%s: index entry %s has no platform", name, d.Digest)
+		}
+		got = append(got, d.Platform.String())
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins[d.Platform.String()] = checkImage(t, img, name, *d.Platform)
+	}
+	if !slices.Equal(got, wantPlatforms) {
+		t.Errorf("%s: index platforms %v, want exactly %v", name, got, wantPlatforms)
+	}
+	return bins
+}
+
+// checkSBOM parses the SBOM file with the CycloneDX library and fails t
+// unless it describes index digest idx and, for each platform's binary in
+// bins, lists exactly the modules of that binary's build info (path,
+// version, go.sum hash), its Go version and its SHA-256. It also checks the
+// SBOM referrer in the layout holds the same bytes and has the index as
+// subject.
+func checkSBOM(t *testing.T, file, layoutDir string, idx v1.Descriptor, referrer v1.Descriptor, bins map[string][]byte) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatalf("the tarball does not hold %s: %v", tag, err)
+		t.Fatal(err)
 	}
-	if got := checkImage(t, img, "karpx-controller"); string(got) != "\x7fELF not really" {
-		t.Errorf("binary = %q", got)
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(bytes.NewReader(raw), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		t.Fatalf("%s does not parse as CycloneDX JSON: %v", file, err)
 	}
-	cfg, _ := img.ConfigFile()
-	if cfg.Architecture != "arm64" || cfg.Config.Labels["org.opencontainers.image.version"] != "v1.2.3" {
-		t.Errorf("config: arch %q labels %v", cfg.Architecture, cfg.Config.Labels)
+	if bom.SpecVersion != SBOMSpecVersion || bom.Metadata == nil || bom.Metadata.Component == nil || bom.Metadata.Component.Hashes == nil {
+		t.Fatalf("%s: spec %v metadata %+v", file, bom.SpecVersion, bom.Metadata)
+	}
+	if h := *bom.Metadata.Component.Hashes; len(h) != 1 || h[0].Value != idx.Digest.Hex || !strings.Contains(bom.Metadata.Component.PackageURL, idx.Digest.Hex) {
+		t.Errorf("%s: describes %v %s, want the index %s", file, h, bom.Metadata.Component.PackageURL, idx.Digest)
+	}
+	comps := map[string]cdx.Component{}
+	for _, c := range *bom.Components {
+		comps[c.BOMRef] = c
+	}
+	deps := map[string][]string{}
+	for _, d := range *bom.Dependencies {
+		deps[d.Ref] = *d.Dependencies
+	}
+	prop := func(c cdx.Component, name string) string {
+		for _, p := range *c.Properties {
+			if p.Name == name {
+				return p.Value
+			}
+		}
+		return ""
+	}
+	if got := len(deps[bom.Metadata.Component.BOMRef]); got != len(bins) {
+		t.Errorf("%s: the index depends on %d images, want %d", file, got, len(bins))
+	}
+	seen := 0
+	for _, imgRef := range deps[bom.Metadata.Component.BOMRef] {
+		for _, binRef := range deps[imgRef] {
+			bin := comps[binRef]
+			plat := prop(bin, PropPlatform)
+			data, ok := bins[plat]
+			if !ok {
+				t.Errorf("%s: binary component for platform %q, not in the index", file, plat)
+				continue
+			}
+			seen++
+			info, err := buildinfo.Read(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prop(bin, PropGoVersion) != info.GoVersion || prop(bin, PropGoBuildPrefix+"GOARCH") != strings.TrimPrefix(plat, "linux/") {
+				t.Errorf("%s %s: go %q GOARCH %q, build info says %s", file, plat, prop(bin, PropGoVersion), prop(bin, PropGoBuildPrefix+"GOARCH"), info.GoVersion)
+			}
+			var got []string
+			for _, ref := range deps[binRef] {
+				c := comps[ref]
+				h := ""
+				if c.Hashes != nil {
+					h = (*c.Hashes)[0].Value
+				}
+				if c.Name == "std" {
+					if c.Version != info.GoVersion {
+						t.Errorf("%s %s: std %s, want %s", file, plat, c.Version, info.GoVersion)
+					}
+					continue
+				}
+				got = append(got, c.Name+"@"+c.Version+" "+h)
+			}
+			var want []string
+			for _, m := range Modules(info) {
+				want = append(want, m.Path+"@"+m.Version+" "+m.SHA256())
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("%s %s: SBOM modules\n%v\nbuild info modules\n%v", file, plat, got, want)
+			}
+		}
+	}
+	if seen != len(bins) {
+		t.Errorf("%s: %d binaries described, want %d", file, seen, len(bins))
 	}
 
-	// Same inputs, same digest: nothing time- or host-dependent is recorded.
-	first, err := spec.Image()
+	l, err := layout.FromPath(layoutDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := spec.Image()
+	mraw, err := l.Bytes(referrer.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, _ := first.Digest()
-	d2, _ := again.Digest()
-	if d1 != d2 {
-		t.Errorf("image digest not reproducible: %s then %s", d1, d2)
+	var m ocispec.Manifest
+	if err := json.Unmarshal(mraw, &m); err != nil {
+		t.Fatal(err)
 	}
-	c1, _ := first.ConfigName()
-	c2, _ := img.ConfigName()
-	if c1 != c2 {
-		t.Errorf("config digest %s in the tarball, %s built", c2, c1)
+	if m.Subject == nil || m.Subject.Digest.String() != idx.Digest.String() || m.ArtifactType != SBOMArtifactType || len(m.Layers) != 1 {
+		t.Fatalf("SBOM referrer %s, want subject %s", mraw, idx.Digest)
 	}
-
-	if err := (Spec{Name: "x", Version: "latest!", Repository: DefaultRepository, BinaryPath: binPath}).WriteTarball(file); err == nil {
-		t.Error("invalid tag accepted")
+	h, err := v1.NewHash(m.Layers[0].Digest.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := l.Bytes(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(layer, raw) {
+		t.Errorf("the SBOM referrer's layer differs from %s", file)
 	}
 }
 
-// TestReleaseImages reads the tarballs `make images` wrote (make test builds
-// them first) and checks each: entrypoint, non-root user, and a static Linux
-// binary built without cgo that carries the fallback CA roots.
+func TestComponentIndexPlatformsUserAndSBOM(t *testing.T) {
+	c := tinyComponent(t, "v1.2.3")
+	out := t.TempDir()
+	w, err := c.Write(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, idxDesc, sbomDesc := readLayout(t, w.Layout, "ghcr.io/karpx/karpx-controller:v1.2.3", "v1.2.3")
+	if idxDesc.Digest != w.Digest || sbomDesc.Digest != w.SBOMDigest {
+		t.Errorf("layout lists %s and %s, Write returned %s and %s", idxDesc.Digest, sbomDesc.Digest, w.Digest, w.SBOMDigest)
+	}
+	bins := checkIndex(t, idx, "karpx-controller")
+	for _, b := range c.Binaries {
+		want, err := os.ReadFile(b.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(bins[b.Platform.String()], want) {
+			t.Errorf("%s: the image's binary is not %s", b.Platform, b.Path)
+		}
+	}
+	checkSBOM(t, w.SBOM, w.Layout, idxDesc, sbomDesc, bins)
+	if _, err := os.Stat(w.Archive); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestComponentReproducibleDigests(t *testing.T) {
+	c := tinyComponent(t, "v1.2.3")
+	a, err := c.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest != b.Digest || a.SBOMDigest != b.SBOMDigest {
+		t.Errorf("digests not reproducible: index %s then %s, SBOM %s then %s", a.Digest, b.Digest, a.SBOMDigest, b.SBOMDigest)
+	}
+	for _, pair := range [][2]string{{a.Archive, b.Archive}, {a.SBOM, b.SBOM}} {
+		x, _ := os.ReadFile(pair[0])
+		y, _ := os.ReadFile(pair[1])
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s and %s differ (%d, %d bytes)", pair[0], pair[1], len(x), len(y))
+		}
+	}
+	// Another version is another image: the digest covers the tag's label.
+	c.Version = "v1.2.4"
+	d, err := c.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Digest == a.Digest {
+		t.Errorf("v1.2.3 and v1.2.4 have the same index digest %s", a.Digest)
+	}
+}
+
+func TestVersionIsTheReleaseNeverLatest(t *testing.T) {
+	c := tinyComponent(t, "latest")
+	for _, tc := range []struct{ version, want string }{
+		{"latest", "never latest"},
+		{"", "release version"},
+		{"v1.2.3!", "image reference"},
+	} {
+		c.Version = tc.version
+		if _, err := c.Build(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("version %q: error %v, want one containing %q", tc.version, err, tc.want)
+		}
+	}
+	err := run("latest", t.TempDir(), DefaultRepository, tinyBinaries(t), "../../LICENSE", wantPlatforms, []string{"karpx-controller"})
+	if err == nil || !strings.Contains(err.Error(), "never latest") {
+		t.Errorf("-version latest: %v, want refused", err)
+	}
+	c.Version = "v1.2.3"
+	c.Binaries = append(c.Binaries, c.Binaries[0])
+	if _, err := c.Build(); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("duplicate platform: %v", err)
+	}
+}
+
+// releaseVersion matches the versions `make images` tags with: DIST_VERSION
+// from git describe (vX.Y.Z[-N-gHASH][-dirty]) or v0.0.0-gHASH without a tag.
+var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
+// TestReleaseImages reads what `make images` wrote (make test builds it
+// first): per component, an index of exactly linux/amd64 and linux/arm64
+// tagged with the release version, images that run as 65532 with nothing
+// writable, static CGO_ENABLED=0 binaries carrying the fallback CA roots,
+// an SBOM that matches their build info, and the overlay running that tag.
 func TestReleaseImages(t *testing.T) {
 	for _, name := range []string{"karpx-controller", "karpx-webhook"} {
 		t.Run(name, func(t *testing.T) {
-			file := filepath.Join(imagesDir, name+".tar")
-			if _, err := os.Stat(file); err != nil {
-				t.Skipf("%s missing: run `make images` (make test does)", file)
+			dir := filepath.Join(imagesDir, name)
+			if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+				t.Skipf("%s missing: run `make images` (make test does)", dir)
 			}
-			m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
+			l, err := layout.ImageIndexFromPath(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m) != 1 || len(m[0].RepoTags) != 1 {
-				t.Fatalf("manifest %+v, want one image with one tag", m)
+			m, err := l.IndexManifest()
+			if err != nil || len(m.Manifests) == 0 {
+				t.Fatalf("%s/index.json: %v %+v", dir, err, m)
 			}
-			ref, err := nameTag(m[0].RepoTags[0])
-			if err != nil {
-				t.Fatal(err)
+			version := m.Manifests[0].Annotations[ocispec.AnnotationRefName]
+			ref := m.Manifests[0].Annotations[ContainerdImageName]
+			if version == "latest" || !releaseVersion.MatchString(version) || !strings.HasSuffix(ref, "/karpx/"+name+":"+version) {
+				t.Errorf("tagged %s (%s): want REGISTRY/karpx/%s:VERSION, the release version, never latest", version, ref, name)
 			}
-			if ref.RepositoryStr() != "karpx/"+name || ref.TagStr() == "latest" {
-				t.Errorf("tag %s: want REGISTRY/karpx/%s:VERSION", ref, name)
+			idx, idxDesc, sbomDesc := readLayout(t, dir, ref, version)
+			bins := checkIndex(t, idx, name)
+			for p, bin := range bins {
+				checkStaticGoBinary(t, name+" "+p, bin)
 			}
-			img, err := tarball.ImageFromPath(file, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bin := checkImage(t, img, name)
-			checkStaticGoBinary(t, name, bin)
-			checkOverlayImage(t, strings.TrimPrefix(name, "karpx-"), m[0].RepoTags[0])
+			checkSBOM(t, filepath.Join(imagesDir, name+".cdx.json"), dir, idxDesc, sbomDesc, bins)
+			checkOverlayImage(t, strings.TrimPrefix(name, "karpx-"), ref)
 		})
 	}
 }
 
 // checkOverlayImage builds the kustomize overlay `make images` wrote for
 // component (controller, webhook) and fails t unless its Deployment runs
-// exactly tag, the image in the tarball.
+// exactly tag, the image in the layout.
 func checkOverlayImage(t *testing.T, component, tag string) {
 	t.Helper()
 	dir := filepath.Join(imagesDir, "manifests", component)
@@ -224,11 +498,9 @@ func checkOverlayImage(t *testing.T, component, tag string) {
 		}
 	}
 	if len(images) != 1 || images[0] != tag {
-		t.Errorf("kustomize build %s runs images %v, want exactly the tarball's %s", dir, images, tag)
+		t.Errorf("kustomize build %s runs images %v, want exactly the layout's %s", dir, images, tag)
 	}
 }
-
-func nameTag(s string) (name.Tag, error) { return name.NewTag(s, name.StrictValidation) }
 
 // checkStaticGoBinary fails t unless bin is a Linux ELF executable with no
 // program interpreter (statically linked), built with CGO_ENABLED=0 and

@@ -1,18 +1,3 @@
-// Command images writes the release container images of karpx's in-cluster
-// components (karpx-controller, karpx-webhook) as image tarballs, without a
-// registry or a container runtime: each image is one layer on an empty base
-// holding the static binary, /etc/passwd and /etc/group naming the non-root
-// user, and the LICENSE.
-//
-//	go run ./hack/images -version v0.1.0 -out _output/images \
-//	    -binary karpx-controller=_output/images/bin/karpx-controller \
-//	    -binary karpx-webhook=_output/images/bin/karpx-webhook
-//
-// writes _output/images/karpx-controller.tar and karpx-webhook.tar, tagged
-// REPOSITORY/NAME:VERSION (-repository, default ghcr.io/karpx). The tarballs
-// load with `docker load`, `podman load`, `kind load image-archive` or
-// `ctr images import`, and push with `crane push`. `make images` builds the
-// binaries (CGO_ENABLED=0) and runs this.
 package main
 
 import (
@@ -21,38 +6,46 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func main() {
 	var (
-		version    = flag.String("version", "", "Image tag, the release version (required), e.g. v0.1.0.")
-		out        = flag.String("out", "_output/images", "Directory the NAME.tar files are written to.")
+		version    = flag.String("version", "", "Image tag, the release version (required, never latest), e.g. v0.1.0.")
+		out        = flag.String("out", "_output/images", "Directory the layouts, NAME.tar and NAME.cdx.json files are written to.")
 		repository = flag.String("repository", DefaultRepository, "Repository prefix of the image references.")
-		arch       = flag.String("arch", "amd64", "GOARCH the binaries were built for, recorded in the image config.")
+		binDir     = flag.String("bin-dir", "_output/images/bin", "Directory holding OS_ARCH/NAME, the static binary of each platform and component.")
+		platforms  = flag.String("platforms", "linux/amd64,linux/arm64", "Comma-separated OS/ARCH list: the platforms of each image index, in this order.")
+		components = flag.String("components", "karpx-controller,karpx-webhook", "Comma-separated component (binary) names: one image index each.")
 		license    = flag.String("license", "LICENSE", "License file copied into each image as /LICENSE.")
-		binaries   = map[string]string{}
 	)
-	flag.Func("binary", "NAME=PATH: build image NAME from the static binary at PATH (repeatable).", func(s string) error {
-		name, path, ok := strings.Cut(s, "=")
-		if !ok || name == "" || path == "" {
-			return fmt.Errorf("want NAME=PATH, got %q", s)
-		}
-		binaries[name] = path
-		return nil
-	})
 	flag.Parse()
-	if err := run(*version, *out, *repository, *arch, *license, binaries); err != nil {
+	if err := run(*version, *out, *repository, *binDir, *license, split(*platforms), split(*components)); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(version, out, repository, arch, licensePath string, binaries map[string]string) error {
-	if version == "" {
-		return fmt.Errorf("-version is required (the image tag, e.g. v0.1.0)")
+// split returns the non-empty comma- or space-separated fields of s.
+func split(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+func run(version, out, repository, binDir, licensePath string, platforms, components []string) error {
+	if len(components) == 0 {
+		return fmt.Errorf("-components is empty: give the binary names, e.g. karpx-controller,karpx-webhook")
 	}
-	if len(binaries) == 0 {
-		return fmt.Errorf("no -binary NAME=PATH given")
+	if len(platforms) == 0 {
+		return fmt.Errorf("-platforms is empty: give OS/ARCH values, e.g. linux/amd64,linux/arm64")
+	}
+	var plats []v1.Platform
+	for _, p := range platforms {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil || plat.OS == "" || plat.Architecture == "" {
+			return fmt.Errorf("-platforms: %q is not OS/ARCH, e.g. linux/arm64", p)
+		}
+		plats = append(plats, *plat)
 	}
 	license, err := os.ReadFile(licensePath)
 	if err != nil {
@@ -61,13 +54,16 @@ func run(version, out, repository, arch, licensePath string, binaries map[string
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for name, path := range binaries {
-		spec := Spec{Name: name, Version: version, Repository: repository, Arch: arch, BinaryPath: path, License: license}
-		file := filepath.Join(out, name+".tar")
-		if err := spec.WriteTarball(file); err != nil {
-			return fmt.Errorf("image %s: %w", name, err)
+	for _, name := range components {
+		c := Component{Name: name, Version: version, Repository: repository, License: license}
+		for _, p := range plats {
+			c.Binaries = append(c.Binaries, Binary{Platform: p, Path: filepath.Join(binDir, p.OS+"_"+p.Architecture, name)})
 		}
-		fmt.Printf("%s\t%s\n", spec.Reference(), file)
+		w, err := c.Write(out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s@%s\t%s\t%s\t%s\n", w.Reference, w.Digest, w.Archive, w.Layout, w.SBOM)
 	}
 	return nil
 }

@@ -197,15 +197,18 @@ krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha25
 	go tool validate-krew-manifest -skip-install -manifest $(KREW_MANIFEST)
 
 IMAGES_DIR := $(ROOT)/_output/images
-IMAGE_ARCH ?= amd64
+# Platforms of each image index (OS/ARCH, space-separated), built in this order.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_REPOSITORY ?= ghcr.io/karpx
 
 .PHONY: images
-images: ## Build the karpx-controller and karpx-webhook image tarballs (no registry needed) and kustomize overlays using their tag into _output/images.
-	@mkdir -p $(IMAGES_DIR)/bin
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/ ./cmd/karpx-controller ./cmd/karpx-webhook
-	go run ./hack/images -version $(DIST_VERSION) -arch $(IMAGE_ARCH) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
-		-binary karpx-controller=$(IMAGES_DIR)/bin/karpx-controller -binary karpx-webhook=$(IMAGES_DIR)/bin/karpx-webhook
+images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image indexes (IMAGE_PLATFORMS), their SBOMs and kustomize overlays using their tag into _output/images (no registry needed).
+	@for p in $(IMAGE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook || exit 1; \
+	done
+	go run ./hack/images -version $(DIST_VERSION) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
+		-bin-dir $(IMAGES_DIR)/bin -platforms "$(IMAGE_PLATFORMS)" -components karpx-controller,karpx-webhook
 	@# Kustomize overlays deploying exactly these tags: kubectl apply -k _output/images/manifests/controller
 	@for c in controller webhook; do mkdir -p $(IMAGES_DIR)/manifests/$$c; \
 		printf '%s\n' "# Written by make images: manifests/$$c with the image it built." \

@@ -197,4 +197,3 @@ func (b *Built) SBOMJSON() ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-

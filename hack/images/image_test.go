@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,8 +310,15 @@ func checkSBOM(t *testing.T, file, layoutDir string, idx v1.Descriptor, referrer
 				got = append(got, c.Name+"@"+c.Version+" "+h)
 			}
 			var want []string
-			for _, m := range Modules(info) {
-				want = append(want, m.Path+"@"+m.Version+" "+m.SHA256())
+			for _, d := range info.Deps {
+				if d.Replace != nil {
+					d = d.Replace
+				}
+				sum, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(d.Sum, "h1:"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, d.Path+"@"+d.Version+" "+hex.EncodeToString(sum))
 			}
 			slices.Sort(got)
 			slices.Sort(want)

@@ -17,8 +17,27 @@ var (
 		Name: "karpx_webhook_findings_total",
 		Help: "Findings of the karpx validating webhook, by rule ID and severity (dry-run requests excluded).",
 	}, []string{"rule", "severity"})
+	// decisionsTotal counts the validating webhook's answers to CREATE and
+	// UPDATE reviews, by resource ("nodepools", "ec2nodeclasses") and
+	// decision (DecisionAllowed, DecisionWarned, DecisionDenied); dry-run
+	// reviews count too (a denied server-side dry run is a denial the user
+	// sees).
+	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpx_webhook_decisions_total",
+		Help: "Answers of the karpx validating webhook to CREATE and UPDATE reviews, by resource and decision (allowed, warned, denied).",
+	}, []string{"resource", "decision"})
+)
+
+// Values of the decision label of karpx_webhook_decisions_total.
+const (
+	// DecisionAllowed: admitted without warnings.
+	DecisionAllowed = "allowed"
+	// DecisionWarned: admitted with warnings.
+	DecisionWarned = "warned"
+	// DecisionDenied: refused.
+	DecisionDenied = "denied"
 )
 
 func init() {
-	metrics.Registry.MustRegister(startupTaintsAdded, findingsTotal)
+	metrics.Registry.MustRegister(startupTaintsAdded, findingsTotal, decisionsTotal)
 }

@@ -69,7 +69,7 @@ func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
 // admitEC2NodeClass validates an EC2NodeClass CREATE or UPDATE (anything
 // else is allowed): the userData rules of package lint.
 func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
-	return admit(ctx, v, req, "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
+	return admit(ctx, v, req, "ec2nodeclasses", "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
 		return kxlint.CheckEC2NodeClass(u.ec2NodeClass())
 	})
 }
@@ -78,7 +78,7 @@ func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec
 // allowed): the NodePool rules of package lint, with the EC2NodeClass
 // lookup through Reader for the new object.
 func (v *Validator) admitNodePool(ctx context.Context, req *objectRequest[karpv1.NodePool]) admission.Response {
-	return admit(ctx, v, req, "nodePool", func(np *karpv1.NodePool, current bool) kxlint.Findings {
+	return admit(ctx, v, req, "nodepools", "nodePool", func(np *karpv1.NodePool, current bool) kxlint.Findings {
 		var lookup kxlint.NodeClassLookup
 		if current {
 			lookup = v.lookup(logf.FromContext(ctx).WithValues("nodePool", req.Name))
@@ -88,10 +88,12 @@ func (v *Validator) admitNodePool(ctx context.Context, req *objectRequest[karpv1
 }
 
 // admit runs check on a CREATE or UPDATE (anything else is allowed) and
-// answers. On an UPDATE that check denies, it also checks the old object
+// answers; resource is the plural resource name (the resource label of
+// karpx_webhook_decisions_total) and logKey the log key of the object's
+// name. On an UPDATE that check denies, it also checks the old object
 // (current false), so that Ratchet can turn denials the stored object
 // already had into warnings.
-func admit[T any](ctx context.Context, v *Validator, req *objectRequest[T], logKey string, check func(obj *T, current bool) kxlint.Findings) admission.Response {
+func admit[T any](ctx context.Context, v *Validator, req *objectRequest[T], resource, logKey string, check func(obj *T, current bool) kxlint.Findings) admission.Response {
 	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.Object == nil {
 		return admission.Allowed("")
 	}
@@ -102,14 +104,14 @@ func admit[T any](ctx context.Context, v *Validator, req *objectRequest[T], logK
 			previous = check(old, false)
 		}
 	}
-	return v.answer(ctx, logKey, req.Name, req.dryRun(), current, previous)
+	return v.answer(ctx, resource, logKey, req.Name, req.dryRun(), current, previous)
 }
 
 // answer turns findings into the admission response: a denial when any
 // finding (after Disabled and the ratchet against previous) denies,
 // warnings otherwise. The logger is built only when something is logged:
 // most requests log nothing.
-func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool, current, previous kxlint.Findings) admission.Response {
+func (v *Validator) answer(ctx context.Context, resource, logKey, name string, dryRun bool, current, previous kxlint.Findings) admission.Response {
 	findings := kxlint.Ratchet(current.Without(v.Disabled), previous)
 	if !dryRun {
 		for _, f := range findings {
@@ -117,6 +119,7 @@ func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool
 		}
 	}
 	if len(findings) == 0 {
+		decisionsTotal.WithLabelValues(resource, DecisionAllowed).Inc()
 		return admission.Allowed("")
 	}
 	var warnings []string
@@ -125,9 +128,11 @@ func (v *Validator) answer(ctx context.Context, logKey, name string, dryRun bool
 	}
 	log := logf.FromContext(ctx).WithValues(logKey, name)
 	if findings.Denied() {
+		decisionsTotal.WithLabelValues(resource, DecisionDenied).Inc()
 		log.Info("denied", "rules", ruleIDs(findings.Denials()), "dryRun", dryRun)
 		return admission.Denied(findings.DenialMessage()).WithWarnings(warnings...)
 	}
+	decisionsTotal.WithLabelValues(resource, DecisionWarned).Inc()
 	log.V(1).Info("admitted with warnings", "rules", ruleIDs(findings), "dryRun", dryRun)
 	return admission.Allowed("").WithWarnings(warnings...)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	kxlint "github.com/karpx/karpx/lint"
@@ -68,6 +69,35 @@ func TestValidatorWarningsFit(t *testing.T) {
 	for _, w := range resp.Warnings {
 		if len(w) > kxlint.MaxWarningLength {
 			t.Errorf("warning of %d bytes: %q", len(w), w)
+		}
+	}
+}
+
+// TestValidatorCountsDecisions: each answer to a CREATE or UPDATE review is
+// counted once in karpx_webhook_decisions_total under its resource and
+// decision (dry runs too); a DELETE is not a decision.
+func TestValidatorCountsDecisions(t *testing.T) {
+	v := &Validator{}
+	count := func(decision string) float64 {
+		return testutil.ToFloat64(decisionsTotal.WithLabelValues("ec2nodeclasses", decision))
+	}
+	before := map[string]float64{DecisionAllowed: count(DecisionAllowed), DecisionWarned: count(DecisionWarned), DecisionDenied: count(DecisionDenied)}
+	bad := ec2NodeClassJSON("#!/bin/bash\nreboot\n")
+	dry := ec2NodeClassRequest(t, admissionv1.Create, bad, nil)
+	dry.DryRun = new(bool)
+	*dry.DryRun = true
+	for _, req := range []*objectRequest[ec2NodeClassUserData]{
+		ec2NodeClassRequest(t, admissionv1.Create, ec2NodeClassJSON(""), nil), // allowed
+		ec2NodeClassRequest(t, admissionv1.Create, bad, nil),                  // denied
+		dry, // denied (dry run)
+		ec2NodeClassRequest(t, admissionv1.Update, bad, bad),                  // warned: the problem was already there
+		{UID: "2", Name: "nc", Operation: admissionv1.Delete, OldObject: bad}, // not a decision
+	} {
+		v.admitEC2NodeClass(context.Background(), req)
+	}
+	for decision, want := range map[string]float64{DecisionAllowed: 1, DecisionDenied: 2, DecisionWarned: 1} {
+		if got := count(decision) - before[decision]; got != want {
+			t.Errorf("karpx_webhook_decisions_total{resource=ec2nodeclasses,decision=%s} grew by %v, want %v", decision, got, want)
 		}
 	}
 }

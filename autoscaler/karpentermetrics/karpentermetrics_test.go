@@ -107,7 +107,9 @@ func TestNodeClaimCountersUseKarpenterLabels(t *testing.T) {
 
 func TestSnakeCaseMatchesKarpenterReasons(t *testing.T) {
 	for in, want := range map[string]string{"Underutilized": "underutilized", "Empty": "empty", "Drifted": "drifted",
-		"Expired": "expired", "InsufficientCapacity": "insufficient_capacity", "NodeClassNotReady": "node_class_not_ready"} {
+		"Expired": "expired", "InsufficientCapacity": "insufficient_capacity", "NodeClassNotReady": "node_class_not_ready",
+		ReasonGarbageCollected: "garbage_collected", ReasonRegistrationTimeout: "registration_timeout", ReasonLaunchTimeout: "launch_timeout",
+		"spot_interrupted": "spot_interrupted", "instance_terminated": "instance_terminated"} {
 		if got := snakeCase(in); got != want {
 			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
 		}
@@ -186,6 +188,8 @@ func TestStateCollector(t *testing.T) {
 			corev1.ResourceEphemeralStorage: resource.MustParse("20G")}}}
 	launched := claim("launched", "default", "spot")
 	launched.Status.ProviderID = "aws:///us-east-1a/i-1"
+	launched.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	launched.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
 	pending := claim("pending", "default", "spot")
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"}}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-2"}}
@@ -219,8 +223,44 @@ karpenter_nodepools_limit{nodepool="default",resource_type="nvidia.com/gpu"} 2
 karpenter_nodepools_usage{nodepool="default",resource_type="cpu"} 4
 karpenter_nodepools_usage{nodepool="default",resource_type="ephemeral_storage"} 2e+10
 karpenter_nodepools_usage{nodepool="default",resource_type="memory"} 1.073741824e+09
+# HELP karpx_nodeclaims NodeClaims by NodePool and lifecycle phase (Pending, Launched, Registered, Initialized, Terminating).
+# TYPE karpx_nodeclaims gauge
+karpx_nodeclaims{nodepool="default",phase="Initialized"} 0
+karpx_nodeclaims{nodepool="default",phase="Launched"} 0
+karpx_nodeclaims{nodepool="default",phase="Pending"} 1
+karpx_nodeclaims{nodepool="default",phase="Registered"} 1
+karpx_nodeclaims{nodepool="default",phase="Terminating"} 0
 `)); err != nil {
 		t.Errorf("after sync: %v", err)
+	}
+}
+
+func TestNodeClaimPhase(t *testing.T) {
+	nc := claim("a", "p", "spot")
+	steps := []struct {
+		condition, want string
+	}{
+		{"", PhasePending},
+		{karpv1.ConditionTypeRegistered, PhasePending}, // Registered without Launched: not a lifecycle step yet
+		{karpv1.ConditionTypeLaunched, PhaseRegistered},
+		{karpv1.ConditionTypeInitialized, PhaseInitialized},
+	}
+	for _, s := range steps {
+		if s.condition != "" {
+			nc.StatusConditions().SetTrue(s.condition)
+		}
+		if got := NodeClaimPhase(nc); got != s.want {
+			t.Errorf("after %q: phase %s, want %s", s.condition, got, s.want)
+		}
+	}
+	nc.StatusConditions().SetFalse(karpv1.ConditionTypeRegistered, "NodeGone", "gone")
+	if got := NodeClaimPhase(nc); got != PhaseLaunched {
+		t.Errorf("Registered=False: phase %s, want %s", got, PhaseLaunched)
+	}
+	now := metav1.Now()
+	nc.DeletionTimestamp = &now
+	if got := NodeClaimPhase(nc); got != PhaseTerminating {
+		t.Errorf("deleting: phase %s, want %s", got, PhaseTerminating)
 	}
 }
 

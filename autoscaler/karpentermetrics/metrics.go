@@ -38,6 +38,27 @@ const (
 	ReasonProvisioned = kmetrics.ProvisionedReason // "provisioned"
 )
 
+// Reasons of karpenter_nodeclaims_disrupted_total that no disruption
+// method names, with Karpenter v1.13.0's values once snake-cased by
+// NodeClaimDisrupted. Interruption deletions are counted with the message
+// kind ("spot_interrupted", "scheduled_change", "instance_stopped",
+// "instance_terminated"), as aws/karpenter-provider-aws's interruption
+// controller counts them.
+const (
+	// ReasonInsufficientCapacity: the launch found no capacity and the
+	// NodeClaim was deleted (pkg/controllers/nodeclaim/lifecycle/launch.go).
+	ReasonInsufficientCapacity = "InsufficientCapacity" // "insufficient_capacity"
+	// ReasonGarbageCollected: the NodeClaim's instance is gone
+	// (pkg/controllers/nodeclaim/garbagecollection/controller.go).
+	ReasonGarbageCollected = "GarbageCollected" // "garbage_collected"
+	// ReasonRegistrationTimeout: no Node registered within the
+	// registration TTL (pkg/controllers/nodeclaim/lifecycle/liveness.go).
+	ReasonRegistrationTimeout = "RegistrationTimeout" // "registration_timeout"
+	// ReasonLaunchTimeout: no instance was launched within the launch TTL
+	// (pkg/controllers/nodeclaim/lifecycle/liveness.go).
+	ReasonLaunchTimeout = "LaunchTimeout" // "launch_timeout"
+)
+
 // Controller names, as Karpenter v1.13.0 names the controllers doing the
 // same job (their Name() methods); they are the values of LabelController.
 const (
@@ -142,6 +163,12 @@ const (
 	// providerID) counting once, a NodeClaim not yet registered counting
 	// too. Source: pkg/controllers/state/metrics.go.
 	MetricClusterStateNodeCount = "karpenter_cluster_state_node_count"
+	// MetricNodeClaims is karpx_nodeclaims{nodepool,phase}: the number of
+	// NodeClaims of each NodePool in each phase (NodeClaimPhase), 0 for a
+	// phase the NodePool has no NodeClaim in. karpx
+	// only: Karpenter v1.13.0 reports NodeClaim conditions per object
+	// (operator_nodeclaim_status_condition_count), which karpx does not.
+	MetricNodeClaims = "karpx_nodeclaims"
 )
 
 var (
@@ -156,6 +183,9 @@ var (
 		nil, nil)
 	clusterStateNodeCountDesc = prometheus.NewDesc(MetricClusterStateNodeCount,
 		"Current count of nodes in cluster state", nil, nil)
+	nodeClaimsDesc = prometheus.NewDesc(MetricNodeClaims,
+		"NodeClaims by NodePool and lifecycle phase (Pending, Launched, Registered, Initialized, Terminating).",
+		[]string{LabelNodePool, "phase"}, nil)
 )
 
 func init() {

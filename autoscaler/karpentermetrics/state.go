@@ -91,8 +91,9 @@ func podReady(pod *corev1.Pod) *corev1.PodCondition {
 
 // StateCollector is a prometheus.Collector that reports, at each scrape,
 // karpenter_cluster_state_synced, and once synced
-// karpenter_cluster_state_node_count and karpenter_nodepools_usage and
-// _limit, read from Reader (the manager's cache: no API request).
+// karpenter_cluster_state_node_count, karpenter_nodepools_usage and
+// _limit, and karpx_nodeclaims, read from Reader (the manager's cache: no
+// API request).
 type StateCollector struct {
 	// Reader lists NodePools, NodeClaims and Nodes.
 	Reader client.Reader
@@ -106,6 +107,7 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- nodePoolLimitDesc
 	ch <- clusterStateSyncedDesc
 	ch <- clusterStateNodeCountDesc
+	ch <- nodeClaimsDesc
 }
 
 // Collect implements prometheus.Collector. A failed list reports synced 0
@@ -126,6 +128,19 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(clusterStateSyncedDesc, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(clusterStateNodeCountDesc, prometheus.GaugeValue, float64(NodeCount(claims.Items, nodes.Items)))
+	type poolPhase struct{ pool, phase string }
+	phases := map[poolPhase]int{}
+	for i := range pools.Items {
+		for _, phase := range nodeClaimPhases {
+			phases[poolPhase{pools.Items[i].Name, phase}] = 0
+		}
+	}
+	for i := range claims.Items {
+		phases[poolPhase{claims.Items[i].Labels[karpv1.NodePoolLabelKey], NodeClaimPhase(&claims.Items[i])}]++
+	}
+	for k, n := range phases {
+		ch <- prometheus.MustNewConstMetric(nodeClaimsDesc, prometheus.GaugeValue, float64(n), k.pool, k.phase)
+	}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		for name, q := range np.Status.Resources {
@@ -177,4 +192,47 @@ func ResourceValue(name corev1.ResourceName, q resource.Quantity) float64 {
 		return float64(q.MilliValue()) / 1000
 	}
 	return float64(q.Value())
+}
+
+// NodeClaim phases, the phase label of karpx_nodeclaims: how far a
+// NodeClaim has come in its lifecycle (the PHASE column of `kubectl karpx
+// status` uses the same words).
+const (
+	// PhasePending: not Launched yet (the instance is being created, or
+	// creating it failed and is retried).
+	PhasePending = "Pending"
+	// PhaseLaunched: the instance exists; its Node has not registered.
+	PhaseLaunched = "Launched"
+	// PhaseRegistered: the Node joined; it is not initialized yet.
+	PhaseRegistered = "Registered"
+	// PhaseInitialized: the Node is ready for pods.
+	PhaseInitialized = "Initialized"
+	// PhaseTerminating: the NodeClaim is being deleted.
+	PhaseTerminating = "Terminating"
+)
+
+// nodeClaimPhases are the phases in lifecycle order; every NodePool
+// reports each of them (0 when it has no NodeClaim in it), so that a
+// dashboard's series do not vanish when a NodePool scales to zero.
+var nodeClaimPhases = []string{PhasePending, PhaseLaunched, PhaseRegistered, PhaseInitialized, PhaseTerminating}
+
+// NodeClaimPhase returns nc's phase: PhaseTerminating once it is being
+// deleted, else the last of Launched, Registered and Initialized whose
+// condition is True after all those before it, else PhasePending.
+func NodeClaimPhase(nc *karpv1.NodeClaim) string {
+	if !nc.DeletionTimestamp.IsZero() {
+		return PhaseTerminating
+	}
+	phase := PhasePending
+	for _, step := range [...]struct{ condition, phase string }{
+		{karpv1.ConditionTypeLaunched, PhaseLaunched},
+		{karpv1.ConditionTypeRegistered, PhaseRegistered},
+		{karpv1.ConditionTypeInitialized, PhaseInitialized},
+	} {
+		if !nc.StatusConditions().Get(step.condition).IsTrue() {
+			return phase
+		}
+		phase = step.phase
+	}
+	return phase
 }

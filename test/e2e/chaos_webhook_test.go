@@ -29,13 +29,21 @@ type webhookServer struct {
 	install    *envtest.WebhookInstallOptions
 	kubeconfig string
 	probe      string // host:port of /readyz
+	metrics    string // --metrics-bind-address ("0": off)
 	proc       *process
 }
 
 // startWebhook installs the webhook configurations and starts karpx-webhook.
 func (e *env) startWebhook() *webhookServer {
 	e.t.Helper()
-	w := &webhookServer{env: e, install: &envtest.WebhookInstallOptions{
+	return e.startWebhookWithMetrics("0")
+}
+
+// startWebhookWithMetrics is startWebhook with karpx-webhook serving
+// /metrics on metricsAddr (host:port; "0" turns it off).
+func (e *env) startWebhookWithMetrics(metricsAddr string) *webhookServer {
+	e.t.Helper()
+	w := &webhookServer{env: e, metrics: metricsAddr, install: &envtest.WebhookInstallOptions{
 		Paths:            []string{filepath.Join(e.root, "manifests", "webhook", "webhooks.yaml")},
 		LocalServingHost: "127.0.0.1",
 	}}
@@ -67,7 +75,7 @@ func (w *webhookServer) start(name string) {
 		"--cert-mode=cert-manager",
 		"--cert-dir=" + w.install.LocalServingCertDir,
 		"--port=" + strconv.Itoa(w.install.LocalServingPort),
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + w.metrics,
 		"--health-probe-bind-address=" + w.probe,
 	}, nil)
 	w.env.eventually(60*time.Second, "karpx-webhook ready", func(ctx context.Context) (bool, error) {

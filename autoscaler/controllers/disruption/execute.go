@@ -62,7 +62,7 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 			if err := c.kube.Delete(ctx, cand.nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", cand.name(), err))
 			} else {
-				karpentermetrics.NodeClaimDisrupted(cand.nc, cmd.reason)
+				karpentermetrics.NodeClaimDisrupted(cand.nc, disruptedReason(cand.nc, cmd.reason))
 			}
 		}
 		return true, errors.Join(errs...)
@@ -152,6 +152,8 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 					"replacements", strings.Join(reps, ","), "cause", why)
 				if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 					errs = append(errs, err)
+				} else if err == nil {
+					karpentermetrics.NodeClaimDisrupted(nc, disruptedReason(nc, ReasonInterrupted))
 				}
 			}
 			continue

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 )
 
@@ -46,6 +47,18 @@ const (
 // interrupted reports whether nc carries the interruption annotation.
 func interrupted(nc *karpv1.NodeClaim) bool {
 	return nc.Annotations[InterruptionAnnotationKey] != ""
+}
+
+// disruptedReason is the reason label of karpenter_nodeclaims_disrupted_total
+// for deleting nc by a command of reason: an interrupted NodeClaim's
+// interruption kind (spot_interrupted, scheduled_change, instance_stopped,
+// ...), as Karpenter v1.13's AWS interruption controller counts its
+// deletions (reason = the message kind), else reason.
+func disruptedReason(nc *karpv1.NodeClaim, reason string) string {
+	if kind := nc.Annotations[InterruptionAnnotationKey]; kind != "" {
+		return kind
+	}
+	return reason
 }
 
 // drainBy returns the NodeClaim's drain deadline, or the zero time.
@@ -90,6 +103,8 @@ func (c *Controller) interruption(ctx context.Context, s *state) (*command, erro
 				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "interruption", nc.Annotations[InterruptionAnnotationKey])
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("deleting interrupted NodeClaim %s: %w", name, err))
+			} else if err == nil {
+				karpentermetrics.NodeClaimDisrupted(nc, disruptedReason(nc, ReasonInterrupted))
 			}
 			continue
 		}

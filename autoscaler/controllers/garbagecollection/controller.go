@@ -150,7 +150,7 @@ func (c *Collector) Pass(ctx context.Context) {
 			log.Error(err, "deleting NodeClaim", "NodeClaim", nc.Name)
 			goneSince[id] = first
 		} else {
-			karpentermetrics.NodeClaimDisrupted(nc, "GarbageCollected")
+			karpentermetrics.NodeClaimDisrupted(nc, karpentermetrics.ReasonGarbageCollected)
 		}
 	}
 	c.goneSince = goneSince

@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/interruption/messages"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/providers/sqs"
 )
 
@@ -308,6 +309,8 @@ func (c *Controller) cleanUp(ctx context.Context, log logr.Logger, id string, nc
 	if nc.DeletionTimestamp.IsZero() {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting NodeClaim %s of terminated instance %s: %w", nc.Name, id, err))
+		} else if err == nil {
+			karpentermetrics.NodeClaimDisrupted(nc, string(messages.KindTerminating))
 		}
 	}
 	if node != nil && node.DeletionTimestamp.IsZero() {

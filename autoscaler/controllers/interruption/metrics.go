@@ -3,6 +3,7 @@ package interruption
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	kmetrics "sigs.k8s.io/karpenter/pkg/metrics"
 )
 
 // MessageTypeMalformed is the message_type of messages that do not parse
@@ -32,12 +33,9 @@ var (
 	}, []string{"operation"})
 )
 
-// durationBuckets are Karpenter v1.13's metrics.DurationBuckets (seconds;
-// sigs.k8s.io/karpenter pkg/metrics/constants.go), repeated here because
-// importing that package registers Karpenter's own NodeClaim metrics,
-// which karpx does not keep.
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
-	1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600}
+// durationBuckets are Karpenter v1.13's metrics.DurationBuckets (seconds,
+// 5 ms to 600 s; sigs.k8s.io/karpenter pkg/metrics/constants.go).
+var durationBuckets = kmetrics.DurationBuckets()
 
 func init() {
 	crmetrics.Registry.MustRegister(receivedMessages, deletedMessages, messageQueueDuration, queueErrors)

@@ -190,7 +190,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if age := c.now().Sub(nc.CreationTimestamp.Time); age >= c.opts.LaunchTTL {
 			log.Info("no instance launched in time; deleting NodeClaim so its pods are planned again", "launchTTL", c.opts.LaunchTTL.String())
 			c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimeout", "no instance launched within %s; deleting the NodeClaim so its pods are planned again", c.opts.LaunchTTL)
-			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+			if err := c.kube.Delete(ctx, nc); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			karpentermetrics.NodeClaimDisrupted(nc, karpentermetrics.ReasonLaunchTimeout)
+			return reconcile.Result{}, nil
 		}
 		if wait := f.next.Sub(c.now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil

@@ -94,7 +94,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		if err := c.kube.Delete(ctx, nc); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		karpentermetrics.NodeClaimDisrupted(nc, "InsufficientCapacity")
+		karpentermetrics.NodeClaimDisrupted(nc, karpentermetrics.ReasonInsufficientCapacity)
 		return reconcile.Result{}, nil
 	case errors.As(err, &launchErr), errors.As(err, &notReady):
 		reason, code := "LaunchFailed", ""

@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/clusterstate"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 )
 
 func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
@@ -31,7 +32,11 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 				nc.Status.ProviderID, c.opts.RegistrationTTL)
 			c.recorder.Event(nc, corev1.EventTypeWarning, "RegistrationTimeout", msg)
 			c.recordFailure(ctx, nc, "RegistrationTimeout", msg)
-			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+			if err := c.kube.Delete(ctx, nc); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			karpentermetrics.NodeClaimDisrupted(nc, karpentermetrics.ReasonRegistrationTimeout)
+			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{RequeueAfter: c.opts.RegistrationTTL - waited}, nil
 	}

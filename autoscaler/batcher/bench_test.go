@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/karpx/karpx/autoscaler/batcher"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
@@ -46,7 +47,7 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 	e := ec2apitest.Start(b, ec2sim.Config{}, ec2api.Config{})
 	launchTemplate(b, e, "lt-a")
 	e.Sim.Faults().Clear()
-	limited := budget.New(e.Client, budget.Options{})
+	limited := e.NewClient(b, ec2api.Config{APIOptions: []func(*middleware.Stack) error{budget.New(budget.Options{}).AddToStack}})
 	opts := batcher.Options{}
 	if deferred {
 		opts.DeferredTagKeys = instance.NodeClaimTagKeys

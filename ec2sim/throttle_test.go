@@ -111,7 +111,7 @@ func TestTokenBucketRefills(t *testing.T) {
 			t.Fatalf("after refill, call %d: %v", i, got)
 		}
 	}
-	if d := DefaultThrottleConfig().Categories; d[awsquota.NonMutating] != (Bucket{100, 20}) || d[awsquota.RunInstances] != (Bucket{5, 2}) {
+	if d := DefaultThrottleConfig().Categories; d[awsquota.NonMutating] != (Bucket{Size: 100, RefillPerSecond: 20}) || d[awsquota.RunInstances] != (Bucket{Size: 5, RefillPerSecond: 2}) {
 		t.Fatalf("defaults %v", d)
 	}
 }

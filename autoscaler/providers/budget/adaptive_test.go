@@ -78,7 +78,7 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 	run := func(adaptiveOff bool) (throttled, failed int64) {
 		clk := newPacedClock()
 		e := ec2apitest.Start(t, ec2sim.Config{Clock: clk, Throttle: ec2sim.ThrottleConfig{Neighbours: 0.6,
-			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{ec2sim.CategoryNonMutating: {Size: fastAWS.Size, RefillPerSecond: fastAWS.RefillPerSecond}}}}, ec2api.Config{})
+			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{awsquota.NonMutating: fastAWS}}}, ec2api.Config{})
 		api := newLimited(t, e, budget.Options{Clock: clk, AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
 			Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: fastAWS}})
 		for i := range 200 {

@@ -7,32 +7,21 @@ import "sort"
 // the category's size and refill rate.
 type Category string
 
-// EC2 and SSM categories, with AWS's default bucket per account and region.
+// EC2 and SSM categories. Each constant's comment gives the actions it
+// covers; their buckets are in Buckets. UnfilteredNonMutating is the second
+// bucket of the actions with Charge.Unfiltered (in EC2 also
+// DescribeNetworkInterfaces, DescribeVolumes, DescribeSnapshots and
+// DescribeSpotInstanceRequests) for calls without filters, ids, names and
+// MaxResults. SSM GetParameter's default throughput is 40 transactions per
+// second; AWS documents no burst, so its bucket is 40 refilled at 40/s.
 const (
-	// NonMutating is Describe* (DescribeSubnets, DescribeImages,
-	// DescribeInstanceTypes, filtered DescribeInstances, ...): bucket 100
-	// requests, refill 20 requests per second.
-	NonMutating Category = "non-mutating"
-	// UnfilteredNonMutating is DescribeInstances and DescribeSecurityGroups
-	// (and, in EC2, DescribeNetworkInterfaces, DescribeVolumes,
-	// DescribeSnapshots, DescribeSpotInstanceRequests) called without
-	// filters, ids, names and MaxResults: bucket 50, refill 10 per second.
-	UnfilteredNonMutating Category = "unfiltered-non-mutating"
-	// Mutating is Create*, Delete*, Modify* (CreateFleet,
-	// CreateLaunchTemplate, DeleteLaunchTemplate): bucket 50, refill 5 per
-	// second.
-	Mutating Category = "mutating"
-	// RunInstances is RunInstances: bucket 5, refill 2 per second.
-	RunInstances Category = "run-instances"
-	// TerminateInstances is TerminateInstances: bucket 100, refill 5 per
-	// second.
-	TerminateInstances Category = "terminate-instances"
-	// CreateTags is CreateTags: bucket 100, refill 10 per second.
-	CreateTags Category = "create-tags"
-	// SSMGetParameter is SSM GetParameter: default throughput 40
-	// transactions per second. AWS documents no burst; the bucket is 40
-	// requests, refilled at 40 per second.
-	SSMGetParameter Category = "ssm-get-parameter"
+	NonMutating           Category = "non-mutating"            // Describe*, filtered DescribeInstances
+	UnfilteredNonMutating Category = "unfiltered-non-mutating" // bare DescribeInstances, DescribeSecurityGroups
+	Mutating              Category = "mutating"                // Create*, Delete*, Modify* (CreateFleet, CreateLaunchTemplate)
+	RunInstances          Category = "run-instances"           // RunInstances
+	TerminateInstances    Category = "terminate-instances"     // TerminateInstances
+	CreateTags            Category = "create-tags"             // CreateTags
+	SSMGetParameter       Category = "ssm-get-parameter"       // SSM GetParameter
 )
 
 // SQS publishes no per-account API rate for standard queues ("nearly
@@ -44,16 +33,10 @@ const (
 // is ever throttled, and 100 per second for the queue-management actions,
 // which a consumer calls once at start.
 const (
-	// SQSReceive is ReceiveMessage: bucket 3,000, refill 3,000 per second.
-	SQSReceive Category = "sqs-receive"
-	// SQSDelete is DeleteMessage, DeleteMessageBatch and
-	// ChangeMessageVisibility: bucket 3,000, refill 3,000 per second.
-	SQSDelete Category = "sqs-delete"
-	// SQSSend is SendMessage: bucket 3,000, refill 3,000 per second.
-	SQSSend Category = "sqs-send"
-	// SQSQueue is GetQueueUrl, GetQueueAttributes, CreateQueue and
-	// SetQueueAttributes: bucket 100, refill 100 per second.
-	SQSQueue Category = "sqs-queue"
+	SQSReceive Category = "sqs-receive" // ReceiveMessage
+	SQSDelete  Category = "sqs-delete"  // DeleteMessage, DeleteMessageBatch, ChangeMessageVisibility
+	SQSSend    Category = "sqs-send"    // SendMessage
+	SQSQueue   Category = "sqs-queue"   // GetQueueUrl, GetQueueAttributes, CreateQueue, SetQueueAttributes
 )
 
 // IAM is the category of the IAM actions. IAM publishes no request rates,
@@ -69,8 +52,9 @@ type Bucket struct {
 }
 
 // Buckets returns the default bucket of every category that has one (all
-// but IAM), per account and region. The map is new on every call, so
-// callers may override entries.
+// but IAM), per account and region: size in requests, refill in requests
+// per second. The map is new on every call, so callers may override
+// entries.
 func Buckets() map[Category]Bucket {
 	return map[Category]Bucket{
 		NonMutating:           {Size: 100, RefillPerSecond: 20},
@@ -100,41 +84,39 @@ type Charge struct {
 	Unfiltered bool
 }
 
-// charges maps every action karpx calls or the simulator answers (EC2,
-// SSM, SQS and IAM names as AWS spells them) to its charge.
-var charges = map[string]Charge{
-	"DescribeAvailabilityZones":     {Category: NonMutating},
-	"DescribeSubnets":               {Category: NonMutating},
-	"DescribeSecurityGroups":        {Category: NonMutating, Unfiltered: true},
-	"DescribeImages":                {Category: NonMutating},
-	"DescribeInstanceTypes":         {Category: NonMutating},
-	"DescribeInstanceTypeOfferings": {Category: NonMutating},
-	"DescribeSpotPriceHistory":      {Category: NonMutating},
-	"DescribeLaunchTemplates":       {Category: NonMutating},
-	"DescribeInstances":             {Category: NonMutating, Unfiltered: true},
-	"CreateLaunchTemplate":          {Category: Mutating},
-	"DeleteLaunchTemplate":          {Category: Mutating},
-	"CreateFleet":                   {Category: Mutating},
-	"RunInstances":                  {Category: RunInstances},
-	"TerminateInstances":            {Category: TerminateInstances},
-	"CreateTags":                    {Category: CreateTags},
-	"GetParameter":                  {Category: SSMGetParameter},
-	"GetQueueUrl":                   {Category: SQSQueue},
-	"GetQueueAttributes":            {Category: SQSQueue},
-	"CreateQueue":                   {Category: SQSQueue},
-	"SetQueueAttributes":            {Category: SQSQueue},
-	"SendMessage":                   {Category: SQSSend},
-	"ReceiveMessage":                {Category: SQSReceive},
-	"DeleteMessage":                 {Category: SQSDelete},
-	"DeleteMessageBatch":            {Category: SQSDelete},
-	"ChangeMessageVisibility":       {Category: SQSDelete},
-	"CreateInstanceProfile":         {Category: IAM},
-	"GetInstanceProfile":            {Category: IAM},
-	"AddRoleToInstanceProfile":      {Category: IAM},
-	"RemoveRoleFromInstanceProfile": {Category: IAM},
-	"DeleteInstanceProfile":         {Category: IAM},
-	"TagInstanceProfile":            {Category: IAM},
+// actionsByCategory lists every action karpx calls or the simulator
+// answers (EC2, SSM, SQS and IAM names as AWS spells them) under the
+// category its calls are charged to.
+var actionsByCategory = map[Category][]string{
+	NonMutating: {"DescribeAvailabilityZones", "DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeInstanceTypes",
+		"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "DescribeLaunchTemplates", "DescribeInstances"},
+	Mutating:           {"CreateLaunchTemplate", "DeleteLaunchTemplate", "CreateFleet"},
+	RunInstances:       {"RunInstances"},
+	TerminateInstances: {"TerminateInstances"},
+	CreateTags:         {"CreateTags"},
+	SSMGetParameter:    {"GetParameter"},
+	SQSQueue:           {"GetQueueUrl", "GetQueueAttributes", "CreateQueue", "SetQueueAttributes"},
+	SQSSend:            {"SendMessage"},
+	SQSReceive:         {"ReceiveMessage"},
+	SQSDelete:          {"DeleteMessage", "DeleteMessageBatch", "ChangeMessageVisibility"},
+	IAM: {"CreateInstanceProfile", "GetInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile",
+		"DeleteInstanceProfile", "TagInstanceProfile"},
 }
+
+// withUnfilteredBucket are the actions whose bare calls EC2 charges to
+// UnfilteredNonMutating.
+var withUnfilteredBucket = map[string]bool{"DescribeInstances": true, "DescribeSecurityGroups": true}
+
+// charges indexes actionsByCategory by action.
+var charges = func() map[string]Charge {
+	m := map[string]Charge{}
+	for cat, actions := range actionsByCategory {
+		for _, a := range actions {
+			m[a] = Charge{Category: cat, Unfiltered: withUnfilteredBucket[a]}
+		}
+	}
+	return m
+}()
 
 // ChargeOf returns the charge of action (e.g. "DescribeInstances"); ok is
 // false for an action the table does not list.

@@ -1,5 +1,7 @@
 package ec2sim
 
+import "github.com/karpx/karpx/catalog/awsquota"
+
 // This file is the index of the simulator: actionTable lists every action it
 // answers, the token bucket (throttling category) each call is charged to and
 // the fault hooks that apply. Anything else is answered with InvalidAction
@@ -28,12 +30,18 @@ const (
 type handlerFunc func(s *Simulator, req *request) (any, error)
 
 type actionSpec struct {
-	name       string
-	service    service
-	category   ThrottleCategory
-	unfiltered bool // charged to CategoryUnfilteredNonMutating when called bare
-	hooks      faultHook
-	handle     handlerFunc
+	name    string
+	service service
+	hooks   faultHook
+	handle  handlerFunc
+}
+
+// charge returns how a's calls are charged to the token buckets, from
+// awsquota's table (TestActionTableIsDocumented checks that it lists every
+// action).
+func (a *actionSpec) charge() awsquota.Charge {
+	c, _ := awsquota.ChargeOf(a.name)
+	return c
 }
 
 // actionTable, at a glance (TestActionTableIsDocumented keeps this in step):
@@ -65,9 +73,10 @@ type actionSpec struct {
 //	DeleteMessageBatch             sqs      sqs-delete           -           error,latency
 //	ChangeMessageVisibility        sqs      sqs-delete           -           error,latency
 //
-// Bucket is the ThrottleCategory (sizes in DefaultThrottleConfig, from
-// "Request throttling for the Amazon EC2 API"; the SQS figures are the
-// simulator's choice, see CategorySQSReceive). Unfiltered "yes" means a call
+// Bucket is the throttling category (from catalog/awsquota, which holds the
+// charge of every action and the sizes in DefaultThrottleConfig: AWS's
+// "Request throttling for the Amazon EC2 API"; the SQS figures are a
+// choice, see awsquota.SQSReceive). Unfiltered "yes" means a call
 // without filters, ids, names and MaxResults is charged to the
 // unfiltered-non-mutating bucket instead (50 tokens, 10/s). Faults: "error"
 // honours FaultRule.Code, "latency" FaultRule.Latency, "capacity"
@@ -75,31 +84,31 @@ type actionSpec struct {
 // errorSet; the whole call for RunInstances).
 var actionTable = []actionSpec{
 	// {name, service, bucket, unfiltered, faults, handler}
-	{"DescribeAvailabilityZones", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeAvailabilityZones},
-	{"DescribeSubnets", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeSubnets},
-	{"DescribeSecurityGroups", serviceEC2, CategoryNonMutating, true, hooksDefault, (*Simulator).describeSecurityGroups},
-	{"DescribeImages", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeImages},
-	{"DescribeInstanceTypes", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeInstanceTypes},
-	{"DescribeInstanceTypeOfferings", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeInstanceTypeOfferings},
-	{"DescribeSpotPriceHistory", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeSpotPriceHistory},
-	{"DescribeLaunchTemplates", serviceEC2, CategoryNonMutating, false, hooksDefault, (*Simulator).describeLaunchTemplates},
-	{"CreateLaunchTemplate", serviceEC2, CategoryMutating, false, hooksDefault, (*Simulator).createLaunchTemplate},
-	{"DeleteLaunchTemplate", serviceEC2, CategoryMutating, false, hooksDefault, (*Simulator).deleteLaunchTemplate},
-	{"CreateFleet", serviceEC2, CategoryMutating, false, hooksDefault | hookCapacity, (*Simulator).createFleet},
-	{"RunInstances", serviceEC2, CategoryRunInstances, false, hooksDefault | hookCapacity, (*Simulator).runInstances},
-	{"DescribeInstances", serviceEC2, CategoryNonMutating, true, hooksDefault, (*Simulator).describeInstances},
-	{"TerminateInstances", serviceEC2, CategoryTerminateInstances, false, hooksDefault, (*Simulator).terminateInstances},
-	{"CreateTags", serviceEC2, CategoryCreateTags, false, hooksDefault, (*Simulator).createTags},
-	{"GetParameter", serviceSSM, CategorySSMGetParameter, false, hooksDefault, (*Simulator).getParameter},
-	{"GetQueueUrl", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsGetQueueURL},
-	{"GetQueueAttributes", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsGetQueueAttributes},
-	{"CreateQueue", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsCreateQueue},
-	{"SetQueueAttributes", serviceSQS, CategorySQSQueue, false, hooksDefault, (*Simulator).sqsSetQueueAttributes},
-	{"SendMessage", serviceSQS, CategorySQSSend, false, hooksDefault, (*Simulator).sqsSendMessage},
-	{"ReceiveMessage", serviceSQS, CategorySQSReceive, false, hooksDefault, (*Simulator).sqsReceiveMessage},
-	{"DeleteMessage", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsDeleteMessage},
-	{"DeleteMessageBatch", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsDeleteMessageBatch},
-	{"ChangeMessageVisibility", serviceSQS, CategorySQSDelete, false, hooksDefault, (*Simulator).sqsChangeMessageVisibility},
+	{"DescribeAvailabilityZones", serviceEC2, hooksDefault, (*Simulator).describeAvailabilityZones},
+	{"DescribeSubnets", serviceEC2, hooksDefault, (*Simulator).describeSubnets},
+	{"DescribeSecurityGroups", serviceEC2, hooksDefault, (*Simulator).describeSecurityGroups},
+	{"DescribeImages", serviceEC2, hooksDefault, (*Simulator).describeImages},
+	{"DescribeInstanceTypes", serviceEC2, hooksDefault, (*Simulator).describeInstanceTypes},
+	{"DescribeInstanceTypeOfferings", serviceEC2, hooksDefault, (*Simulator).describeInstanceTypeOfferings},
+	{"DescribeSpotPriceHistory", serviceEC2, hooksDefault, (*Simulator).describeSpotPriceHistory},
+	{"DescribeLaunchTemplates", serviceEC2, hooksDefault, (*Simulator).describeLaunchTemplates},
+	{"CreateLaunchTemplate", serviceEC2, hooksDefault, (*Simulator).createLaunchTemplate},
+	{"DeleteLaunchTemplate", serviceEC2, hooksDefault, (*Simulator).deleteLaunchTemplate},
+	{"CreateFleet", serviceEC2, hooksDefault | hookCapacity, (*Simulator).createFleet},
+	{"RunInstances", serviceEC2, hooksDefault | hookCapacity, (*Simulator).runInstances},
+	{"DescribeInstances", serviceEC2, hooksDefault, (*Simulator).describeInstances},
+	{"TerminateInstances", serviceEC2, hooksDefault, (*Simulator).terminateInstances},
+	{"CreateTags", serviceEC2, hooksDefault, (*Simulator).createTags},
+	{"GetParameter", serviceSSM, hooksDefault, (*Simulator).getParameter},
+	{"GetQueueUrl", serviceSQS, hooksDefault, (*Simulator).sqsGetQueueURL},
+	{"GetQueueAttributes", serviceSQS, hooksDefault, (*Simulator).sqsGetQueueAttributes},
+	{"CreateQueue", serviceSQS, hooksDefault, (*Simulator).sqsCreateQueue},
+	{"SetQueueAttributes", serviceSQS, hooksDefault, (*Simulator).sqsSetQueueAttributes},
+	{"SendMessage", serviceSQS, hooksDefault, (*Simulator).sqsSendMessage},
+	{"ReceiveMessage", serviceSQS, hooksDefault, (*Simulator).sqsReceiveMessage},
+	{"DeleteMessage", serviceSQS, hooksDefault, (*Simulator).sqsDeleteMessage},
+	{"DeleteMessageBatch", serviceSQS, hooksDefault, (*Simulator).sqsDeleteMessageBatch},
+	{"ChangeMessageVisibility", serviceSQS, hooksDefault, (*Simulator).sqsChangeMessageVisibility},
 }
 
 var actionsByName = func() map[string]*actionSpec {

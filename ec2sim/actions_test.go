@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // renderActionTable renders actionTable as the comment table in actions.go.
@@ -30,10 +32,10 @@ func renderActionTable() []string {
 	out := []string{row("Action", "Service", "Bucket", "Unfiltered", "Faults")}
 	for _, a := range actionTable {
 		unf := "-"
-		if a.unfiltered {
+		if a.charge().Unfiltered {
 			unf = "yes"
 		}
-		out = append(out, row(a.name, string(a.service), string(a.category), unf, hooks(a.hooks)))
+		out = append(out, row(a.name, string(a.service), string(a.charge().Category), unf, hooks(a.hooks)))
 	}
 	return out
 }
@@ -53,8 +55,11 @@ func TestActionTableIsDocumented(t *testing.T) {
 		if a.handle == nil || (a.service != serviceEC2 && a.service != serviceSSM && a.service != serviceSQS) {
 			t.Errorf("%s: incomplete entry", a.name)
 		}
-		if _, ok := DefaultThrottleConfig().Categories[a.category]; !ok {
-			t.Errorf("%s: category %q has no default bucket", a.name, a.category)
+		if _, ok := awsquota.ChargeOf(a.name); !ok {
+			t.Errorf("%s: awsquota does not list it", a.name)
+		}
+		if _, ok := DefaultThrottleConfig().Categories[a.charge().Category]; !ok {
+			t.Errorf("%s: category %q has no default bucket", a.name, a.charge().Category)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 func TestFaultsFromGoAndAdminEndpoint(t *testing.T) {
@@ -122,7 +124,7 @@ func TestAdminCountsInstancesAndMetrics(t *testing.T) {
 	if err != nil || len(out.Instances) != 1 {
 		t.Fatal(err)
 	}
-	env.sim.SetThrottle(ThrottleConfig{Categories: map[ThrottleCategory]Bucket{CategoryNonMutating: {Size: 1, RefillPerSecond: 0.001}}})
+	env.sim.SetThrottle(ThrottleConfig{Categories: map[ThrottleCategory]Bucket{awsquota.NonMutating: {Size: 1, RefillPerSecond: 0.001}}})
 	_, _ = env.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds})
 	_, _ = env.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds})
 

@@ -26,7 +26,7 @@ import (
 // karpx examples), unless RemoveRole removed it. An instance profile holds
 // at most one role ("IAM object quotas": InstanceSessionsPerInstanceProfile
 // is 1). IAM documents no request rates; IAM actions are unthrottled unless
-// ThrottleConfig.Categories[CategoryIAM] sets a bucket. Faults apply to them
+// ThrottleConfig.Categories[awsquota.IAM] sets a bucket. Faults apply to them
 // by action name like to EC2 actions (for example Code "AccessDenied" on
 // "CreateInstanceProfile").
 
@@ -38,11 +38,6 @@ const iamNamespace = "https://iam.amazonaws.com/doc/2010-05-08/"
 
 // serviceIAM is the IAM Query protocol.
 const serviceIAM service = "iam"
-
-// CategoryIAM is the throttling category of the IAM actions. It has no
-// bucket in DefaultThrottleConfig (IAM publishes no request rates), so IAM
-// calls are never throttled unless ThrottleConfig.Categories sets one.
-const CategoryIAM ThrottleCategory = "iam"
 
 // DefaultIAMRolePatterns are the role-name patterns (path.Match syntax)
 // that exist when Config.IAMRolePatterns is nil: "KarpenterNodeRole-*",
@@ -67,12 +62,12 @@ const maxIAMTags = 50
 // iamActions are the IAM actions the simulator answers; init adds them to
 // the action index so faults and counters treat them like EC2's.
 var iamActions = []actionSpec{
-	{"CreateInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).createInstanceProfile},
-	{"GetInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).getInstanceProfile},
-	{"AddRoleToInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).addRoleToInstanceProfile},
-	{"RemoveRoleFromInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).removeRoleFromInstanceProfile},
-	{"DeleteInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).deleteInstanceProfile},
-	{"TagInstanceProfile", serviceIAM, CategoryIAM, false, hooksDefault, (*Simulator).tagInstanceProfile},
+	{"CreateInstanceProfile", serviceIAM, hooksDefault, (*Simulator).createInstanceProfile},
+	{"GetInstanceProfile", serviceIAM, hooksDefault, (*Simulator).getInstanceProfile},
+	{"AddRoleToInstanceProfile", serviceIAM, hooksDefault, (*Simulator).addRoleToInstanceProfile},
+	{"RemoveRoleFromInstanceProfile", serviceIAM, hooksDefault, (*Simulator).removeRoleFromInstanceProfile},
+	{"DeleteInstanceProfile", serviceIAM, hooksDefault, (*Simulator).deleteInstanceProfile},
+	{"TagInstanceProfile", serviceIAM, hooksDefault, (*Simulator).tagInstanceProfile},
 }
 
 func init() {

@@ -3,17 +3,19 @@ package ec2sim
 import (
 	"testing"
 	"time"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // TestNeighboursTakeTheirShare: with neighbours at 60%, a bucket of 50
 // tokens refilled at 5/s leaves 20 tokens and 2/s.
 func TestNeighboursTakeTheirShare(t *testing.T) {
 	th := newThrottler(ThrottleConfig{Neighbours: 0.6,
-		Categories: map[ThrottleCategory]Bucket{CategoryMutating: {Size: 50, RefillPerSecond: 5}}}.withDefaults())
+		Categories: map[ThrottleCategory]Bucket{awsquota.Mutating: {Size: 50, RefillPerSecond: 5}}}.withDefaults())
 	now := t0
 	allowed := 0
 	for range 50 {
-		if th.allow("CreateFleet", CategoryMutating, false, now) {
+		if th.allow("CreateFleet", awsquota.Mutating, false, now) {
 			allowed++
 		}
 	}
@@ -23,7 +25,7 @@ func TestNeighboursTakeTheirShare(t *testing.T) {
 	now = now.Add(10 * time.Second)
 	allowed = 0
 	for range 50 {
-		if th.allow("CreateFleet", CategoryMutating, false, now) {
+		if th.allow("CreateFleet", awsquota.Mutating, false, now) {
 			allowed++
 		}
 	}
@@ -33,7 +35,7 @@ func TestNeighboursTakeTheirShare(t *testing.T) {
 	now = now.Add(time.Second)
 	allowed = 0
 	for range 5 {
-		if th.allow("CreateFleet", CategoryMutating, false, now) {
+		if th.allow("CreateFleet", awsquota.Mutating, false, now) {
 			allowed++
 		}
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // Simulator is an in-memory EC2 (and SSM Parameter Store) endpoint. Create
@@ -272,10 +274,11 @@ func (s *Simulator) dispatch(req *request) (body any, apiErr *APIError) {
 	throttled := false
 	defer func() { s.metrics.observe(spec.service, spec.name, time.Since(start), apiErr, throttled) }()
 
-	bare := spec.unfiltered && isBare(req.p)
-	cat := spec.category
+	charge := spec.charge()
+	bare := charge.Unfiltered && isBare(req.p)
+	cat := charge.Category
 	if bare {
-		cat = CategoryUnfilteredNonMutating
+		cat = awsquota.UnfilteredNonMutating
 	}
 	if !s.throttl.allow(spec.name, cat, bare, req.now) {
 		throttled = true

@@ -3,67 +3,23 @@ package ec2sim
 import (
 	"sync"
 	"time"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
-// Bucket is a token bucket: a request takes one token; Size tokens at most;
-// RefillPerSecond tokens come back every second. Throttled requests take no
-// token. A Size of 0 means unlimited.
-type Bucket struct {
-	// Size is the bucket capacity in requests (the burst).
-	Size float64 `json:"size"`
-	// RefillPerSecond is the sustained rate in requests per second.
-	RefillPerSecond float64 `json:"refillPerSecond"`
-}
+// Bucket is a token bucket (awsquota.Bucket): a request takes one token;
+// Size tokens at most; RefillPerSecond tokens come back every second.
+// Throttled requests take no token. A Size of 0 means unlimited.
+type Bucket = awsquota.Bucket
 
-// ThrottleCategory names a throttling class of actions.
-type ThrottleCategory string
-
-// Throttling categories. Source for EC2: "Request throttling for the Amazon
-// EC2 API" (Amazon EC2 Developer Guide, request token bucket sizes and refill
-// rates); for SSM: "AWS Systems Manager endpoints and quotas" (Parameter
-// Store GetParameter default throughput 40 transactions per second).
-const (
-	// CategoryNonMutating is Describe*/Get*/List*: bucket 100, refill 20/s.
-	CategoryNonMutating ThrottleCategory = "non-mutating"
-	// CategoryUnfilteredNonMutating is DescribeInstances,
-	// DescribeSecurityGroups, DescribeNetworkInterfaces, DescribeVolumes,
-	// DescribeSnapshots and DescribeSpotInstanceRequests when called without
-	// filters, ids and MaxResults: bucket 50, refill 10/s.
-	CategoryUnfilteredNonMutating ThrottleCategory = "unfiltered-non-mutating"
-	// CategoryMutating is Create*/Delete*/Modify* (CreateFleet,
-	// CreateLaunchTemplate, DeleteLaunchTemplate ...): bucket 50, refill 5/s.
-	CategoryMutating ThrottleCategory = "mutating"
-	// CategoryRunInstances is RunInstances: bucket 5, refill 2/s.
-	CategoryRunInstances ThrottleCategory = "run-instances"
-	// CategoryTerminateInstances is TerminateInstances: bucket 100, refill 5/s.
-	CategoryTerminateInstances ThrottleCategory = "terminate-instances"
-	// CategoryCreateTags is CreateTags: bucket 100, refill 10/s.
-	CategoryCreateTags ThrottleCategory = "create-tags"
-	// CategorySSMGetParameter is SSM GetParameter: bucket 40, refill 40/s.
-	CategorySSMGetParameter ThrottleCategory = "ssm-get-parameter"
-
-	// SQS publishes no per-account API rate for standard queues ("nearly
-	// unlimited number of API calls per second, per API action", Amazon SQS
-	// Developer Guide, "Amazon SQS standard queues"); its only per-action
-	// figure is FIFO's 3,000 messages per second with batching ("Amazon SQS
-	// FIFO queue quotas"). The simulator uses that figure for the message
-	// actions, as bucket and refill, so only a consumer spinning without
-	// long polling is ever throttled (answer: RequestThrottled, HTTP 400),
-	// and 100/s for the queue-management actions, which a consumer calls
-	// once at start. Tests that want throttling set smaller buckets through
-	// ThrottleConfig or inject RequestThrottled with a FaultRule.
-
-	// CategorySQSReceive is ReceiveMessage: bucket 3000, refill 3000/s.
-	CategorySQSReceive ThrottleCategory = "sqs-receive"
-	// CategorySQSDelete is DeleteMessage, DeleteMessageBatch and
-	// ChangeMessageVisibility: bucket 3000, refill 3000/s.
-	CategorySQSDelete ThrottleCategory = "sqs-delete"
-	// CategorySQSSend is SendMessage: bucket 3000, refill 3000/s.
-	CategorySQSSend ThrottleCategory = "sqs-send"
-	// CategorySQSQueue is GetQueueUrl, GetQueueAttributes, CreateQueue and
-	// SetQueueAttributes: bucket 100, refill 100/s.
-	CategorySQSQueue ThrottleCategory = "sqs-queue"
-)
+// ThrottleCategory names a throttling class of actions (awsquota.Category):
+// the categories, their AWS sources and the charge of every action are in
+// catalog/awsquota, which the client-side budget reads too. When a bucket
+// is empty the simulator answers RequestLimitExceeded (EC2),
+// ThrottlingException (SSM) or RequestThrottled (SQS, HTTP 400); tests that
+// want throttling set smaller buckets through ThrottleConfig or inject
+// those codes with a FaultRule.
+type ThrottleCategory = awsquota.Category
 
 // ThrottleConfig sizes the token buckets. Like EC2, every action has its own
 // bucket, sized by its category ("each API is evaluated individually").
@@ -84,42 +40,37 @@ type ThrottleConfig struct {
 	Neighbours float64 `json:"neighbours,omitempty"`
 }
 
-// DefaultThrottleConfig returns the documented EC2 and SSM limits for an
-// account in a region, and the simulator's SQS figures (see the
-// ThrottleCategory constants).
+// DefaultThrottleConfig returns awsquota's default buckets: the documented
+// EC2 and SSM limits for an account in a region, and the SQS figures (see
+// awsquota.SQSReceive). IAM has none: its calls are not throttled.
 func DefaultThrottleConfig() ThrottleConfig {
-	return ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
-		CategoryNonMutating:           {Size: 100, RefillPerSecond: 20},
-		CategoryUnfilteredNonMutating: {Size: 50, RefillPerSecond: 10},
-		CategoryMutating:              {Size: 50, RefillPerSecond: 5},
-		CategoryRunInstances:          {Size: 5, RefillPerSecond: 2},
-		CategoryTerminateInstances:    {Size: 100, RefillPerSecond: 5},
-		CategoryCreateTags:            {Size: 100, RefillPerSecond: 10},
-		CategorySSMGetParameter:       {Size: 40, RefillPerSecond: 40},
-		CategorySQSReceive:            {Size: 3000, RefillPerSecond: 3000},
-		CategorySQSDelete:             {Size: 3000, RefillPerSecond: 3000},
-		CategorySQSSend:               {Size: 3000, RefillPerSecond: 3000},
-		CategorySQSQueue:              {Size: 100, RefillPerSecond: 100},
-	}}
+	return ThrottleConfig{Categories: awsquota.Buckets()}
+}
+
+// DefaultBucket returns the token bucket the simulator charges a call of
+// action to under DefaultThrottleConfig: awsquota's bucket of the category
+// awsquota charges the action to, or, for a bare call (no filters, ids,
+// names or MaxResults) of an action with an unfiltered bucket
+// (DescribeInstances, DescribeSecurityGroups), of
+// awsquota.UnfilteredNonMutating. ok is false when the simulator does not
+// answer action, or answers it without a default bucket (the IAM actions,
+// awsquota.IAM). Config.Throttle overrides are not taken into account.
+func DefaultBucket(action string, bare bool) (b Bucket, ok bool) {
+	if lookupAction(action) == nil {
+		return Bucket{}, false
+	}
+	cat, _ := awsquota.CategoryOf(action, bare)
+	b, ok = awsquota.Buckets()[cat]
+	return b, ok
 }
 
 // DefaultRefillRate returns the refill rate, in requests per second, of
-// action's token bucket under DefaultThrottleConfig: the simulator's table of
-// AWS bucket sizes (see the ThrottleCategory constants), by the category
-// actionTable charges the action to. For actions with an unfiltered bucket
-// (DescribeInstances, DescribeSecurityGroups) it is the rate of filtered
-// calls, those with filters, ids or MaxResults: the only shapes karpx sends
-// and test/e2e counts. Bare calls are charged to
-// CategoryUnfilteredNonMutating instead, which this does not report.
-// ok is false when the simulator does not answer action, or answers it
-// without a default bucket (the IAM actions, CategoryIAM); then perSecond
-// is 0. Config.Throttle overrides are not taken into account.
+// DefaultBucket(action, false): for DescribeInstances and
+// DescribeSecurityGroups that is the rate of filtered calls, the only
+// shapes karpx sends and test/e2e counts. ok and perSecond 0 as
+// DefaultBucket's ok.
 func DefaultRefillRate(action string) (perSecond float64, ok bool) {
-	spec := lookupAction(action)
-	if spec == nil {
-		return 0, false
-	}
-	b, ok := DefaultThrottleConfig().Categories[spec.category]
+	b, ok := DefaultBucket(action, false)
 	return b.RefillPerSecond, ok
 }
 

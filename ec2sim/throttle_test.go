@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // TestBurstAboveTheDefaultBucketIsThrottled bursts 150 Describe calls at
@@ -45,7 +47,7 @@ func TestBurstAboveTheDefaultBucketIsThrottled(t *testing.T) {
 // retryable throttling error for aws-sdk-go-v2's standard retryer.
 func TestSDKRetryerRetriesThrottling(t *testing.T) {
 	env := newTestEnv(t, Config{Throttle: ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
-		CategoryMutating: {Size: 3, RefillPerSecond: 50}}}})
+		awsquota.Mutating: {Size: 3, RefillPerSecond: 50}}}})
 	ctx := context.Background()
 	env.launchTemplate(t, "retry", env.al2023(t, "x86_64"), "")
 	client := env.ec2Client(20)
@@ -68,7 +70,7 @@ func TestSDKRetryerRetriesThrottling(t *testing.T) {
 
 func TestUnfilteredDescribeHasItsOwnBucket(t *testing.T) {
 	env := newTestEnv(t, Config{Throttle: ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
-		CategoryUnfilteredNonMutating: {Size: 2, RefillPerSecond: 0.001}}}})
+		awsquota.UnfilteredNonMutating: {Size: 2, RefillPerSecond: 0.001}}}})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := env.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{}); err != nil {
@@ -92,24 +94,24 @@ func TestUnfilteredDescribeHasItsOwnBucket(t *testing.T) {
 }
 
 func TestTokenBucketRefills(t *testing.T) {
-	th := newThrottler(ThrottleConfig{Categories: map[ThrottleCategory]Bucket{CategoryMutating: {Size: 2, RefillPerSecond: 4}}}.withDefaults())
+	th := newThrottler(ThrottleConfig{Categories: map[ThrottleCategory]Bucket{awsquota.Mutating: {Size: 2, RefillPerSecond: 4}}}.withDefaults())
 	now := t0
 	for i, want := range []bool{true, true, false} {
-		if got := th.allow("CreateFleet", CategoryMutating, false, now); got != want {
+		if got := th.allow("CreateFleet", awsquota.Mutating, false, now); got != want {
 			t.Fatalf("call %d: %v", i, got)
 		}
 	}
 	now = now.Add(250 * time.Millisecond) // one token
-	if !th.allow("CreateFleet", CategoryMutating, false, now) || th.allow("CreateFleet", CategoryMutating, false, now) {
+	if !th.allow("CreateFleet", awsquota.Mutating, false, now) || th.allow("CreateFleet", awsquota.Mutating, false, now) {
 		t.Fatal("want exactly one token after 250ms at 4/s")
 	}
 	now = now.Add(time.Hour) // capped at Size
 	for i, want := range []bool{true, true, false} {
-		if got := th.allow("CreateFleet", CategoryMutating, false, now); got != want {
+		if got := th.allow("CreateFleet", awsquota.Mutating, false, now); got != want {
 			t.Fatalf("after refill, call %d: %v", i, got)
 		}
 	}
-	if d := DefaultThrottleConfig().Categories; d[CategoryNonMutating] != (Bucket{100, 20}) || d[CategoryRunInstances] != (Bucket{5, 2}) {
+	if d := DefaultThrottleConfig().Categories; d[awsquota.NonMutating] != (Bucket{Size: 100, RefillPerSecond: 20}) || d[awsquota.RunInstances] != (Bucket{Size: 5, RefillPerSecond: 2}) {
 		t.Fatalf("defaults %v", d)
 	}
 }
@@ -119,11 +121,11 @@ func TestTokenBucketRefills(t *testing.T) {
 func TestDefaultRefillRate(t *testing.T) {
 	cats := DefaultThrottleConfig().Categories
 	for action, want := range map[string]float64{
-		"CreateFleet":       cats[CategoryMutating].RefillPerSecond,
-		"CreateTags":        cats[CategoryCreateTags].RefillPerSecond,
-		"DescribeInstances": cats[CategoryNonMutating].RefillPerSecond, // filtered calls
-		"RunInstances":      cats[CategoryRunInstances].RefillPerSecond,
-		"GetParameter":      cats[CategorySSMGetParameter].RefillPerSecond,
+		"CreateFleet":       cats[awsquota.Mutating].RefillPerSecond,
+		"CreateTags":        cats[awsquota.CreateTags].RefillPerSecond,
+		"DescribeInstances": cats[awsquota.NonMutating].RefillPerSecond, // filtered calls
+		"RunInstances":      cats[awsquota.RunInstances].RefillPerSecond,
+		"GetParameter":      cats[awsquota.SSMGetParameter].RefillPerSecond,
 	} {
 		if got, ok := DefaultRefillRate(action); !ok || got != want {
 			t.Errorf("DefaultRefillRate(%q) = %v, %v; want %v, true", action, got, ok, want)

@@ -80,7 +80,7 @@ type API struct {
 var _ ec2api.API = (*API)(nil)
 
 // New returns an API that batches calls to next. Place it above the
-// budget: callers → batcher.API → budget.API → ec2api.Client.
+// budget: callers → batcher.API → ec2api.Client with budget.Limiter on its stack.
 func New(next ec2api.API, opts Options) *API {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/karpx/karpx/autoscaler/batcher"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
@@ -46,7 +47,8 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 	e := ec2apitest.Start(b, ec2sim.Config{}, ec2api.Config{})
 	launchTemplate(b, e, "lt-a")
 	e.Sim.Faults().Clear()
-	limited := budget.New(e.Client, budget.Options{})
+	limiter := budget.New(budget.Options{})
+	limited := e.NewClient(b, ec2api.Config{APIOptions: []func(*middleware.Stack) error{limiter.AddToStack}})
 	opts := batcher.Options{}
 	if deferred {
 		opts.DeferredTagKeys = instance.NodeClaimTagKeys
@@ -97,7 +99,7 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 	for a, st := range after {
 		throttled += st.Throttled - before[a].Throttled
 	}
-	st := limited.Snapshot()
+	st := limiter.Snapshot()
 	maxP99 := 0.0
 	for _, c := range st.Categories {
 		maxP99 = max(maxP99, c.WaitP99Seconds)

@@ -14,7 +14,7 @@
 // api.go. Place it above the client-side budget, so a merged call takes
 // one token:
 //
-//	callers → batcher.New → budget.New → ec2api.Client
+//	callers → batcher.New → ec2api.Client (budget.Limiter on its stack)
 //
 // A merged call runs with the highest budget.Priority of its callers and
 // the other context values of its first caller.

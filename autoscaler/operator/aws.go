@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +24,10 @@ import (
 
 // NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this
 // order, through the batcher (concurrent CreateFleet, DescribeInstances and
-// TerminateInstances calls merged), the client-side budget (token buckets
-// at opts.Budget.Fraction of AWS's documented rates, with priorities) and
-// the SDK client (standard credential chain and retryer). The budget's
+// TerminateInstances calls merged) and the SDK client (standard credential
+// chain and retryer) with the client-side budget on its middleware stack
+// (token buckets at opts.Budget.Fraction of AWS's documented rates, with
+// priorities, taken before every call and every retry). The budget's
 // status is served at budget.HandlerPath ("/throttle") on the metrics
 // address, for `kubectl karpx throttle`. It returns an error when the AWS
 // configuration cannot be loaded or the options are invalid.
@@ -35,11 +37,16 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	discoverClusterSettings(ctx, log, cfg, &opts)
+	budgetOpts := opts.Budget
+	budgetOpts.Registerer = crmetrics.Registry
+	budgetOpts.Logger = log // budget.New names it "budget"
+	limiter := budget.New(budgetOpts)
 	raw, err := ec2api.New(ctx, ec2api.Config{
 		Region:       opts.Region,
 		BaseEndpoint: opts.EC2Endpoint,
 		SSMEndpoint:  opts.SSMEndpoint,
 		SQSEndpoint:  opts.SQSEndpoint,
+		APIOptions:   []func(*middleware.Stack) error{limiter.AddToStack}, // EC2 and SSM only
 	})
 	if err != nil {
 		return nil, err
@@ -47,16 +54,12 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	if opts.InterruptionQueue != "" {
 		opts.interruptionQueue = sqs.New(raw, opts.InterruptionQueue)
 	}
-	budgetOpts := opts.Budget
-	budgetOpts.Registerer = crmetrics.Registry
-	budgetOpts.Logger = log // budget.New names it "budget"
-	limited := budget.New(raw, budgetOpts)
-	var api ec2api.API = limited
+	var api ec2api.API = raw
 	if opts.EC2Batching {
 		// Per-NodeClaim tags are applied by one CreateTags per instance
 		// after the merged CreateFleet, so that launches of identical
 		// configuration share one CreateFleet.
-		api = batcher.New(limited, batcher.Options{
+		api = batcher.New(raw, batcher.Options{
 			DeferredTagKeys: instance.NodeClaimTagKeys,
 			Registerer:      crmetrics.Registry,
 			Logger:          log, // batcher.New names it "batcher"
@@ -65,7 +68,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
 	capCache := capacity.New(opts.CapacityLearning)
-	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limited.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
+	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,

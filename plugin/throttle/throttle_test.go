@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/throttle"
 )
@@ -25,16 +26,16 @@ func sample() budget.Status {
 	return budget.Status{
 		Enabled: true, Fraction: 0.5,
 		Categories: []budget.CategoryStatus{
-			{Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24, AdaptiveFactor: 0.5, Slowdowns: 1,
+			{Category: awsquota.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24, AdaptiveFactor: 0.5, Slowdowns: 1,
 				Counts: budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP99Seconds: 0.4},
-			{Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25, AdaptiveFactor: 1,
+			{Category: awsquota.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25, AdaptiveFactor: 1,
 				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
 		Actions: []budget.ActionStatus{
-			{Action: "CreateFleet", Category: budget.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
+			{Action: "CreateFleet", Category: awsquota.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
 				Adaptive: budget.Adaptive{Factor: 0.5, Size: 12, RefillPerSecond: 1.25, Slowdowns: 1},
 				Counts:   budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
-			{Action: "DescribeSpotPriceHistory", Category: budget.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
+			{Action: "DescribeSpotPriceHistory", Category: awsquota.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
 				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
 		Totals: budget.Counts{Requests: 912, Throttled: 1, Retries: 1, Exhausted: 4},

@@ -14,6 +14,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
+	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -23,7 +24,7 @@ import (
 // bucket comes back to its configured rate after the recovery time.
 func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour, AdaptiveStart: 1})
+	api := newLimited(t, e, budget.Options{AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := api.Snapshot()
-	subnets := actionOf(t, st, "DescribeSubnets", budget.NonMutating)
+	subnets := actionOf(t, st, "DescribeSubnets", awsquota.NonMutating)
 	// An hour's recovery moves the factor by about 1e-4 per second.
 	if a := subnets.Adaptive; math.Abs(a.Factor-0.5) > 0.01 || a.Size != 25 || math.Abs(a.RefillPerSecond-5) > 0.1 || a.Slowdowns != 1 || a.LastSlowdown == nil {
 		t.Errorf("DescribeSubnets adaptive %+v, want factor 0.5, 25 tokens at 5/s, 1 slow-down", a)
@@ -39,27 +40,27 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 	if subnets.Tokens > 1 {
 		t.Errorf("DescribeSubnets has %.1f tokens after a throttled answer, want the bucket emptied", subnets.Tokens)
 	}
-	if a := actionOf(t, st, "DescribeImages", budget.NonMutating).Adaptive; a.Factor != 1 || a.Size != 50 || a.Slowdowns != 0 {
+	if a := actionOf(t, st, "DescribeImages", awsquota.NonMutating).Adaptive; a.Factor != 1 || a.Size != 50 || a.Slowdowns != 0 {
 		t.Errorf("DescribeImages adaptive %+v, want untouched", a)
 	}
 	for _, c := range st.Categories {
-		if c.Category == budget.NonMutating && (math.Abs(c.AdaptiveFactor-0.5) > 0.01 || c.Slowdowns != 1) {
+		if c.Category == awsquota.NonMutating && (math.Abs(c.AdaptiveFactor-0.5) > 0.01 || c.Slowdowns != 1) {
 			t.Errorf("category %+v, want factor 0.5 and 1 slow-down", c)
 		}
 	}
 
-	fast := budget.New(e.Client, budget.Options{AdaptiveRecovery: 2 * time.Second, AdaptiveStart: 1})
+	fast := newLimited(t, e, budget.Options{AdaptiveRecovery: 2 * time.Second, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fast.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3)); err != nil {
 		t.Fatal(err)
 	}
-	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", budget.NonMutating).Adaptive; a.Factor >= 0.9 {
+	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; a.Factor >= 0.9 {
 		t.Fatalf("no slow-down: %+v", a)
 	}
 	time.Sleep(2100 * time.Millisecond)
-	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", budget.NonMutating).Adaptive; a.Factor != 1 || a.Size != 50 {
+	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; a.Factor != 1 || a.Size != 50 {
 		t.Errorf("after the recovery time: %+v, want factor 1 and 50 tokens", a)
 	}
 }
@@ -73,13 +74,13 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 // it lets the call go: the outcome depends on no machine's speed.
 func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 	// Buckets 10 times faster than AWS's: 200 calls take about a second.
-	fastAWS := budget.Bucket{Size: 100, RefillPerSecond: 200}
+	fastAWS := awsquota.Bucket{Size: 100, RefillPerSecond: 200}
 	run := func(adaptiveOff bool) (throttled, failed int64) {
 		clk := newPacedClock()
 		e := ec2apitest.Start(t, ec2sim.Config{Clock: clk, Throttle: ec2sim.ThrottleConfig{Neighbours: 0.6,
-			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{ec2sim.CategoryNonMutating: {Size: fastAWS.Size, RefillPerSecond: fastAWS.RefillPerSecond}}}}, ec2api.Config{})
-		api := budget.New(e.Client, budget.Options{Clock: clk, AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
-			Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: fastAWS}})
+			Categories: map[ec2sim.ThrottleCategory]ec2sim.Bucket{awsquota.NonMutating: fastAWS}}}, ec2api.Config{})
+		api := newLimited(t, e, budget.Options{Clock: clk, AdaptiveDisabled: adaptiveOff, AdaptiveRecovery: time.Hour, AdaptiveStart: 1,
+			Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: fastAWS}})
 		for i := range 200 {
 			clk.Step(5 * time.Millisecond)
 			err := clk.run(func() error {
@@ -93,7 +94,7 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 				failed++
 			}
 		}
-		st := actionOf(t, api.Snapshot(), "DescribeAvailabilityZones", budget.NonMutating)
+		st := actionOf(t, api.Snapshot(), "DescribeAvailabilityZones", awsquota.NonMutating)
 		if st.QuotaErrors != 0 {
 			t.Errorf("adaptiveOff=%v: %d retry-quota errors", adaptiveOff, st.QuotaErrors)
 		}
@@ -170,13 +171,13 @@ func (c *pacedClock) run(call func() error) error {
 // and grows to all of it over the recovery time.
 func TestAdaptiveSlowStart(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{AdaptiveRecovery: time.Second})
-	a := actionOf(t, api.Snapshot(), "CreateFleet", budget.Mutating)
+	api := newLimited(t, e, budget.Options{AdaptiveRecovery: time.Second})
+	a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating)
 	if math.Abs(a.Adaptive.Factor-budget.DefaultAdaptiveStart) > 0.05 || a.Adaptive.Size != 12 || a.Tokens > 12.5 || a.Adaptive.LastSlowdown != nil {
 		t.Errorf("new CreateFleet bucket %+v, want the slow start's 12 of 25 tokens", a)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if a := actionOf(t, api.Snapshot(), "CreateFleet", budget.Mutating); a.Adaptive.Factor != 1 || a.Adaptive.Size != 25 {
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 1 || a.Adaptive.Size != 25 {
 		t.Errorf("after the recovery time: %+v, want all 25 tokens", a.Adaptive)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // bucket is the client-side token bucket of one action (and, for
@@ -18,9 +20,9 @@ import (
 // Critical first, FIFO within a priority, as tokens come back.
 type bucket struct {
 	action     string
-	category   Category
+	category   awsquota.Category
 	unfiltered bool
-	spec       Bucket // effective size and refill, after Options.Fraction
+	spec       awsquota.Bucket // effective size and refill, after Options.Fraction
 	lim        *rate.Limiter
 	// reserve is the number of tokens a Speculative call must leave.
 	reserve float64
@@ -48,8 +50,8 @@ type waiter struct {
 
 // newBucket returns the bucket of aws scaled by fraction: the burst is
 // rounded down to whole tokens, at least one.
-func newBucket(action string, cat Category, unfiltered bool, aws Bucket, fraction float64, opts *Options) *bucket {
-	spec := Bucket{Size: max(1, math.Floor(aws.Size*fraction)), RefillPerSecond: aws.RefillPerSecond * fraction}
+func newBucket(action string, cat awsquota.Category, unfiltered bool, aws awsquota.Bucket, fraction float64, opts *Options) *bucket {
+	spec := awsquota.Bucket{Size: max(1, math.Floor(aws.Size*fraction)), RefillPerSecond: aws.RefillPerSecond * fraction}
 	return &bucket{
 		action: action, category: cat, unfiltered: unfiltered, spec: spec,
 		lim:      rate.NewLimiter(rate.Limit(spec.RefillPerSecond), int(spec.Size)),

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // Defaults of Options.
@@ -26,16 +26,16 @@ const (
 	DefaultSpeculativeReserve = 0.25
 )
 
-// Options configure an API. The zero value means the defaults below.
+// Options configure a Limiter. The zero value means the defaults below.
 type Options struct {
 	// Fraction scales AWS's documented bucket sizes and refill rates
-	// (AWSBuckets, or Buckets): 0.5 allows karpx half of the account's
+	// (awsquota.Buckets, or Buckets): 0.5 allows karpx half of the account's
 	// budget. It must be in (0, 1]; zero means DefaultFraction.
 	Fraction float64
 	// Buckets overrides AWS's documented buckets per category, before
 	// Fraction applies (accounts with raised limits). Missing categories
-	// keep AWSBuckets' values.
-	Buckets map[Category]Bucket
+	// keep awsquota.Buckets' values.
+	Buckets map[awsquota.Category]awsquota.Bucket
 	// Disabled passes every call through without taking tokens; metrics
 	// and Snapshot still count them. For the "protections off" control run.
 	Disabled bool
@@ -150,12 +150,13 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// API is an ec2api.API that takes a token from a client-side bucket before
-// every call and every SDK retry, so karpx never sends more than
-// Options.Fraction of AWS's documented request rates. It is safe for
-// concurrent use.
-type API struct {
-	next    ec2api.API
+// Limiter keeps the client-side buckets of the EC2 and SSM operations of
+// ec2api.API. AddToStack installs it on an SDK client's middleware stack
+// (ec2api.Config.APIOptions): every call of those operations, and every
+// SDK retry, then takes a token first, so karpx never sends more than
+// Options.Fraction of AWS's documented request rates. Other operations
+// pass through. It is safe for concurrent use.
+type Limiter struct {
 	opts    Options
 	log     logr.Logger
 	buckets map[bucketKey]*bucket
@@ -164,13 +165,6 @@ type API struct {
 	metrics *metrics
 }
 
-type bucketKey struct {
-	action     string
-	unfiltered bool
-}
-
-var _ ec2api.API = (*API)(nil)
-
 // Validate reports options New cannot use: a Fraction outside (0, 1] or
 // a SpeculativeReserve of 1 or more. Call it where flags are parsed.
 func (o Options) Validate() error {
@@ -178,39 +172,29 @@ func (o Options) Validate() error {
 	return err
 }
 
-// New returns an API that calls next within the budget of opts. It panics
-// when opts.Validate fails, a programming error.
-func New(next ec2api.API, opts Options) *API {
+// New returns a Limiter with the buckets of opts. It panics when
+// opts.Validate fails, a programming error.
+func New(opts Options) *Limiter {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		panic(fmt.Sprintf("budget.New: %v", err))
 	}
-	aws := AWSBuckets()
+	aws := awsquota.Buckets()
 	for c, b := range opts.Buckets {
 		aws[c] = b
 	}
-	a := &API{next: next, opts: opts, log: opts.Logger.WithName("budget"),
+	l := &Limiter{opts: opts, log: opts.Logger.WithName("budget"),
 		buckets: map[bucketKey]*bucket{}, stats: map[bucketKey]*counters{}}
-	add := func(action string, cat Category, unfiltered bool) {
-		k := bucketKey{action, unfiltered}
-		b := newBucket(action, cat, unfiltered, aws[cat], opts.Fraction, &opts)
+	for _, k := range budgetedKeys() {
+		cat, _ := awsquota.CategoryOf(k.action, k.unfiltered)
+		b := newBucket(k.action, cat, k.unfiltered, aws[cat], opts.Fraction, &opts)
 		if !b.adaptOff && opts.AdaptiveStart < 1 {
 			b.startAdaptation(opts.AdaptiveStart, opts.Clock.Now())
 		}
-		a.buckets[k], a.stats[k] = b, &counters{}
-		a.order = append(a.order, b)
+		l.buckets[k], l.stats[k] = b, &counters{}
+		l.order = append(l.order, b)
 	}
-	for action, cat := range actionCategories {
-		add(action, cat, false)
-	}
-	add(actionDescribeInstances, UnfilteredNonMutating, true)
-	add(actionDescribeSecurityGroups, UnfilteredNonMutating, true)
-	sort.Slice(a.order, func(i, j int) bool {
-		if a.order[i].category != a.order[j].category {
-			return a.order[i].category < a.order[j].category
-		}
-		return a.order[i].action < a.order[j].action
-	})
-	a.metrics = newMetrics(opts.Registerer, func() []*bucket { return a.order })
-	return a
+	sort.SliceStable(l.order, func(i, j int) bool { return l.order[i].category < l.order[j].category })
+	l.metrics = newMetrics(opts.Registerer, func() []*bucket { return l.order })
+	return l
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
+	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -99,7 +100,7 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	const calls = 1000
 
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{Registerer: prometheus.NewRegistry()})
+	api := newLimited(t, e, budget.Options{Registerer: prometheus.NewRegistry()})
 	errs := burst(api, calls)
 	st := api.Snapshot()
 	if len(errs) != 0 {
@@ -111,11 +112,11 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	if st.Totals.Requests != calls || st.Totals.Throttled != 0 || st.Totals.QuotaErrors != 0 || st.Totals.Retries != 0 {
 		t.Errorf("budget totals %+v, want %d requests and nothing else", st.Totals, calls)
 	}
-	t.Logf("budget on: %d calls, client-side wait p99 %.2fs (non-mutating)", calls, categoryOf(t, st, budget.NonMutating).WaitP99Seconds)
+	t.Logf("budget on: %d calls, client-side wait p99 %.2fs (non-mutating)", calls, categoryOf(t, st, awsquota.NonMutating).WaitP99Seconds)
 
 	// Control run: same burst, protections off.
 	e = ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	off := budget.New(e.Client, budget.Options{Disabled: true})
+	off := newLimited(t, e, budget.Options{Disabled: true})
 	errs = burst(off, calls)
 	st = off.Snapshot()
 	if st.Enabled {
@@ -129,7 +130,7 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 		throttled, st.Totals.Retries, len(errs), st.Totals.QuotaErrors)
 }
 
-func categoryOf(t *testing.T, st budget.Status, c budget.Category) budget.CategoryStatus {
+func categoryOf(t *testing.T, st budget.Status, c awsquota.Category) budget.CategoryStatus {
 	t.Helper()
 	for _, cs := range st.Categories {
 		if cs.Category == c {
@@ -140,7 +141,7 @@ func categoryOf(t *testing.T, st budget.Status, c budget.Category) budget.Catego
 	return budget.CategoryStatus{}
 }
 
-func actionOf(t *testing.T, st budget.Status, action string, c budget.Category) budget.ActionStatus {
+func actionOf(t *testing.T, st budget.Status, action string, c awsquota.Category) budget.ActionStatus {
 	t.Helper()
 	for _, as := range st.Actions {
 		if as.Action == action && as.Category == c {
@@ -157,8 +158,8 @@ func actionOf(t *testing.T, st budget.Status, action string, c budget.Category) 
 func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.Client, budget.Options{Fraction: 1, Registerer: reg,
-		Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: {Size: 4, RefillPerSecond: 1}}})
+	api := newLimited(t, e, budget.Options{Fraction: 1, Registerer: reg,
+		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: {Size: 4, RefillPerSecond: 1}}})
 	critical := budget.WithPriority(context.Background(), budget.Critical)
 	for range 4 {
 		if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
@@ -171,7 +172,7 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	if !errors.As(err, &exhausted) || !budget.IsExhausted(err) {
 		t.Fatalf("speculative call on an empty bucket: %v, want *budget.ExhaustedError", err)
 	}
-	if exhausted.Action != "DescribeSubnets" || exhausted.Category != budget.NonMutating || exhausted.Priority != budget.Speculative {
+	if exhausted.Action != "DescribeSubnets" || exhausted.Category != awsquota.NonMutating || exhausted.Priority != budget.Speculative {
 		t.Errorf("ExhaustedError %+v", exhausted)
 	}
 	if e.Sim.Counts()["DescribeSubnets"] != before {
@@ -180,7 +181,7 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatalf("critical call: %v", err)
 	}
-	st := actionOf(t, api.Snapshot(), "DescribeSubnets", budget.NonMutating)
+	st := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
 	if st.Requests != 5 || st.Exhausted != 1 || st.Errors != 0 {
 		t.Errorf("DescribeSubnets status %+v", st)
 	}
@@ -204,8 +205,8 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 // bucket and checks that a later Critical call is served first.
 func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{Fraction: 1,
-		Buckets: map[budget.Category]budget.Bucket{budget.NonMutating: {Size: 1, RefillPerSecond: 5}}})
+	api := newLimited(t, e, budget.Options{Fraction: 1,
+		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: {Size: 1, RefillPerSecond: 5}}})
 	if _, err := api.DescribeImages(context.Background(), &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
@@ -242,14 +243,14 @@ func TestMetricsCountRetriesAndThrottling(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// Adaptation off: the bucket keeps its tokens after throttled answers
 	// (TestAdaptiveSlowsDownAndRecovers covers the adaptive budget).
-	api := budget.New(e.Client, budget.Options{Registerer: reg, AdaptiveDisabled: true})
+	api := newLimited(t, e, budget.Options{Registerer: reg, AdaptiveDisabled: true})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3)); err != nil {
 		t.Fatal(err)
 	}
-	st := actionOf(t, api.Snapshot(), "DescribeSubnets", budget.NonMutating)
+	st := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
 	if st.Requests != 1 || st.Retries != 2 || st.Throttled != 2 || st.Errors != 0 {
 		t.Errorf("DescribeSubnets status %+v, want 1 request, 2 retries, 2 throttled", st)
 	}
@@ -271,7 +272,7 @@ func TestMetricsCountRetriesAndThrottling(t *testing.T) {
 func TestRetryQuotaErrorsAreCounted(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := budget.New(e.Client, budget.Options{Registerer: reg})
+	api := newLimited(t, e, budget.Options{Registerer: reg})
 	if err := e.Sim.Faults().FailNext("DescribeImages", "RequestLimitExceeded", 5); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestRetryQuotaErrorsAreCounted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "retry quota exceeded") {
 		t.Fatalf("want the SDK's retry quota error, got %v", err)
 	}
-	st := actionOf(t, api.Snapshot(), "DescribeImages", budget.NonMutating)
+	st := actionOf(t, api.Snapshot(), "DescribeImages", awsquota.NonMutating)
 	if st.QuotaErrors != 1 || st.Errors != 1 || st.Retries != 1 || st.Throttled != 2 {
 		t.Errorf("DescribeImages status %+v, want 1 quota error, 1 retry, 2 throttled", st)
 	}
@@ -298,7 +299,7 @@ func TestRetryQuotaErrorsAreCounted(t *testing.T) {
 // DescribeInstances calls.
 func TestUnfilteredCallsUseTheirOwnBucket(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{})
+	api := newLimited(t, e, budget.Options{})
 	if _, err := api.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
@@ -306,12 +307,12 @@ func TestUnfilteredCallsUseTheirOwnBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := api.Snapshot()
-	un := actionOf(t, st, "DescribeInstances", budget.UnfilteredNonMutating)
-	fi := actionOf(t, st, "DescribeInstances", budget.NonMutating)
+	un := actionOf(t, st, "DescribeInstances", awsquota.UnfilteredNonMutating)
+	fi := actionOf(t, st, "DescribeInstances", awsquota.NonMutating)
 	if un.Requests != 1 || fi.Requests != 1 || un.Size != 25 || un.RefillPerSecond != 5 || fi.Size != 50 || fi.RefillPerSecond != 10 {
 		t.Errorf("unfiltered %+v, filtered %+v", un, fi)
 	}
-	if c := categoryOf(t, st, budget.Mutating); c.Size != 25 || c.RefillPerSecond != 2.5 {
+	if c := categoryOf(t, st, awsquota.Mutating); c.Size != 25 || c.RefillPerSecond != 2.5 {
 		t.Errorf("mutating at the default fraction: %+v, want 25 / 2.5", c)
 	}
 }
@@ -319,7 +320,7 @@ func TestUnfilteredCallsUseTheirOwnBucket(t *testing.T) {
 // TestHandlerServesSnapshot reads the JSON of Handler.
 func TestHandlerServesSnapshot(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := budget.New(e.Client, budget.Options{Fraction: 0.4})
+	api := newLimited(t, e, budget.Options{Fraction: 0.4})
 	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,28 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
 )
+
+// limited is a client of a simulator with a Limiter on its stack: the
+// client's EC2 and SSM methods and the Limiter's Snapshot and Handler.
+type limited struct {
+	*ec2api.Client
+	*budget.Limiter
+}
+
+// newLimited returns a new client of e's simulator with a Limiter of opts
+// installed through ec2api.Config.APIOptions, as the operator does.
+func newLimited(t testing.TB, e *ec2apitest.Env, opts budget.Options) limited {
+	t.Helper()
+	l := budget.New(opts)
+	return limited{Client: e.NewClient(t, ec2api.Config{APIOptions: []func(*middleware.Stack) error{l.AddToStack}}), Limiter: l}
+}
 
 // fastRetries is a per-call option with the SDK's standard retryer (retry
 // quota included) and a 1ms backoff, so tests that retry do not sleep.

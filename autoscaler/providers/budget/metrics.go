@@ -37,7 +37,7 @@ const (
 	MetricTokens = "karpx_aws_api_budget_tokens"
 )
 
-// metrics are the Prometheus collectors of an API.
+// metrics are the Prometheus collectors of a Limiter.
 type metrics struct {
 	requests, throttled, retries, quota *prometheus.CounterVec
 	errors, exhausted                   *prometheus.CounterVec
@@ -72,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, buckets func() []*bucket) *metrics {
 	m.quota = register(reg, m.quota)
 	m.wait = register(reg, m.wait)
 	m.exhausted = register(reg, m.exhausted)
-	// A second API on the same registry keeps the first one's gauge.
+	// A second Limiter on the same registry keeps the first one's gauge.
 	_ = reg.Register(tokensCollector{
 		desc:    prometheus.NewDesc(MetricTokens, "Tokens in the client-side bucket of each AWS API action, by action and throttling category.", []string{"action", "category"}, nil),
 		buckets: buckets,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // Priority says how a call may be delayed when its bucket is empty. Mark
@@ -62,8 +64,8 @@ func (p Priority) rank() int {
 
 type priorityKey struct{}
 
-// WithPriority returns a copy of ctx whose EC2 and SSM calls through an API
-// have priority p.
+// WithPriority returns a copy of ctx whose EC2 and SSM calls through a
+// client with a Limiter on its stack have priority p.
 func WithPriority(ctx context.Context, p Priority) context.Context {
 	return context.WithValue(ctx, priorityKey{}, p)
 }
@@ -84,7 +86,7 @@ type ExhaustedError struct {
 	// Action is the EC2 or SSM action, e.g. "DescribeSpotPriceHistory".
 	Action string
 	// Category is the throttling category of the bucket.
-	Category Category
+	Category awsquota.Category
 	// Priority is the priority of the refused call (Speculative).
 	Priority Priority
 	// Tokens is the number of tokens in the bucket when the call was

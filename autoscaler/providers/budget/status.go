@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/karpx/karpx/catalog/awsquota"
 )
 
 // HandlerPath is the path the lead mounts Handler on, next to /metrics on
@@ -44,7 +46,7 @@ type ActionStatus struct {
 	// Action is the EC2 or SSM action, e.g. "CreateFleet".
 	Action string `json:"action"`
 	// Category is the throttling category of the bucket.
-	Category Category `json:"category"`
+	Category awsquota.Category `json:"category"`
 	// Size is the bucket's capacity, in requests, after Fraction.
 	Size float64 `json:"size"`
 	// RefillPerSecond is the bucket's refill rate, in requests per second,
@@ -54,7 +56,7 @@ type ActionStatus struct {
 	Tokens float64 `json:"tokens"`
 	// Adaptive is the bucket's adaptation to throttled answers.
 	Adaptive Adaptive `json:"adaptive"`
-	// Counts are the bucket's counters since the API was created.
+	// Counts are the bucket's counters since the Limiter was created.
 	Counts
 	// WaitP50Seconds and WaitP99Seconds are quantiles of the client-side
 	// wait, in seconds, of the bucket's last 1,024 tokens.
@@ -84,7 +86,7 @@ type Adaptive struct {
 // CategoryStatus sums the buckets of one category.
 type CategoryStatus struct {
 	// Category is the throttling category.
-	Category Category `json:"category"`
+	Category awsquota.Category `json:"category"`
 	// Size is the capacity of each bucket of the category, in requests,
 	// after Fraction (EC2 gives every action its own bucket).
 	Size float64 `json:"size"`
@@ -106,7 +108,7 @@ type CategoryStatus struct {
 	WaitP99Seconds float64 `json:"waitP99Seconds"`
 }
 
-// Status is a snapshot of an API: its configuration, buckets and counters.
+// Status is a snapshot of a Limiter: its configuration, buckets and counters.
 // It is the JSON Handler serves.
 type Status struct {
 	// Time is when the snapshot was taken.
@@ -124,8 +126,8 @@ type Status struct {
 }
 
 // Snapshot returns the current Status.
-func (a *API) Snapshot() Status {
-	st := Status{Time: a.opts.Clock.Now(), Enabled: !a.opts.Disabled, Fraction: a.opts.Fraction}
+func (l *Limiter) Snapshot() Status {
+	st := Status{Time: l.opts.Clock.Now(), Enabled: !l.opts.Disabled, Fraction: l.opts.Fraction}
 	var cat *CategoryStatus
 	var catWaits []float64
 	flush := func() {
@@ -134,8 +136,8 @@ func (a *API) Snapshot() Status {
 			st.Categories = append(st.Categories, *cat)
 		}
 	}
-	for _, b := range a.order { // sorted by category
-		c := a.stats[bucketKey{b.action, b.unfiltered}]
+	for _, b := range l.order { // sorted by category
+		c := l.stats[bucketKey{b.action, b.unfiltered}]
 		c.mu.Lock()
 		counts := Counts{Requests: c.requests, Throttled: c.throttled, Retries: c.retries,
 			Errors: c.errors, QuotaErrors: c.quotaErrors, Exhausted: c.exhausted}
@@ -168,14 +170,14 @@ func (a *API) Snapshot() Status {
 
 // Handler serves Snapshot as JSON to GET and HEAD requests, on any path;
 // mount it at HandlerPath.
-func (a *API) Handler() http.Handler {
+func (l *Limiter) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := json.MarshalIndent(a.Snapshot(), "", "  ")
+		body, err := json.MarshalIndent(l.Snapshot(), "", "  ")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -4,8 +4,9 @@
 // operations karpx uses.
 //
 // Every provider under autoscaler/providers takes an API, never an SDK
-// client, so client-side rate limiting, batching and request metrics can be
-// added once, as a wrapper that implements API, below every caller. Tests
+// client, so batching can be added once, as a wrapper that implements API,
+// below every caller; client-side rate limiting and request metrics go on
+// the SDK clients' middleware stacks (Config.APIOptions). Tests
 // substitute a fake or point a real Client at the loopback EC2 simulator.
 //
 // The package also classifies AWS error codes (Code, IsNotFound,

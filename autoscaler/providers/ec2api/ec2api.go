@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/karpx/karpx/autoscaler/launchlatency"
 )
@@ -111,6 +112,11 @@ type Config struct {
 	// retryer (exponential backoff with jitter, retry quota). Zero keeps the
 	// SDK default of 3.
 	RetryMaxAttempts int
+	// APIOptions are added to the middleware stack of every EC2 and SSM
+	// call (the operations of API), after the SDK's own, e.g. the
+	// client-side request budget's budget.Limiter.AddToStack. IAM and SQS
+	// calls, which have their own quotas, do not get them.
+	APIOptions []func(*middleware.Stack) error
 }
 
 // Client implements API with the AWS SDK for Go v2.
@@ -145,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	c := NewFromConfig(awsCfg, cfg.BaseEndpoint, cfg.SSMEndpoint)
+	c := NewFromConfig(awsCfg, cfg.BaseEndpoint, cfg.SSMEndpoint, cfg.APIOptions...)
 	iamEndpoint := cfg.IAMEndpoint
 	if iamEndpoint == "" {
 		iamEndpoint = cfg.BaseEndpoint
@@ -180,7 +186,8 @@ func newIAM(awsCfg aws.Config, endpoint string) *iam.Client {
 // non-empty ec2Endpoint overrides the EC2 endpoint; a non-empty ssmEndpoint
 // (or, when empty, ec2Endpoint) overrides the SSM endpoint; IAM and SQS
 // requests go to ec2Endpoint when it is set, else to AWS's endpoints.
-func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
+// apiOptions go on the EC2 and SSM clients' stacks (see Config.APIOptions).
+func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string, apiOptions ...func(*middleware.Stack) error) *Client {
 	if ssmEndpoint == "" {
 		ssmEndpoint = ec2Endpoint
 	}
@@ -189,11 +196,13 @@ func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string) *Client {
 			if ec2Endpoint != "" {
 				o.BaseEndpoint = aws.String(ec2Endpoint)
 			}
+			o.APIOptions = append(o.APIOptions, apiOptions...)
 		}),
 		ssm: ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
 			if ssmEndpoint != "" {
 				o.BaseEndpoint = aws.String(ssmEndpoint)
 			}
+			o.APIOptions = append(o.APIOptions, apiOptions...)
 		}),
 		iam: newIAM(awsCfg, ec2Endpoint),
 		sqs: newSQS(awsCfg, ec2Endpoint),

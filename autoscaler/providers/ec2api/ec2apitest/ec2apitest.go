@@ -6,11 +6,11 @@ package ec2apitest
 
 import (
 	"context"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"net/http"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/ec2sim"
@@ -27,9 +27,8 @@ type Env struct {
 }
 
 // Start starts a simulator with cfg on 127.0.0.1, stopped when t ends, and
-// a client configured by client with the simulator as BaseEndpoint,
-// us-east-1 and static credentials unless client sets them. It fails t
-// when either cannot start.
+// a client of it configured by client (see NewClient). It fails t when
+// either cannot start.
 func Start(t testing.TB, cfg ec2sim.Config, client ec2api.Config) *Env {
 	t.Helper()
 	sim, err := ec2sim.New(cfg)
@@ -43,18 +42,29 @@ func Start(t testing.TB, cfg ec2sim.Config, client ec2api.Config) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); <-sim.Stopped() })
+	e := &Env{Sim: sim, Endpoint: endpoint}
+	e.Client = e.NewClient(t, client)
+	return e
+}
+
+// NewClient returns another client of e's simulator configured by client,
+// with the simulator as BaseEndpoint, us-east-1 and static credentials
+// unless client sets them (for example one with a budget.Limiter in
+// client.APIOptions). It fails t when the client cannot be built.
+func (e *Env) NewClient(t testing.TB, client ec2api.Config) *ec2api.Client {
+	t.Helper()
 	if client.Region == "" {
 		client.Region = "us-east-1"
 	}
-	client.BaseEndpoint = endpoint
+	client.BaseEndpoint = e.Endpoint
 	if client.Credentials == nil {
 		client.Credentials = credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
 	}
-	c, err := ec2api.New(ctx, client)
+	c, err := ec2api.New(context.Background(), client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Sim: sim, Client: c, Endpoint: endpoint}
+	return c
 }
 
 // LoopbackHTTP is an HTTP client that avoids the smithy-go/net/http body

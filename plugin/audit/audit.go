@@ -22,6 +22,7 @@ import (
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/runner"
 	"github.com/karpx/karpx/plugin/table"
 )
 
@@ -170,15 +171,7 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long:    long,
 		Example: example,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runner.RunE(o),
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file or directory to check with the live objects; repeatable")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/runner"
 	"github.com/karpx/karpx/plugin/table"
 	"github.com/karpx/karpx/plugin/throttle"
 )
@@ -139,15 +140,7 @@ func newCmd(o *Options) *cobra.Command {
 		Long:    statusLong,
 		Example: statusExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runner.RunE(o),
 	}
 	o.AddFlags(cmd)
 	return cmd

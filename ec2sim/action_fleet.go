@@ -180,6 +180,12 @@ var (
 // maxInstantFleetCapacity bounds TotalTargetCapacity of one call.
 const maxInstantFleetCapacity = 1000
 
+// createFleet is EC2's CreateFleet (Type=instant). Longer than 80 lines on
+// purpose: it is one action read in the order EC2 handles it (parameter
+// checks in the order EC2 reports their errors, then the pools of every
+// override through fleetPoolsLocked, the allocation strategy's choice and
+// the response), so that order can be checked against EC2's documentation
+// in one place.
 func (s *Simulator) createFleet(req *request) (any, error) {
 	p := req.p
 	if typ := p.str("Type"); typ != "instant" {
@@ -328,7 +334,8 @@ func (s *Simulator) createFleet(req *request) (any, error) {
 
 // fleetPoolsLocked validates one override and expands it into its pools
 // (one per zone when it names neither subnet nor zone). Invalid overrides
-// are reported through fail.
+// are reported through fail. Longer than 80 lines on purpose: the checks
+// of one override stand in the order EC2 reports their errors.
 func (s *Simulator) fleetPoolsLocked(spec xmlFleetLTSpec, lt *launchTemplate, ov params, ct string, order int,
 	fail func(xmlFleetLTSpec, *xmlFleetOverrides, *APIError)) []*fleetPool {
 	echo := xmlFleetOverrides{InstanceType: ov.str("InstanceType"), SubnetID: ov.str("SubnetId"),
@@ -438,6 +445,9 @@ type runInstancesResponse struct {
 	xmlReservation
 }
 
+// runInstances is EC2's RunInstances. Longer than 80 lines on purpose, as
+// createFleet: parameter checks in the order EC2 reports their errors, then
+// the launch and the response, read in one place.
 func (s *Simulator) runInstances(req *request) (any, error) {
 	p := req.p
 	minCount, okMin, e := p.integer("MinCount")

@@ -214,6 +214,8 @@ func networkPerformance(mbps int64) string {
 }
 
 // instanceTypeInfo renders a catalogue entry as EC2's InstanceTypeInfo.
+// Longer than 80 lines on purpose: a field-by-field mapping onto EC2's
+// response shape, in that shape's order.
 func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 	family := it.Labels[catalog.LabelInstanceFamily]
 	hyper := it.Labels["karpenter.k8s.aws/instance-hypervisor"]

@@ -256,7 +256,8 @@ func shiftMIMEError(err error, sc mimeScope) error {
 
 // parseParts reads the parts of a multipart body from lines[i:] (the
 // preamble first), up to the closing delimiter. ctLine is the 1-based
-// line (within lines) of the Content-Type that declared boundary.
+// line (within lines) of the Content-Type that declared boundary. It also
+// reports whether the closing delimiter was found.
 func parseParts(lines []string, i int, boundary string, ctLine int, sc mimeScope) ([]MIMEPart, bool, error) {
 	perr := func(line int, format string, args ...any) error {
 		return &ParseError{Format: "MIME", Line: sc.lineOf(line - 1), Msg: fmt.Sprintf(format, args...)}
@@ -267,60 +268,26 @@ func parseParts(lines []string, i int, boundary string, ctLine int, sc mimeScope
 		l = strings.TrimRight(l, " \t")
 		return l == delim, l == closeDelim
 	}
-
-	// Preamble: everything before the first delimiter.
-	for i < len(lines) {
-		d, c := isDelim(lines[i])
-		if c {
-			return nil, false, perr(i+1, "closing delimiter %q before any part", closeDelim)
-		}
-		if d {
-			break
-		}
-		i++
+	i, err := skipPreamble(lines, i, isDelim, perr)
+	if err != nil {
+		return nil, false, err
 	}
 	if i == len(lines) {
 		return nil, false, perr(ctLine, "boundary %q never appears; each part must start with a line %q", boundary, delim)
 	}
 	for i < len(lines) {
 		// lines[i] is a delimiter line.
-		partLine := i + 1
-		i++
-		if allBlank(lines[i:]) {
+		if allBlank(lines[i+1:]) {
 			// A delimiter followed only by blank lines ends the document:
 			// Go's mime/multipart (which Karpenter uses to merge) reads it
 			// as the end of the last part, so it is accepted as written.
 			if len(parts) == 0 {
-				return nil, false, perr(partLine, "no part after delimiter %q", delim)
+				return nil, false, perr(i+1, "no part after delimiter %q", delim)
 			}
 			return parts, false, nil
 		}
-		n := len(parts) + 1
-		ph, bodyStart, err := readPartHeader(lines, i, n, isDelim)
+		part, next, delimited, closed, err := readPart(lines, i, len(parts)+1, isDelim, sc)
 		if err != nil {
-			return nil, false, shiftMIMEError(err, sc)
-		}
-		j := bodyStart
-		closed, delimited := false, false
-		for j < len(lines) {
-			d, c := isDelim(lines[j])
-			if d || c {
-				delimited, closed = true, c
-				break
-			}
-			j++
-		}
-		headerEnd := bodyStart - 1 // the blank line
-		if headerEnd < i {
-			headerEnd = i
-		}
-		part := MIMEPart{
-			Header: ph, Path: sc.partPath(n), HeaderLine: sc.lineOf(partLine - 1), BodyLine: sc.lineOf(bodyStart),
-			MediaType: "text/plain", Encoded: sc.encoded,
-			RawHeader: strings.Join(lines[i:headerEnd], "\n"),
-			RawBody:   strings.Join(lines[bodyStart:j], "\n"),
-		}
-		if err := decodePart(&part, lines, partLine, bodyStart, sc); err != nil {
 			return nil, false, err
 		}
 		parts = append(parts, part)
@@ -333,7 +300,61 @@ func parseParts(lines []string, i int, boundary string, ctLine int, sc mimeScope
 		if closed {
 			return parts, true, nil // the rest is the epilogue, which is ignored
 		}
-		i = j
+		i = next
 	}
 	return parts, false, nil
+}
+
+// skipPreamble returns the index of the first delimiter line at or after
+// lines[i] (len(lines) when there is none); a closing delimiter before it
+// is an error made by perr.
+func skipPreamble(lines []string, i int, isDelim func(string) (bool, bool), perr func(int, string, ...any) error) (int, error) {
+	for i < len(lines) {
+		d, c := isDelim(lines[i])
+		if c {
+			// The trimmed line is the closing delimiter.
+			return i, perr(i+1, "closing delimiter %q before any part", strings.TrimRight(lines[i], " \t"))
+		}
+		if d {
+			break
+		}
+		i++
+	}
+	return i, nil
+}
+
+// readPart reads part n, whose delimiter line is lines[delimLine]: its
+// header, its body up to the next delimiter, decoded (decodePart). It
+// returns the part, the index of that next delimiter line, whether there
+// was one and whether it was the closing one.
+func readPart(lines []string, delimLine, n int, isDelim func(string) (bool, bool), sc mimeScope) (part MIMEPart, next int, delimited, closed bool, err error) {
+	partLine := delimLine + 1
+	i := delimLine + 1
+	ph, bodyStart, err := readPartHeader(lines, i, n, isDelim)
+	if err != nil {
+		return part, 0, false, false, shiftMIMEError(err, sc)
+	}
+	j := bodyStart
+	for j < len(lines) {
+		d, c := isDelim(lines[j])
+		if d || c {
+			delimited, closed = true, c
+			break
+		}
+		j++
+	}
+	headerEnd := bodyStart - 1 // the blank line
+	if headerEnd < i {
+		headerEnd = i
+	}
+	part = MIMEPart{
+		Header: ph, Path: sc.partPath(n), HeaderLine: sc.lineOf(partLine - 1), BodyLine: sc.lineOf(bodyStart),
+		MediaType: "text/plain", Encoded: sc.encoded,
+		RawHeader: strings.Join(lines[i:headerEnd], "\n"),
+		RawBody:   strings.Join(lines[bodyStart:j], "\n"),
+	}
+	if err := decodePart(&part, lines, partLine, bodyStart, sc); err != nil {
+		return part, 0, false, false, err
+	}
+	return part, j, delimited, closed, nil
 }

@@ -15,97 +15,136 @@ import (
 // decodePart undoes p's Content-Transfer-Encoding and gzip compression,
 // and parses nested multiparts. partLine and bodyStart index lines.
 func decodePart(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeScope) error {
-	where := "part " + p.Path
-	opaque := func(format string, args ...any) error {
-		return &ParseError{Format: "MIME", Line: p.BodyLine, Msg: where + " " + fmt.Sprintf(format, args...), Uninspectable: true}
+	params, err := parseContentType(p, lines, partLine, bodyStart, sc)
+	if err != nil {
+		return err
 	}
-	var params map[string]string
-	if pct := p.Header.Get("Content-Type"); pct != "" {
-		pmt, pp, err := mime.ParseMediaType(pct)
-		if err != nil {
-			return &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-type") - 1),
-				Msg: fmt.Sprintf("%s Content-Type %q does not parse: %v", where, pct, err), Uninspectable: sc.depth > 1}
-		}
-		p.MediaType, params = pmt, pp
-	}
-	body := p.RawBody
-	switch enc := strings.ToLower(strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding"))); enc {
-	case "", "7bit", "8bit", "binary":
-	case "base64":
-		dec, err := base64.StdEncoding.DecodeString(stripSpace(body))
-		if err != nil {
-			return opaque("is marked base64 but its body does not decode (%v); a part karpx cannot read could hide anything", err)
-		}
-		body, p.Encoded = string(dec), true
-	case "quoted-printable":
-		dec, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body)))
-		if err != nil {
-			return opaque("is marked quoted-printable but its body does not decode (%v)", err)
-		}
-		body, p.Encoded = string(dec), true
-	default:
-		return &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-transfer-encoding") - 1),
-			Msg: fmt.Sprintf("%s has unknown Content-Transfer-Encoding %q; use 7bit, base64 or quoted-printable", where, enc), Uninspectable: true}
+	body, err := transferDecode(p, lines, partLine, bodyStart, sc)
+	if err != nil {
+		return err
 	}
 	if gzipTypes[p.MediaType] || strings.HasPrefix(body, "\x1f\x8b") {
 		dec, err := gunzip(body, sc.decoded)
 		if err != nil {
-			return opaque("is gzip-compressed but does not decompress: %v", err)
+			return opaque(p, "is gzip-compressed but does not decompress: %v", err)
 		}
 		body, p.Encoded, p.Compressed = dec, true, true
 		p.MediaType, params = "text/plain", nil
 		if looksLikeMIME(body) {
-			// A compressed MIME document (cloud-init reads decompressed
-			// content as it reads userData): its header block and body
-			// are read as the part's own, at the part's level.
-			p.Body = body
-			child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded})
-			if err != nil {
-				return asUninspectable(err, where+" (gzip-compressed MIME)")
-			}
-			p.MediaType, p.Parts = child.MediaType, child.Parts
-			if p.Parts == nil {
-				p.Parts = []MIMEPart{child}
-			}
-			return nil
+			return decodeCompressedMIME(p, body, sc)
 		}
 	}
 	p.Body = body
-	if p.MediaType == "message/rfc822" {
-		// An encapsulated message: cloud-init (Python's email walk) runs
-		// the parts inside it, so it is read as one nested part with its
-		// own header.
-		if sc.depth+1 > MaxMIMEDepth {
-			return opaque("nests messages more than %d levels deep", MaxMIMEDepth)
-		}
-		child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded})
+	switch {
+	case p.MediaType == "message/rfc822":
+		return decodeMessage(p, body, bodyStart, sc)
+	case strings.HasPrefix(p.MediaType, "multipart/"):
+		return decodeMultipart(p, body, params["boundary"], bodyStart, sc)
+	case !utf8.ValidString(body) || strings.IndexByte(body, 0) >= 0:
+		return opaque(p, "(%s) is binary after decoding; only text parts can be inspected", p.MediaType)
+	}
+	return nil
+}
+
+// opaque is the error of a part karpx cannot read: Uninspectable, at its
+// body's line.
+func opaque(p *MIMEPart, format string, args ...any) error {
+	return &ParseError{Format: "MIME", Line: p.BodyLine, Msg: "part " + p.Path + " " + fmt.Sprintf(format, args...), Uninspectable: true}
+}
+
+// parseContentType sets p.MediaType from its Content-Type header, if any,
+// and returns the header's parameters; an error names the header's line.
+func parseContentType(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeScope) (map[string]string, error) {
+	pct := p.Header.Get("Content-Type")
+	if pct == "" {
+		return nil, nil
+	}
+	pmt, params, err := mime.ParseMediaType(pct)
+	if err != nil {
+		return nil, &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-type") - 1),
+			Msg: fmt.Sprintf("part %s Content-Type %q does not parse: %v", p.Path, pct, err), Uninspectable: sc.depth > 1}
+	}
+	p.MediaType = pmt
+	return params, nil
+}
+
+// transferDecode returns p's raw body with its Content-Transfer-Encoding
+// undone (p.Encoded set when there was one); an unknown encoding is an
+// error naming its header's line.
+func transferDecode(p *MIMEPart, lines []string, partLine, bodyStart int, sc mimeScope) (string, error) {
+	body := p.RawBody
+	switch enc := strings.ToLower(strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding"))); enc {
+	case "", "7bit", "8bit", "binary":
+		return body, nil
+	case "base64":
+		dec, err := base64.StdEncoding.DecodeString(stripSpace(body))
 		if err != nil {
-			return asUninspectable(err, where+" (message/rfc822)")
+			return "", opaque(p, "is marked base64 but its body does not decode (%v); a part karpx cannot read could hide anything", err)
 		}
+		p.Encoded = true
+		return string(dec), nil
+	case "quoted-printable":
+		dec, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body)))
+		if err != nil {
+			return "", opaque(p, "is marked quoted-printable but its body does not decode (%v)", err)
+		}
+		p.Encoded = true
+		return string(dec), nil
+	default:
+		return "", &ParseError{Format: "MIME", Line: sc.lineOf(headerLine(lines, partLine, bodyStart, "content-transfer-encoding") - 1),
+			Msg: fmt.Sprintf("part %s has unknown Content-Transfer-Encoding %q; use 7bit, base64 or quoted-printable", p.Path, enc), Uninspectable: true}
+	}
+}
+
+// decodeCompressedMIME reads body, a decompressed MIME document (cloud-init
+// reads decompressed content as it reads userData), as p's own header
+// block and body, at p's level.
+func decodeCompressedMIME(p *MIMEPart, body string, sc mimeScope) error {
+	p.Body = body
+	child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded})
+	if err != nil {
+		return asUninspectable(err, "part "+p.Path+" (gzip-compressed MIME)")
+	}
+	p.MediaType, p.Parts = child.MediaType, child.Parts
+	if p.Parts == nil {
 		p.Parts = []MIMEPart{child}
-		return nil
 	}
-	if strings.HasPrefix(p.MediaType, "multipart/") {
-		if sc.depth+1 > MaxMIMEDepth {
-			return opaque("nests multiparts more than %d levels deep", MaxMIMEDepth)
-		}
-		if err := checkBoundary(params["boundary"]); err != nil {
-			return opaque("is %s but %v", p.MediaType, err)
-		}
-		inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
-		if sc.encoded {
-			inner.encoded = true
-		}
-		ps, _, err := parseParts(splitLines(body), 0, params["boundary"], 1, inner)
-		if err != nil {
-			return asUninspectable(err, where)
-		}
-		p.Parts = ps
-		return nil
+	return nil
+}
+
+// decodeMessage reads body, a message/rfc822 part's content, as one nested
+// part with its own header: cloud-init (Python's email walk) runs the parts
+// inside it.
+func decodeMessage(p *MIMEPart, body string, bodyStart int, sc mimeScope) error {
+	if sc.depth+1 > MaxMIMEDepth {
+		return opaque(p, "nests messages more than %d levels deep", MaxMIMEDepth)
 	}
-	if !utf8.ValidString(body) || strings.IndexByte(body, 0) >= 0 {
-		return opaque("(%s) is binary after decoding; only text parts can be inspected", p.MediaType)
+	child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded})
+	if err != nil {
+		return asUninspectable(err, "part "+p.Path+" (message/rfc822)")
 	}
+	p.Parts = []MIMEPart{child}
+	return nil
+}
+
+// decodeMultipart parses body, a multipart part's content split on
+// boundary, into p.Parts one level deeper.
+func decodeMultipart(p *MIMEPart, body, boundary string, bodyStart int, sc mimeScope) error {
+	if sc.depth+1 > MaxMIMEDepth {
+		return opaque(p, "nests multiparts more than %d levels deep", MaxMIMEDepth)
+	}
+	if err := checkBoundary(boundary); err != nil {
+		return opaque(p, "is %s but %v", p.MediaType, err)
+	}
+	inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
+	if sc.encoded {
+		inner.encoded = true
+	}
+	ps, _, err := parseParts(splitLines(body), 0, boundary, 1, inner)
+	if err != nil {
+		return asUninspectable(err, "part "+p.Path)
+	}
+	p.Parts = ps
 	return nil
 }
 

@@ -7,90 +7,131 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// wrappers strips the commands that run their arguments as a command
+// unwrap strips the commands that run their arguments as a command
 // (sudo, env, nohup, timeout 5, systemd-run --on-active=60, …) and
-// returns the wrapped command line.
+// returns the wrapped command line (nil when there is none, or when the
+// wrapper only looks the command up: command -v).
 func unwrap(argv []arg) []arg {
 	for len(argv) > 0 {
 		name := path.Base(argv[0].first())
 		rest := argv[1:]
-		var valued map[string]bool // options of the wrapper that take a value
-		positional := 0            // positional arguments of the wrapper before the command
+		w, ok := wrapperOf(name)
+		if !ok {
+			return argv
+		}
 		switch name {
-		case "sudo", "doas":
-			valued = setOf("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--chdir", "--prompt", "--role", "--type", "--other-user", "--close-from", "--command-timeout", "--host")
 		case "env":
-			valued = setOf("-u", "-C", "--unset", "--chdir", "-S", "--split-string")
 			// env -S "reboot now" splits its argument into words.
-			for i, a := range rest {
-				if (a.first() == "-S" || a.first() == "--split-string") && i+1 < len(rest) {
-					var words []arg
-					for _, f := range strings.Fields(rest[i+1].first()) {
-						words = append(words, arg{vals: []string{f}})
-					}
-					return unwrap(append(words, rest[i+2:]...))
-				}
+			if words, ok := splitString(rest); ok {
+				return unwrap(words)
 			}
-		case "nohup", "builtin", "setsid", "time", "exec", "nocache", "caffeinate", "systemd-inhibit":
-			valued = setOf("-a", "--what", "--who", "--why", "--mode")
 		case "command":
 			for _, a := range rest {
 				if a.first() == "-v" || a.first() == "-V" {
 					return nil // only looks the command up
 				}
 			}
-		case "nice", "ionice", "chrt", "taskset", "stdbuf", "flock", "unshare", "nsenter":
-			valued = setOf("-n", "-c", "-p", "-i", "-o", "-e", "-w", "-E", "-t", "--adjustment", "--class", "--classdata", "--timeout", "--target")
-			if name == "flock" || name == "chrt" || name == "taskset" {
-				positional = 1
-			}
-		case "chroot":
-			positional = 1
-		case "cloud-init-per":
-			positional = 2 // cloud-init-per FREQUENCY NAME CMD…
-		case "timeout":
-			valued = setOf("-s", "-k", "--signal", "--kill-after")
-			positional = 1
-		case "watch":
-			valued = setOf("-n", "-d", "--interval", "--differences")
-		case "systemd-run":
-			valued = setOf("-u", "--unit", "-p", "--property", "--description", "--slice", "-E", "--setenv", "--uid", "--gid", "--nice", "--working-directory", "-M", "--machine", "-H", "--host",
-				"--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive", "--on-calendar", "--on-timezone-change", "--on-clock-change", "--timer-property", "--path-property", "--socket-property", "--service-type")
-		case "xargs":
-			valued = setOf("-n", "-I", "-i", "-P", "-L", "-l", "-d", "-a", "-s", "-E", "-e", "--max-args", "--max-procs", "--max-lines", "--delimiter", "--arg-file", "--max-chars", "--eof", "--replace")
-		case "busybox":
-			// busybox APPLET args
-		default:
-			return argv
 		}
-		i := 0
-		for i < len(rest) {
-			v := rest[i].first()
-			if v == "--" {
-				i++
-				break
-			}
-			if (name == "env" || name == "sudo") && strings.Contains(v, "=") && !strings.HasPrefix(v, "-") {
-				i++ // env NAME=value, sudo NAME=value
-				continue
-			}
-			if !strings.HasPrefix(v, "-") || v == "-" {
-				break
-			}
-			i++
-			if valued[v] && i < len(rest) {
-				i++
-			}
-		}
-		if positional > 0 && i+positional <= len(rest) {
-			i += positional
-		}
+		i := w.commandIndex(name, rest)
 		if i >= len(rest) {
 			return nil
 		}
 		argv = rest[i:]
 	}
 	return argv
+}
+
+// wrapper is the syntax of a command that runs its arguments as a command.
+type wrapper struct {
+	// valued are the wrapper's options that take a value.
+	valued map[string]bool
+	// positional is the number of the wrapper's positional arguments
+	// before the command.
+	positional int
+}
+
+// wrapperOf returns the syntax of the wrapper name (a base name), false
+// when name runs no command.
+func wrapperOf(name string) (wrapper, bool) {
+	var w wrapper
+	switch name {
+	case "sudo", "doas":
+		w.valued = setOf("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--chdir", "--prompt", "--role", "--type", "--other-user", "--close-from", "--command-timeout", "--host")
+	case "env":
+		w.valued = setOf("-u", "-C", "--unset", "--chdir", "-S", "--split-string")
+	case "nohup", "builtin", "setsid", "time", "exec", "nocache", "caffeinate", "systemd-inhibit":
+		w.valued = setOf("-a", "--what", "--who", "--why", "--mode")
+	case "command":
+	case "nice", "ionice", "chrt", "taskset", "stdbuf", "flock", "unshare", "nsenter":
+		w.valued = setOf("-n", "-c", "-p", "-i", "-o", "-e", "-w", "-E", "-t", "--adjustment", "--class", "--classdata", "--timeout", "--target")
+		if name == "flock" || name == "chrt" || name == "taskset" {
+			w.positional = 1
+		}
+	case "chroot":
+		w.positional = 1
+	case "cloud-init-per":
+		w.positional = 2 // cloud-init-per FREQUENCY NAME CMD…
+	case "timeout":
+		w.valued = setOf("-s", "-k", "--signal", "--kill-after")
+		w.positional = 1
+	case "watch":
+		w.valued = setOf("-n", "-d", "--interval", "--differences")
+	case "systemd-run":
+		w.valued = setOf("-u", "--unit", "-p", "--property", "--description", "--slice", "-E", "--setenv", "--uid", "--gid", "--nice", "--working-directory", "-M", "--machine", "-H", "--host",
+			"--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive", "--on-calendar", "--on-timezone-change", "--on-clock-change", "--timer-property", "--path-property", "--socket-property", "--service-type")
+	case "xargs":
+		w.valued = setOf("-n", "-I", "-i", "-P", "-L", "-l", "-d", "-a", "-s", "-E", "-e", "--max-args", "--max-procs", "--max-lines", "--delimiter", "--arg-file", "--max-chars", "--eof", "--replace")
+	case "busybox":
+		// busybox APPLET args
+	default:
+		return w, false
+	}
+	return w, true
+}
+
+// splitString returns the command line of env's arguments rest when they
+// hold -S/--split-string WORDS: WORDS split on blanks, then what follows.
+func splitString(rest []arg) ([]arg, bool) {
+	for i, a := range rest {
+		if (a.first() == "-S" || a.first() == "--split-string") && i+1 < len(rest) {
+			var words []arg
+			for _, f := range strings.Fields(rest[i+1].first()) {
+				words = append(words, arg{vals: []string{f}})
+			}
+			return append(words, rest[i+2:]...), true
+		}
+	}
+	return nil, false
+}
+
+// commandIndex returns the index in rest (the arguments of the wrapper
+// name) of the wrapped command: past the options (and their values), the
+// NAME=value assignments of env and sudo, "--" and the positional
+// arguments; len(rest) or more when there is no command.
+func (w wrapper) commandIndex(name string, rest []arg) int {
+	i := 0
+	for i < len(rest) {
+		v := rest[i].first()
+		if v == "--" {
+			i++
+			break
+		}
+		if (name == "env" || name == "sudo") && strings.Contains(v, "=") && !strings.HasPrefix(v, "-") {
+			i++ // env NAME=value, sudo NAME=value
+			continue
+		}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			break
+		}
+		i++
+		if w.valued[v] && i < len(rest) {
+			i++
+		}
+	}
+	if w.positional > 0 && i+w.positional <= len(rest) {
+		i += w.positional
+	}
+	return i
 }
 
 func setOf(ss ...string) map[string]bool {

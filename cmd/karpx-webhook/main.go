@@ -46,9 +46,11 @@ func main() {
 	}
 }
 
-func run(f webhook.CommandFlags, log logr.Logger) error {
+// options checks --cert-mode and --disable-rules and returns the webhook's
+// options; errors name the flag.
+func options(f webhook.CommandFlags) (webhook.Options, error) {
 	if f.CertMode != webhook.CertModeSelf && f.CertMode != webhook.CertModeCertManager {
-		return fmt.Errorf("--cert-mode %q: want %s or %s", f.CertMode, webhook.CertModeSelf, webhook.CertModeCertManager)
+		return webhook.Options{}, fmt.Errorf("--cert-mode %q: want %s or %s", f.CertMode, webhook.CertModeSelf, webhook.CertModeCertManager)
 	}
 	disabled := map[string]bool{}
 	for _, id := range strings.Split(f.DisableRules, ",") {
@@ -56,7 +58,7 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 			continue
 		}
 		if _, ok := kxlint.RuleByID(id); !ok {
-			return fmt.Errorf("--disable-rules: unknown rule %q", id)
+			return webhook.Options{}, fmt.Errorf("--disable-rules: unknown rule %q", id)
 		}
 		disabled[id] = true
 	}
@@ -64,7 +66,14 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	if f.TaintRules != "" {
 		opts.TaintRulesConfigMap = types.NamespacedName{Namespace: f.Namespace, Name: f.TaintRules}
 	}
+	return opts, nil
+}
 
+func run(f webhook.CommandFlags, log logr.Logger) error {
+	opts, err := options(f)
+	if err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no Kubernetes configuration (set --kubeconfig or run in a cluster): %w", err)
@@ -88,20 +97,9 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	srv := webhook.NewServer(webhook.ServerOptions{Port: f.Port, CertDir: f.CertDir, EnableHTTP2: f.EnableHTTP2})
 	webhook.Register(srv, mgr.GetCache(), opts)
 
-	certsReady := make(chan struct{})
-	if f.CertMode == webhook.CertModeSelf {
-		err := webhook.AddCertRotator(mgr, webhook.CertOptions{
-			Secret:                         types.NamespacedName{Namespace: f.Namespace, Name: f.SecretName},
-			CertDir:                        f.CertDir,
-			ServiceName:                    f.ServiceName,
-			MutatingWebhookConfiguration:   f.MutatingName,
-			ValidatingWebhookConfiguration: f.ValidatingName,
-		}, certsReady)
-		if err != nil {
-			return fmt.Errorf("setting up certificate rotation: %w", err)
-		}
-	} else {
-		close(certsReady)
+	certsReady, err := certificates(mgr, f)
+	if err != nil {
+		return err
 	}
 	// The server reads its certificate when it starts, so it is added to
 	// the manager only once the certificate is in place.
@@ -132,6 +130,28 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	}
 	log.Info("starting karpx-webhook", "namespace", f.Namespace, "certMode", f.CertMode, "disabledRules", f.DisableRules)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// certificates returns a channel closed once the serving certificate is in
+// place: at once with cert-manager, else when the rotator added to mgr has
+// written it.
+func certificates(mgr ctrl.Manager, f webhook.CommandFlags) (chan struct{}, error) {
+	certsReady := make(chan struct{})
+	if f.CertMode != webhook.CertModeSelf {
+		close(certsReady)
+		return certsReady, nil
+	}
+	err := webhook.AddCertRotator(mgr, webhook.CertOptions{
+		Secret:                         types.NamespacedName{Namespace: f.Namespace, Name: f.SecretName},
+		CertDir:                        f.CertDir,
+		ServiceName:                    f.ServiceName,
+		MutatingWebhookConfiguration:   f.MutatingName,
+		ValidatingWebhookConfiguration: f.ValidatingName,
+	}, certsReady)
+	if err != nil {
+		return nil, fmt.Errorf("setting up certificate rotation: %w", err)
+	}
+	return certsReady, nil
 }
 
 // defaultGCPercent is the GOGC the webhook runs with when the GOGC

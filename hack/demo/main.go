@@ -58,6 +58,10 @@ func fail(err error) {
 	os.Exit(1)
 }
 
+// up runs the demo. Longer than 80 lines on purpose: it is the demo's
+// script, one step() per stage the user sees printed (control plane,
+// simulator, controller, NodePool, scale up, scale down), read top to
+// bottom as it runs.
 func up(root, bin, work string) error {
 	if _, err := os.Stat(work); err == nil {
 		fmt.Println("a previous demo is running; stopping it first")

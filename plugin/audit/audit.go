@@ -20,7 +20,10 @@ import (
 	kxlint "github.com/karpx/karpx/lint"
 	"github.com/karpx/karpx/lint/crdschema"
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/lint"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/runner"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // ReportKind is the kind -o json and -o yaml print the report as, with
@@ -121,21 +124,16 @@ func (e *InputError) Error() string {
 // ExitCode is 1.
 func (e *InputError) ExitCode() int { return 1 }
 
-// Report is the -o json and -o yaml output.
+// Report is the -o json and -o yaml output: lint's results, without its
+// input errors (audit returns those as *InputError).
 type Report struct {
 	// APIVersion and Kind are output.APIVersion and ReportKind.
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	// Objects is the number of NodePools and EC2NodeClasses checked.
-	Objects int `json:"objects"`
-	// Denied is true when any finding has severity deny.
-	Denied bool `json:"denied"`
-	// Findings lists every finding; Source is "cluster" for live objects
-	// or the file, Document the 1-based document in the file (0 for live
-	// objects).
-	Findings []kxlint.ObjectFinding `json:"findings"`
-	// Skipped lists -f documents that were not checked, and why.
-	Skipped []kxlint.Skipped `json:"skipped"`
+	// Results are the objects checked, the findings (Source "cluster" for
+	// live objects) and the -f documents skipped; their fields print
+	// inline.
+	lint.Results
 }
 
 const long = `Check every live NodePool and EC2NodeClass with the karpx admission rules.
@@ -173,15 +171,7 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long:    long,
 		Example: example,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runner.RunE(o),
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file or directory to check with the live objects; repeatable")
@@ -245,7 +235,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		objs = append(objs, live...)
 	}
-	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}}
+	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Results: lint.NewResults()}
 	var inputErrs []kxlint.InputError
 	for _, name := range o.Filenames {
 		got, skipped, errs := readPath(name, o.Recursive)
@@ -261,19 +251,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		schema = v
 	}
-	if fs := kxlint.LintObjects(ctx, objs, o.disabled, schema); fs != nil {
-		report.Findings = fs
-	}
-	report.Objects = len(objs)
-	denials, warnings := 0, 0
-	for _, f := range report.Findings {
-		if f.Severity == kxlint.SeverityDeny {
-			denials++
-		} else {
-			warnings++
-		}
-	}
-	report.Denied = denials > 0
+	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
 	if err := o.print(&report, denials, warnings); err != nil {
 		return err
 	}
@@ -376,15 +354,8 @@ func readPath(name string, recursive bool) ([]kxlint.Object, []kxlint.Skipped, [
 	return objs, skipped, errs
 }
 
-var columns = []metav1.TableColumnDefinition{
-	{Name: "Source", Type: "string", Description: "cluster, or the file the object came from."},
-	{Name: "Object", Type: "string", Description: "Kind/name of the object."},
-	{Name: "Severity", Type: "string", Description: "deny or warning."},
-	{Name: "Rule", Type: "string", Description: "Rule ID, e.g. KX003 (docs/rules.md)."},
-	{Name: "Field", Type: "string", Description: "Offending field and line."},
-	{Name: "Finding", Type: "string", Description: "What is wrong."},
-	{Name: "Fix", Type: "string", Priority: 1, Description: "How to correct it."},
-}
+// columns are the findings table's; -o wide adds the fix.
+var columns = []metav1.TableColumnDefinition{table.Source, table.Object, table.Severity, table.Rule, table.Field, table.Finding, table.Fix}
 
 // print writes the report in the -o format.
 func (o *Options) print(r *Report, denials, warnings int) error {
@@ -413,22 +384,13 @@ func (o *Options) print(r *Report, denials, warnings int) error {
 				src = fmt.Sprintf("%s#%d", f.Source, f.Document)
 			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-				src, f.Kind + "/" + f.Name, string(f.Severity), f.RuleID, dash(f.Location()), oneLine(f.Message), oneLine(f.Fix),
+				src, f.Kind + "/" + f.Name, string(f.Severity), f.RuleID, table.Dash(f.Location()), table.OneLine(f.Message), table.OneLine(f.Fix),
 			}})
 		}
-		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: o.Output == output.Wide, NoHeaders: o.NoHeaders}).PrintObj(t, o.Out); err != nil {
+		if err := (table.Printer{Wide: o.Output == output.Wide, NoHeaders: o.NoHeaders}).Print(o.Out, t); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(o.Out, "%d object(s) checked: %d denial(s), %d warning(s)\n", r.Objects, denials, warnings)
 	return nil
 }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/status"
+	"github.com/karpx/karpx/plugin/table"
 	"github.com/karpx/karpx/plugin/throttle"
 )
 
@@ -145,40 +145,65 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Now != nil {
 		now = o.Now()
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.Print.IsWide(), NoHeaders: o.Print.NoHeaders}).PrintObj(table(rep.Entries, now), o.Out)
+	return o.Print.Tables().Print(o.Out, entryTable(rep.Entries, now))
 }
 
 // nowFn is the clock of ages when Options.Now is nil (tests replace it).
 var nowFn = time.Now
 
-var columns = []metav1.TableColumnDefinition{
+// entryColumns are the columns of the controller's report: one row per
+// (instance type, AMI).
+var entryColumns = slices.Concat([]metav1.TableColumnDefinition{
 	{Name: "Instance-Type", Type: "string"},
 	{Name: "AMI", Type: "string"},
-	{Name: "CPU", Type: "string", Description: "Estimated → observed allocatable cpu."},
-	{Name: "Memory", Type: "string", Description: "Estimated → observed allocatable memory."},
-	{Name: "Pods", Type: "string", Description: "Estimated → observed allocatable pods."},
-	{Name: "Ephemeral-Storage", Type: "string", Priority: 1, Description: "Estimated → observed allocatable ephemeral-storage."},
+}, allocatableColumns("Estimated → observed"), []metav1.TableColumnDefinition{
 	{Name: "Observed", Type: "string", Description: "Age of the observation."},
 	{Name: "Node", Type: "string", Description: "The Node observed."},
-}
+})
 
-func table(entries []capacity.Entry, now time.Time) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns}
+func entryTable(entries []capacity.Entry, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: entryColumns}
 	for _, e := range entries {
 		var obs corev1.ResourceList
-		age, node := "<none>", "<none>"
+		age, node := table.None, table.None
 		if e.Observed != nil {
 			obs = e.Observed.Allocatable
 			age, node = duration.HumanDuration(now.Sub(e.Observed.At)), e.Observed.Node
 		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			e.InstanceType, e.AMIID,
-			pair(e.Estimate, obs, corev1.ResourceCPU), pair(e.Estimate, obs, corev1.ResourceMemory), pair(e.Estimate, obs, corev1.ResourcePods),
-			pair(e.Estimate, obs, corev1.ResourceEphemeralStorage),
-			age, node,
-		}, Object: runtime.RawExtension{}})
+		cells := append([]any{e.InstanceType, e.AMIID}, allocatableCells(e.Estimate, obs)...)
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: append(cells, age, node), Object: runtime.RawExtension{}})
 	}
 	return t
+}
+
+// allocatable are the resources of the allocatable columns, in their
+// order; the last is shown only with -o wide.
+var allocatable = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
+
+// allocatableColumns are the CPU, Memory, Pods and (-o wide)
+// Ephemeral-Storage columns, each "from → to" allocatable as described by
+// fromTo (e.g. "Estimated → observed").
+func allocatableColumns(fromTo string) []metav1.TableColumnDefinition {
+	out := make([]metav1.TableColumnDefinition, len(allocatable))
+	for i, name := range allocatable {
+		header := strings.ToUpper(string(name[:1])) + string(name[1:])
+		if name == corev1.ResourceEphemeralStorage {
+			header = "Ephemeral-Storage"
+		}
+		out[i] = metav1.TableColumnDefinition{Name: header, Type: "string", Description: fromTo + " allocatable " + string(name) + "."}
+	}
+	out[len(out)-1].Priority = 1
+	return out
+}
+
+// allocatableCells are the cells of the allocatable columns for est and
+// obs (nil before an observation).
+func allocatableCells(est, obs corev1.ResourceList) []any {
+	out := make([]any, len(allocatable))
+	for i, name := range allocatable {
+		out[i] = pair(est, obs, name)
+	}
+	return out
 }
 
 // pair renders "estimate → observed" for one resource ("-" where unknown;

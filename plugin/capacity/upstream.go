@@ -12,12 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // NoControllerMessage is printed on stderr when the cluster has no karpx
@@ -92,38 +92,24 @@ func readNodeClaims(ctx context.Context, c client.Reader) (*NodeClaimReport, err
 	return rep, nil
 }
 
-var nodeClaimColumns = []metav1.TableColumnDefinition{
-	{Name: "NodeClaim", Type: "string"},
-	{Name: "NodePool", Type: "string"},
-	{Name: "Instance-Type", Type: "string"},
-	{Name: "Image", Type: "string", Priority: 1},
-	{Name: "CPU", Type: "string", Description: "NodeClaim → Node allocatable cpu."},
-	{Name: "Memory", Type: "string", Description: "NodeClaim → Node allocatable memory."},
-	{Name: "Pods", Type: "string", Description: "NodeClaim → Node allocatable pods."},
-	{Name: "Ephemeral-Storage", Type: "string", Priority: 1, Description: "NodeClaim → Node allocatable ephemeral-storage."},
-	{Name: "Registered", Type: "string", Description: "Age of the Registered condition."},
-	{Name: "Node", Type: "string"},
-}
+// nodeClaimColumns are the columns of the report without a controller: one
+// row per NodeClaim.
+var nodeClaimColumns = slices.Concat([]metav1.TableColumnDefinition{table.NodeClaim, table.NodePool, table.InstanceType, table.Image},
+	allocatableColumns("NodeClaim → Node"), []metav1.TableColumnDefinition{
+		{Name: "Registered", Type: "string", Description: "Age of the Registered condition."},
+		table.Node,
+	})
 
 func nodeClaimTable(rep *NodeClaimReport, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: nodeClaimColumns}
-	dash := func(s string) string {
-		if s == "" {
-			return "<none>"
-		}
-		return s
-	}
 	for _, r := range rep.NodeClaims {
-		age := "<none>"
+		age := table.None
 		if r.Registered != nil {
 			age = duration.HumanDuration(now.Sub(r.Registered.Time))
 		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			r.NodeClaim, dash(r.NodePool), dash(r.InstanceType), dash(r.ImageID),
-			pair(r.Expected, r.Observed, corev1.ResourceCPU), pair(r.Expected, r.Observed, corev1.ResourceMemory),
-			pair(r.Expected, r.Observed, corev1.ResourcePods), pair(r.Expected, r.Observed, corev1.ResourceEphemeralStorage),
-			age, dash(r.Node),
-		}, Object: runtime.RawExtension{}})
+		cells := append([]any{r.NodeClaim, table.OrNone(r.NodePool), table.OrNone(r.InstanceType), table.OrNone(r.ImageID)},
+			allocatableCells(r.Expected, r.Observed)...)
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: append(cells, age, table.OrNone(r.Node)), Object: runtime.RawExtension{}})
 	}
 	return t
 }
@@ -159,5 +145,5 @@ func (o *Options) runWithoutController(ctx context.Context, errOut io.Writer) er
 	if o.Now != nil {
 		now = o.Now()
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.Print.IsWide(), NoHeaders: o.Print.NoHeaders}).PrintObj(nodeClaimTable(rep, now), o.Out)
+	return o.Print.Tables().Print(o.Out, nodeClaimTable(rep, now))
 }

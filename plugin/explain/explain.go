@@ -20,6 +20,7 @@ import (
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/plugin/cluster"
+	"github.com/karpx/karpx/plugin/runner"
 )
 
 // formatWide is the -o value that adds the priority-1 columns.
@@ -113,15 +114,7 @@ func NewCmd(f cluster.Factory, ns NamespaceFunc, streams genericiooptions.IOStre
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runner.RunE(o),
 	}
 	o.PrintFlags.JSONYamlPrintFlags.AddFlags(cmd)
 	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", *o.PrintFlags.OutputFormat, "Output format. One of: (json, yaml, name, wide).")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // ExplanationAPIVersion and ExplanationKind name the object -o json|yaml
@@ -45,7 +46,7 @@ func (o *Options) print(ex *Explanation) error {
 		fmt.Fprintf(o.Out, "Pod %s is pending\n\n", ex.Pod)
 	}
 	if len(ex.NodePools) > 0 {
-		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: o.wide, NoHeaders: o.NoHeaders}).PrintObj(ex.Table(), o.Out); err != nil {
+		if err := (table.Printer{Wide: o.wide, NoHeaders: o.NoHeaders}).Print(o.Out, ex.Table()); err != nil {
 			return err
 		}
 		fmt.Fprintln(o.Out)
@@ -72,7 +73,7 @@ func (o *Options) print(ex *Explanation) error {
 			if !e.LastSeen.IsZero() {
 				seen = e.LastSeen.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\n", seen, e.Source, e.Type, e.Reason, e.Count, strings.ReplaceAll(e.Message, "\n", " "))
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\n", seen, e.Source, e.Type, e.Reason, e.Count, table.OneLine(e.Message))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -109,12 +110,7 @@ func (ex *Explanation) Table() *metav1.Table {
 		{Name: "Types", Type: "integer", Priority: 1},
 		{Name: "Reason", Type: "string"},
 	}}
-	dash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
+	dash := table.Dash
 	for _, r := range ex.NodePools {
 		launch, price := "no", "-"
 		if r.NotModelled {
@@ -128,7 +124,7 @@ func (ex *Explanation) Table() *metav1.Table {
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 			r.NodePool, int64(r.Weight), launch, dash(r.InstanceType), dash(r.Zone), dash(r.CapacityType), price,
-			dash(r.NodeClass), int64(len(r.InstanceTypes)), dash(strings.ReplaceAll(r.Reason, "\n", " ")),
+			dash(r.NodeClass), int64(len(r.InstanceTypes)), dash(table.OneLine(r.Reason)),
 		}})
 	}
 	return t

@@ -185,16 +185,51 @@ type Report struct {
 	// APIVersion and Kind are output.APIVersion and ReportKind.
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+	// Results are the objects checked, the findings and the skipped
+	// documents (their fields print inline).
+	Results
+	// Errors lists input that could not be read.
+	Errors []kxlint.InputError `json:"errors"`
+}
+
+// Results are what a check of NodePools and EC2NodeClasses found: the body
+// of lint's LintReport and of audit's AuditReport.
+type Results struct {
 	// Objects is the number of NodePools and EC2NodeClasses checked.
 	Objects int `json:"objects"`
 	// Denied is true when any finding has severity deny.
 	Denied bool `json:"denied"`
-	// Findings lists every finding with its file and document index.
+	// Findings lists every finding; Source is the file ("-" for standard
+	// input, "cluster" for a live object) and Document the 1-based
+	// document in it (0 for live objects).
 	Findings []kxlint.ObjectFinding `json:"findings"`
 	// Skipped lists the documents that were not checked, and why.
 	Skipped []kxlint.Skipped `json:"skipped"`
-	// Errors lists input that could not be read.
-	Errors []kxlint.InputError `json:"errors"`
+}
+
+// NewResults returns empty Results whose lists print as [] rather than
+// null.
+func NewResults() Results {
+	return Results{Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}}
+}
+
+// Check lints objs (rules in disabled skipped; schema, when not nil,
+// validates them against their CRDs) into r and returns the number of
+// denying and warning findings.
+func (r *Results) Check(ctx context.Context, objs []kxlint.Object, disabled map[string]bool, schema kxlint.SchemaValidator) (denials, warnings int) {
+	if findings := kxlint.LintObjects(ctx, objs, disabled, schema); findings != nil {
+		r.Findings = findings
+	}
+	r.Objects = len(objs)
+	for _, f := range r.Findings {
+		if f.Severity == kxlint.SeverityDeny {
+			denials++
+		} else {
+			warnings++
+		}
+	}
+	r.Denied = denials > 0
+	return denials, warnings
 }
 
 // InputError is returned by Options.Run when some input could not be read
@@ -245,25 +280,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	report := Report{APIVersion: output.APIVersion, Kind: ReportKind,
-		Findings: []kxlint.ObjectFinding{}, Skipped: []kxlint.Skipped{}, Errors: []kxlint.InputError{}}
+	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Results: NewResults(), Errors: []kxlint.InputError{}}
 	var objs []kxlint.Object
 	for _, name := range o.Filenames {
 		o.read(name, &objs, &report)
 	}
-	if findings := kxlint.LintObjects(ctx, objs, o.disabled, schema); findings != nil {
-		report.Findings = findings
-	}
-	report.Objects = len(objs)
-	denials, warnings := 0, 0
-	for _, f := range report.Findings {
-		if f.Severity == kxlint.SeverityDeny {
-			denials++
-		} else {
-			warnings++
-		}
-	}
-	report.Denied = denials > 0
+	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
 	if err := o.print(printer, &report, denials, warnings); err != nil {
 		return err
 	}

@@ -2,25 +2,22 @@ package lint
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // findingColumns are the table's columns; -o wide adds the priority-1 ones.
 var findingColumns = []metav1.TableColumnDefinition{
-	{Name: "Source", Type: "string", Description: "File the object came from, - for standard input."},
+	table.Source,
 	{Name: "Doc", Type: "integer", Description: "1-based document index in the source."},
-	{Name: "Object", Type: "string", Description: "Kind/name of the object."},
-	{Name: "Severity", Type: "string", Description: "deny (the webhook or API server would reject it) or warn."},
-	{Name: "Rule", Type: "string", Priority: 1, Description: "Rule ID, e.g. KX003."},
-	{Name: "Field", Type: "string", Priority: 1, Description: "Offending field and line."},
+	table.Object, table.Severity, table.Wide(table.Rule), table.Wide(table.Field),
 	{Name: "Finding", Type: "string", Description: "Rule, field and message (and the fix unless -o wide shows it)."},
-	{Name: "Fix", Type: "string", Priority: 1, Description: "How to correct it."},
+	table.Fix,
 }
 
 // print writes the report: through printer (json, yaml, name) when set,
@@ -60,10 +57,10 @@ func (o *Options) print(printer printers.ResourcePrinter, report *Report, denial
 			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
 				f.Source, int64(f.Document), f.Kind + "/" + f.Name, string(f.Severity),
-				f.RuleID, dash(f.Location()), oneLine(text), dash(oneLine(f.Fix)),
+				f.RuleID, table.Dash(f.Location()), table.OneLine(text), table.Dash(table.OneLine(f.Fix)),
 			}})
 		}
-		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: wide, NoHeaders: o.Print.NoHeaders}).PrintObj(t, o.Out); err != nil {
+		if err := o.Print.Tables().Print(o.Out, t); err != nil {
 			return err
 		}
 	}
@@ -96,13 +93,3 @@ func printNames(printer printers.ResourcePrinter, report *Report, o *Options) er
 	}
 	return nil
 }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// oneLine keeps a table row on one line.
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

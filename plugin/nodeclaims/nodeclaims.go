@@ -25,6 +25,7 @@ import (
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/status"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // NoNodeClaimsMessage is written to stderr when the table would be empty.
@@ -178,8 +179,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		fmt.Fprintf(o.ErrOut, "Nominated pods unavailable: %v\n", err)
 	}
-	t := Table(claims.Items, byProviderID, nominated, o.Now())
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.Print.IsWide(), NoHeaders: o.Print.NoHeaders}).PrintObj(t, o.Out)
+	return o.Print.Tables().Print(o.Out, Table(claims.Items, byProviderID, nominated, o.Now()))
 }
 
 var schemaNodes = corev1.SchemeGroupVersion.WithResource("nodes")
@@ -229,17 +229,14 @@ func eventTime(ev corev1.Event) time.Time {
 }
 
 var columns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NodeClaim."},
-	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
+	table.Named(table.NodeClaim, "Name"), table.NodePool,
 	{Name: "Phase", Type: "string", Description: "Pending, Launched, Registered, Initialized or Terminating (kubectl karpx status's phase)."},
 	{Name: "Launch", Type: "string", Description: "Creation to Launched (so far, while Pending)."},
 	{Name: "Register", Type: "string", Description: "Launched to Registered (so far, while Launched)."},
 	{Name: "Initialize", Type: "string", Description: "Registered to Initialized (so far, while Registered)."},
 	{Name: "Nominated", Type: "string", Description: "Pods nominated to the NodeClaim (Nominated events), still pending or running."},
 	{Name: "Blocked-By", Type: "string", Description: "What keeps the NodeClaim from Initialized; <none> once initialised."},
-	{Name: "Age", Type: "string", Description: "Time since creation."},
-	{Name: "Node", Type: "string", Priority: 1, Description: "status.nodeName."},
-	{Name: "Instance-Type", Type: "string", Priority: 1, Description: "Value of the node.kubernetes.io/instance-type label."},
+	table.Age, table.Wide(table.Node), table.Wide(table.InstanceType),
 }
 
 // Table returns the NodeClaims table at now. nodes maps providerID to
@@ -254,9 +251,9 @@ func Table(claims []karpv1.NodeClaim, nodes map[string]*corev1.Node, nominated m
 			nom = fmt.Sprint(nominated[nc.Name])
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{
-			Cells: []any{nc.Name, orNone(nc.Labels[karpv1.NodePoolLabelKey]), status.Phase(nc), launch, register, initialize,
+			Cells: []any{nc.Name, table.OrNone(nc.Labels[karpv1.NodePoolLabelKey]), status.Phase(nc), launch, register, initialize,
 				nom, Blockers(nc, nodes[nc.Status.ProviderID]), human(now.Sub(nc.CreationTimestamp.Time)),
-				orNone(nc.Status.NodeName), orNone(nc.Labels[corev1.LabelInstanceTypeStable])},
+				table.OrNone(nc.Status.NodeName), table.OrNone(nc.Labels[corev1.LabelInstanceTypeStable])},
 			Object: runtime.RawExtension{Object: nc},
 		})
 	}
@@ -289,7 +286,7 @@ func phaseTimes(nc *karpv1.NodeClaim, now time.Time) (string, string, string) {
 // initialised or terminating.
 func Blockers(nc *karpv1.NodeClaim, node *corev1.Node) string {
 	if !nc.DeletionTimestamp.IsZero() || nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-		return none
+		return table.None
 	}
 	switch {
 	case nc.Status.ProviderID == "":
@@ -306,15 +303,7 @@ func Blockers(nc *karpv1.NodeClaim, node *corev1.Node) string {
 	return "waiting for the autoscaler"
 }
 
-const none = "<none>"
-
-func orNone(s string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}
-
+// human is d as kubectl prints ages, 0s when negative (clock skew).
 func human(d time.Duration) string {
 	if d < 0 {
 		d = 0

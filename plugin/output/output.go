@@ -13,6 +13,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // APIVersion is the apiVersion of the objects karpx's own reports print as
@@ -70,6 +72,12 @@ func (f *Flags) Format() string { return *f.PrintFlags.OutputFormat }
 
 // IsWide reports -o wide.
 func (f *Flags) IsWide() bool { return f.Format() == Wide }
+
+// Tables returns the printer of the command's tables: -o wide and
+// --no-headers.
+func (f *Flags) Tables() table.Printer {
+	return table.Printer{Wide: f.IsWide(), NoHeaders: f.NoHeaders}
+}
 
 // Table reports whether the command prints its own table or text: no -o,
 // -o wide, or one of the command's extra formats.

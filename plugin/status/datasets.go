@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/plugin/table"
 	"github.com/karpx/karpx/plugin/throttle"
 )
 
@@ -98,7 +98,7 @@ func (o *Options) printDataSets(ctx context.Context) {
 		return
 	}
 	fmt.Fprintln(o.Out)
-	if err := o.printTable(dataSetTable(rep.DataSets, o.Now()), o.Out); err != nil {
+	if err := o.tables().Print(o.Out, dataSetTable(rep.DataSets, o.Now())); err != nil {
 		fmt.Fprintf(o.ErrOut, "printing data sets: %v\n", err)
 	}
 }
@@ -108,17 +108,14 @@ func dataSetTable(sets []hydration.State, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: dataSetColumns}
 	for i := range sets {
 		s := sets[i]
-		hydrated, ageCell := "False", none
+		hydrated, ageCell := "False", table.None
 		if s.Hydrated {
-			hydrated, ageCell = "True", age(metav1.NewTime(s.HydratedAt), now)
+			hydrated, ageCell = "True", table.Since(s.HydratedAt, now)
 		}
 		if s.Required {
 			hydrated += " (required)"
 		}
-		lastErr := none
-		if s.LastError != "" {
-			lastErr = strings.ReplaceAll(s.LastError, "\n", " ")
-		}
+		lastErr := table.OrNone(table.OneLine(s.LastError))
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells:  []any{s.Name, hydrated, ageCell, int64(s.Items), lastErr},
 			Object: runtime.RawExtension{},

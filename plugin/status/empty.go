@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	podset "github.com/karpx/karpx/autoscaler/pods"
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // OverdueGrace is how long past consolidateAfter an empty node may stay
@@ -21,9 +22,7 @@ import (
 const OverdueGrace = 2 * time.Minute
 
 var emptyNodeColumns = []metav1.TableColumnDefinition{
-	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
-	{Name: "NodeClaim", Type: "string", Format: "name", Description: "Name of the NodeClaim whose Node has no reschedulable pod."},
-	{Name: "Node", Type: "string", Description: "status.nodeName."},
+	table.NodePool, table.NodeClaim, table.Node,
 	{Name: "Empty-For", Type: "string", Description: "Time since the last pod left the node (status.lastPodEventTime) or since initialisation."},
 	{Name: "Consolidate-After", Type: "string", Description: "The NodePool's spec.disruption.consolidateAfter."},
 	{Name: "Status", Type: "string", Description: "waiting (consolidateAfter not reached), due, or OVERDUE (more than consolidateAfter + 2m)."},
@@ -102,7 +101,7 @@ func emptyNodes(pools []karpv1.NodePool, claims []karpv1.NodeClaim, nodes []core
 
 // emptyNodeTable returns the empty-nodes table, with durations measured at now.
 func emptyNodeTable(rows []emptyNode, now time.Time) *metav1.Table {
-	table := &metav1.Table{ColumnDefinitions: emptyNodeColumns}
+	t := &metav1.Table{ColumnDefinitions: emptyNodeColumns}
 	for _, r := range rows {
 		empty := now.Sub(r.since)
 		after, status := "Never", "waiting"
@@ -115,12 +114,12 @@ func emptyNodeTable(rows []emptyNode, now time.Time) *metav1.Table {
 				status = "due"
 			}
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []any{orNone(r.pool), r.claim.Name, r.claim.Status.NodeName, age(metav1.NewTime(r.since), now), after, status, orNone(r.blocked)},
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells:  []any{table.OrNone(r.pool), r.claim.Name, r.claim.Status.NodeName, table.Since(r.since, now), after, status, table.OrNone(r.blocked)},
 			Object: runtime.RawExtension{Object: r.claim},
 		})
 	}
-	return table
+	return t
 }
 
 // readEmptyNodes lists Nodes and pods and returns the empty-nodes rows; an

@@ -2,12 +2,10 @@ package status
 
 import (
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -118,13 +116,4 @@ func usage(used resource.Quantity, limits karpv1.Limits, name corev1.ResourceNam
 		limit = format(l)
 	}
 	return format(used) + "/" + limit
-}
-
-// age renders the time since t like kubectl's AGE column ("5m", "3d2h"),
-// or "<unknown>" for a zero time.
-func age(t metav1.Time, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t.Time))
 }

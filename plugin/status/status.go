@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/runner"
+	"github.com/karpx/karpx/plugin/table"
 	"github.com/karpx/karpx/plugin/throttle"
 )
 
@@ -139,15 +140,7 @@ func newCmd(o *Options) *cobra.Command {
 		Long:    statusLong,
 		Example: statusExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runner.RunE(o),
 	}
 	o.AddFlags(cmd)
 	return cmd
@@ -294,7 +287,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if printed {
 			fmt.Fprintln(o.Out)
 		}
-		if err := o.printTable(t.table, o.Out); err != nil {
+		if err := o.tables().Print(o.Out, t.table); err != nil {
 			return err
 		}
 		printed = true
@@ -307,7 +300,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "Empty nodes unavailable: %v\n", err)
 		case len(rows) > 0:
 			fmt.Fprintln(o.Out)
-			if err := o.printTable(emptyNodeTable(rows, o.Now()), o.Out); err != nil {
+			if err := o.tables().Print(o.Out, emptyNodeTable(rows, o.Now())); err != nil {
 				return err
 			}
 		}
@@ -341,9 +334,8 @@ func (o *Options) printBudget(ctx context.Context) {
 	}
 }
 
-func (o *Options) printTable(t *metav1.Table, w io.Writer) error {
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.wide, NoHeaders: o.NoHeaders}).PrintObj(t, w)
-}
+// tables is the printer of the tables (-o wide, --no-headers).
+func (o *Options) tables() table.Printer { return table.Printer{Wide: o.wide, NoHeaders: o.NoHeaders} }
 
 // list returns the NodePools and NodeClaims to show, each sorted by name.
 func (o *Options) list(ctx context.Context) ([]karpv1.NodePool, []karpv1.NodeClaim, error) {

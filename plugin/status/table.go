@@ -8,14 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/plugin/table"
 )
 
 // conditionReady is the root condition type of Karpenter's objects (the
 // operatorpkg convention): True when all the others are.
 const conditionReady = "Ready"
-
-// none is printed, as kubectl does, for a field that has no value yet.
-const none = "<none>"
 
 // Well-known labels Karpenter sets on NodeClaims once the instance is chosen.
 const (
@@ -35,16 +34,12 @@ var nodePoolColumns = []metav1.TableColumnDefinition{
 }
 
 var nodeClaimColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NodeClaim."},
-	{Name: "NodePool", Type: "string", Description: "Value of the karpenter.sh/nodepool label."},
-	{Name: "Instance-Type", Type: "string", Description: "Value of the node.kubernetes.io/instance-type label."},
-	{Name: "Zone", Type: "string", Description: "Value of the topology.kubernetes.io/zone label."},
+	table.Named(table.NodeClaim, "Name"), table.NodePool, table.InstanceType, table.Zone,
 	{Name: "Capacity", Type: "string", Description: "Value of the karpenter.sh/capacity-type label (on-demand, spot, reserved)."},
 	{Name: "Phase", Type: "string", Description: "Lifecycle phase derived from the Launched, Registered and Initialized conditions; for a NodeClaim EC2 is about to take away, the interruption kind and the seconds left before the reclaim (karpx.io/interruption annotations)."},
-	{Name: "Node", Type: "string", Description: "status.nodeName."},
-	{Name: "Age", Type: "string", Description: "Time since creation."},
+	table.Node, table.Age,
 	{Name: "Provider-ID", Type: "string", Priority: 1, Description: "status.providerID, the cloud instance."},
-	{Name: "Image", Type: "string", Priority: 1, Description: "status.imageID, the machine image."},
+	table.Image,
 }
 
 // nodePoolTable returns the NodePools table. claims are all the listed
@@ -76,28 +71,28 @@ func nodePoolTable(pools []karpv1.NodePool, claims []karpv1.NodeClaim) *metav1.T
 		}
 	}
 
-	table := &metav1.Table{ColumnDefinitions: nodePoolColumns}
+	t := &metav1.Table{ColumnDefinitions: nodePoolColumns}
 	for i := range pools {
 		np := &pools[i]
-		t := byPool[np.Name]
-		if t == nil {
-			t = &totals{}
+		sum := byPool[np.Name]
+		if sum == nil {
+			sum = &totals{}
 		}
-		nodeClass := none
+		nodeClass := table.None
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name != "" {
 			nodeClass = ref.Name
 		}
-		weight := any(none)
+		weight := any(table.None)
 		if np.Spec.Weight != nil {
 			weight = *np.Spec.Weight
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
+		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{
 				np.Name,
 				nodeClass,
-				t.nodes,
-				usage(t.cpu, np.Spec.Limits, corev1.ResourceCPU, formatCPU),
-				usage(t.memory, np.Spec.Limits, corev1.ResourceMemory, formatBytes),
+				sum.nodes,
+				usage(sum.cpu, np.Spec.Limits, corev1.ResourceCPU, formatCPU),
+				usage(sum.memory, np.Spec.Limits, corev1.ResourceMemory, formatBytes),
 				string(readiness(np)),
 				weight,
 				notReadyReason(np),
@@ -105,40 +100,33 @@ func nodePoolTable(pools []karpv1.NodePool, claims []karpv1.NodeClaim) *metav1.T
 			Object: runtime.RawExtension{Object: np},
 		})
 	}
-	return table
+	return t
 }
 
 // nodeClaimTable returns the NodeClaims table, with ages measured at now.
 // The Provider-ID and Image columns have priority 1: the table printer
 // shows them only with -o wide.
 func nodeClaimTable(claims []karpv1.NodeClaim, now time.Time) *metav1.Table {
-	table := &metav1.Table{ColumnDefinitions: nodeClaimColumns}
+	t := &metav1.Table{ColumnDefinitions: nodeClaimColumns}
 	for i := range claims {
 		nc := &claims[i]
-		table.Rows = append(table.Rows, metav1.TableRow{
+		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{
 				nc.Name,
-				orNone(nc.Labels[karpv1.NodePoolLabelKey]),
-				orNone(nc.Labels[labelInstanceType]),
-				orNone(nc.Labels[labelZone]),
-				orNone(nc.Labels[karpv1.CapacityTypeLabelKey]),
+				table.OrNone(nc.Labels[karpv1.NodePoolLabelKey]),
+				table.OrNone(nc.Labels[labelInstanceType]),
+				table.OrNone(nc.Labels[labelZone]),
+				table.OrNone(nc.Labels[karpv1.CapacityTypeLabelKey]),
 				Phase(nc) + interruptionNote(nc, now),
-				orNone(nc.Status.NodeName),
-				age(nc.CreationTimestamp, now),
-				orNone(nc.Status.ProviderID),
-				orNone(nc.Status.ImageID),
+				table.OrNone(nc.Status.NodeName),
+				table.Since(nc.CreationTimestamp.Time, now),
+				table.OrNone(nc.Status.ProviderID),
+				table.OrNone(nc.Status.ImageID),
 			},
 			Object: runtime.RawExtension{Object: nc},
 		})
 	}
-	return table
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return none
-	}
-	return s
+	return t
 }
 
 // poolConditions are the NodePool conditions that make READY False, in the
@@ -167,5 +155,5 @@ func notReadyReason(np *karpv1.NodePool) string {
 			}
 		}
 	}
-	return none
+	return table.None
 }

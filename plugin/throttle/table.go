@@ -6,39 +6,22 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/karpx/karpx/plugin/table"
 )
 
+// categoryColumns are the table of one row per throttling category; -o
+// wide adds the error counters.
 var categoryColumns = []metav1.TableColumnDefinition{
-	{Name: "Category", Type: "string", Description: "EC2 throttling category (SSM GetParameter has its own)."},
-	{Name: "Bucket", Type: "string", Description: "Size of each client-side bucket of the category, in requests."},
-	{Name: "Refill/s", Type: "string", Description: "Refill rate of each bucket, in requests per second."},
-	{Name: "Tokens", Type: "string", Description: "Tokens left in the category's emptiest bucket."},
-	{Name: "Rate", Type: "string", Description: "Share of its configured rate the category's slowest bucket runs at after RequestLimitExceeded answers, and the number of slow-downs."},
-	{Name: "Requests", Type: "integer", Description: "Calls sent to AWS since the controller started."},
-	{Name: "Throttled", Type: "integer", Description: "Throttled answers (RequestLimitExceeded and other throttle codes)."},
-	{Name: "Retries", Type: "integer", Description: "SDK attempts beyond the first."},
-	{Name: "Wait-P99", Type: "string", Description: "99th percentile of the client-side wait for a token (recent calls)."},
-	{Name: "Errors", Type: "integer", Priority: 1, Description: "Failed calls."},
-	{Name: "Quota-Errors", Type: "integer", Priority: 1, Description: "Calls failed with the SDK's 'retry quota exceeded'."},
-	{Name: "Exhausted", Type: "integer", Priority: 1, Description: "Speculative calls refused client-side (never sent)."},
+	table.Category, table.Bucket, table.Refill, table.Tokens, table.Rate, table.Requests, table.Throttled, table.Retries, table.WaitP99,
+	table.Wide(table.Errors), table.Wide(table.QuotaErrors), table.Wide(table.Exhausted),
 }
 
+// actionColumns are the -o wide table of one row per bucket.
 var actionColumns = []metav1.TableColumnDefinition{
 	{Name: "Action", Type: "string", Description: "EC2 or SSM action."},
-	{Name: "Category", Type: "string", Description: "Throttling category of the action's bucket."},
-	{Name: "Bucket", Type: "string", Description: "Size of the bucket, in requests."},
-	{Name: "Refill/s", Type: "string", Description: "Refill rate, in requests per second."},
-	{Name: "Tokens", Type: "string", Description: "Tokens left."},
-	{Name: "Rate", Type: "string", Description: "Share of the configured rate the bucket runs at after RequestLimitExceeded answers, and the number of slow-downs."},
-	{Name: "Requests", Type: "integer", Description: "Calls sent to AWS."},
-	{Name: "Throttled", Type: "integer", Description: "Throttled answers."},
-	{Name: "Retries", Type: "integer", Description: "SDK attempts beyond the first."},
-	{Name: "Errors", Type: "integer", Description: "Failed calls."},
-	{Name: "Quota-Errors", Type: "integer", Description: "Calls failed with 'retry quota exceeded'."},
-	{Name: "Exhausted", Type: "integer", Description: "Speculative calls refused client-side."},
-	{Name: "Wait-P50", Type: "string", Description: "Median client-side wait."},
-	{Name: "Wait-P99", Type: "string", Description: "99th percentile client-side wait."},
+	table.Category, table.Bucket, table.Refill, table.Tokens, table.Rate, table.Requests, table.Throttled, table.Retries,
+	table.Errors, table.QuotaErrors, table.Exhausted, table.WaitP50, table.WaitP99,
 }
 
 func (o *Options) printTables(st *Status) error {
@@ -52,15 +35,15 @@ func (o *Options) printTables(st *Status) error {
 				st.Totals.Requests, st.Totals.Throttled, st.Totals.QuotaErrors)
 		}
 	}
-	p := printers.NewTablePrinter(printers.PrintOptions{Wide: wide, NoHeaders: o.Print.NoHeaders})
-	if err := p.PrintObj(categoryTable(st), o.Out); err != nil {
+	p := o.Print.Tables()
+	if err := p.Print(o.Out, categoryTable(st)); err != nil {
 		return err
 	}
 	if !wide {
 		return nil
 	}
 	fmt.Fprintln(o.Out)
-	return p.PrintObj(actionTable(st), o.Out)
+	return p.Print(o.Out, actionTable(st))
 }
 
 func categoryTable(st *Status) *metav1.Table {

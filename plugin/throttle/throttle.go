@@ -20,6 +20,7 @@ import (
 
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
+	"github.com/karpx/karpx/plugin/runner"
 )
 
 // Defaults of the controller's Service, as in manifests/controller/service.yaml.
@@ -107,15 +108,7 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long:    throttleLong,
 		Example: throttleExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runner.RunE(o),
 	}
 	o.AddFlags(cmd)
 	return cmd

@@ -22,6 +22,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
+	"github.com/karpx/karpx/autoscaler/controllers/trigger"
 	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
@@ -78,7 +79,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	clock    clock.WithTickerAndDelayedExecution
 	opts     Options
-	trigger  chan struct{}
+	// trigger wakes Start for a pass.
+	trigger *trigger.Trigger
 
 	mu    sync.Mutex
 	timer clock.Timer
@@ -89,16 +91,12 @@ type Controller struct {
 // before it is disrupted.
 func New(kube client.Client, reader client.Reader, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.WithTickerAndDelayedExecution, opts Options) *Controller {
 	opts.defaults()
-	return &Controller{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, opts: opts, trigger: make(chan struct{}, 1)}
+	return &Controller{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, opts: opts, trigger: trigger.New(clk)}
 }
 
-// Trigger asks for a pass soon; it never blocks.
-func (c *Controller) Trigger() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
-	}
-}
+// Trigger asks for a pass soon; it never blocks, and triggers that arrive
+// during a pass fold into one more pass.
+func (c *Controller) Trigger() { c.trigger.Fire() }
 
 // NeedLeaderElection makes the Controller run only on the leader.
 func (c *Controller) NeedLeaderElection() bool { return true }
@@ -132,7 +130,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			c.mu.Unlock()
 			return nil
 		case <-tick:
-		case <-c.trigger:
+		case <-c.trigger.C():
 		}
 		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "disruption pass failed; retrying at the next tick")
@@ -257,7 +255,7 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 
 // read builds the pass's state from the cache.
 func (c *Controller) read(ctx context.Context) (*state, error) {
-	s := &state{now: c.clock.Now(), pools: map[string]*karpv1.NodePool{}, types: map[string][]*cloudprovider.InstanceType{},
+	s := &state{now: c.clock.Now(), pools: map[string]*karpv1.NodePool{},
 		disrupting: map[string]int{}, total: map[string]int{}, volumes: map[types.UID][]corev1.NodeSelectorRequirement{}}
 	var err error
 	if s.cluster, err = clusterstate.Read(ctx, c.kube); err != nil {
@@ -279,24 +277,24 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 	for _, nc := range s.cluster.NodeClaims {
 		claims = append(claims, *nc)
 	}
-	log := logr.FromContextOrDiscard(ctx)
 	for i := range pools.Items {
-		np := &pools.Items[i]
-		s.pools[np.Name] = np
-		if !np.DeletionTimestamp.IsZero() {
-			continue
-		}
-		its, err := c.cloud.GetInstanceTypes(ctx, np)
-		if err != nil {
-			// Without its instance types a pool can neither price its
-			// nodes nor launch replacements; its nodes are left alone.
-			log.V(1).Info("NodePool skipped: instance types not available", "NodePool", np.Name, "error", err.Error())
-			continue
-		}
-		s.types[np.Name] = its
-		s.poolInputs = append(s.poolInputs, scheduling.NodePoolInput{NodePool: np, InstanceTypes: its, Remaining: provisioning.Remaining(np, claims)})
+		s.pools[pools.Items[i].Name] = &pools.Items[i]
 	}
-	replacing := map[string]bool{} // NodeClaims some live NodeClaim replaces
+	log := logr.FromContextOrDiscard(ctx)
+	s.poolInputs, s.types = provisioning.NodePoolInputs(ctx, c.cloud, pools.Items, claims, nil, func(np *karpv1.NodePool, err error) {
+		// Without its instance types a pool can neither price its
+		// nodes nor launch replacements; its nodes are left alone.
+		log.V(1).Info("NodePool skipped: instance types not available", "NodePool", np.Name, "error", err.Error())
+	})
+	replacing := s.count()
+	c.addCandidates(ctx, s, replacing)
+	return s, nil
+}
+
+// count fills s.total and s.disrupting from the NodeClaims and returns the
+// NodeClaims some live NodeClaim replaces.
+func (s *state) count() map[string]bool {
+	replacing := map[string]bool{}
 	for _, nc := range s.cluster.NodeClaims {
 		pool := nc.Labels[karpv1.NodePoolLabelKey]
 		s.total[pool]++
@@ -310,6 +308,15 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 			replacing[n] = true
 		}
 	}
+	return replacing
+}
+
+// addCandidates adds to s, in name order, the Initialized NodeClaims that
+// may be disrupted: with a Node, a NodePool whose instance types are known,
+// not being deleted, replaced or replacing, not interrupted, and no
+// pending pod expected on their Node. Each gets its reschedulable pods,
+// price, blockers and the volume zones of its pods (s.volumes).
+func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[string]bool) {
 	nominated := c.nominated(s)
 	names := make([]string, 0, len(s.cluster.NodeClaims))
 	for n := range s.cluster.NodeClaims {
@@ -349,7 +356,6 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 			}
 		}
 	}
-	return s, nil
 }
 
 // NominationGrace is the initialisation grace window (provisioning's

@@ -1,8 +1,6 @@
 package disruption
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,15 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/controllers/trigger"
 )
-
-// triggerer is a reconciler that only triggers the Controller.
-type triggerer struct{ c *Controller }
-
-func (t triggerer) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
-	t.c.Trigger()
-	return reconcile.Result{}, nil
-}
 
 // Register adds to mgr the Controller, the PodEvents controller and the
 // watches that trigger a pass: pod deletions and completions, NodeClaim,
@@ -33,13 +25,10 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 	if err := podEvents.Register(mgr); err != nil {
 		return err
 	}
-	podGone := predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase
-		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
+	// Pods that leave (deleted) or finish (phase changes).
+	podGone := trigger.Deletions
+	podGone.UpdateFunc = func(e event.UpdateEvent) bool {
+		return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase
 	}
 	b := builder.ControllerManagedBy(mgr).Named("disruption.trigger").
 		For(&corev1.Pod{}, builder.WithPredicates(podGone))
@@ -54,7 +43,7 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 		})).
 			Watches(&karpv1.NodePool{}, &handler.EnqueueRequestForObject{})
 	}
-	return b.Complete(triggerer{c})
+	return b.Complete(trigger.Reconciler(func(reconcile.Request) { c.Trigger() }))
 }
 
 func initialized(o client.Object) bool {

@@ -86,11 +86,19 @@ func (c *Collector) Pass(ctx context.Context) {
 		return
 	}
 	now := c.now()
+	live := c.collectInstances(ctx, log, claims.Items, instances, now)
+	c.collectNodeClaims(ctx, log, claims.Items, live, now)
+}
+
+// collectInstances terminates the instances no NodeClaim in claims claims
+// (by providerID or name) once they have been unclaimed for Grace, and
+// returns the providerIDs of every listed instance.
+func (c *Collector) collectInstances(ctx context.Context, log logr.Logger, claims []karpv1.NodeClaim, instances []*karpv1.NodeClaim, now time.Time) map[string]bool {
 	byName := map[string]bool{}
 	byProviderID := map[string]bool{}
-	for i := range claims.Items {
-		byName[claims.Items[i].Name] = true
-		if id := claims.Items[i].Status.ProviderID; id != "" {
+	for i := range claims {
+		byName[claims[i].Name] = true
+		if id := claims[i].Status.ProviderID; id != "" {
 			byProviderID[id] = true
 		}
 	}
@@ -125,10 +133,15 @@ func (c *Collector) Pass(ctx context.Context) {
 			"NodePool", in.Labels[karpv1.NodePoolLabelKey], "unclaimedFor", now.Sub(first).Round(time.Second).String())
 	}
 	c.orphanSince, c.terminated = orphanSince, terminated
+	return live
+}
 
+// collectNodeClaims deletes the NodeClaims whose instance is not among
+// live and, Grace later, a direct Get confirms is gone.
+func (c *Collector) collectNodeClaims(ctx context.Context, log logr.Logger, claims []karpv1.NodeClaim, live map[string]bool, now time.Time) {
 	goneSince := map[string]time.Time{}
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for i := range claims {
+		nc := &claims[i]
 		id := nc.Status.ProviderID
 		if id == "" || !nc.DeletionTimestamp.IsZero() || live[id] {
 			continue

@@ -1,10 +1,10 @@
 // Package provisioning turns pending pods into NodeClaims.
 //
 // A pod controller watches pods that kube-scheduler marked Unschedulable and
-// triggers the Provisioner. The Provisioner batches triggers (an idle window
-// that only an object's first trigger in the window restarts, and a maximum
-// window, as Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION), then
-// reads the whole current state — pending pods,
+// triggers the Provisioner. The Provisioner batches triggers (package
+// trigger: an idle window that only an object's first trigger in the window
+// restarts, and a maximum window, as Karpenter's BATCH_IDLE_DURATION and
+// BATCH_MAX_DURATION), then reads the whole current state — pending pods,
 // NodePools with their instance types, every live Node with its pods and
 // free capacity, and every NodeClaim still on its way (launching,
 // registering) — through autoscaler/clusterstate, and asks

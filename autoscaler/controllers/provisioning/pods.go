@@ -6,12 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/controllers/trigger"
 )
 
 // PodNodeNameField indexes pods by spec.nodeName in the manager's cache.
@@ -50,25 +51,6 @@ func IsProvisionable(pod *corev1.Pod) bool {
 	return false
 }
 
-// triggerer is a reconciler that only triggers the Provisioner.
-type triggerer struct {
-	p *Provisioner
-	// pods is true for the controller of pending pods.
-	pods bool
-}
-
-func (t triggerer) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
-	// Only the pods controller's requests are pods; the first event of a
-	// pending pod is when provisioning latency starts.
-	if t.pods {
-		t.p.opts.Latency.Seen(req.NamespacedName)
-		t.p.Trigger("pod " + req.String())
-	} else {
-		t.p.Trigger("nodepool or nodeclaim " + req.Name)
-	}
-	return reconcile.Result{}, nil
-}
-
 // Register adds to mgr the Provisioner and the watches that trigger it:
 // provisionable pods, NodeClaim deletions (their pods become pending again)
 // and NodePool changes.
@@ -87,15 +69,16 @@ func Register(mgr manager.Manager, p *Provisioner, gate ...func(manager.Runnable
 	if err := builder.ControllerManagedBy(mgr).Named("provisioning.pods").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return IsProvisionable(o.(*corev1.Pod))
-		}))).Complete(triggerer{p: p, pods: true}); err != nil {
+		}))).Complete(trigger.Reconciler(func(req reconcile.Request) {
+		// The first event of a pending pod is when provisioning latency
+		// starts.
+		p.opts.Latency.Seen(req.NamespacedName)
+		p.Trigger("pod " + req.String())
+	})); err != nil {
 		return err
 	}
 	return builder.ControllerManagedBy(mgr).Named("provisioning.nodepools").
 		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(event.CreateEvent) bool { return false },
-			UpdateFunc:  func(event.UpdateEvent) bool { return false },
-			DeleteFunc:  func(event.DeleteEvent) bool { return true },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).Complete(triggerer{p: p})
+		Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(trigger.Deletions)).
+		Complete(trigger.Reconciler(func(req reconcile.Request) { p.Trigger("nodepool or nodeclaim " + req.Name) }))
 }

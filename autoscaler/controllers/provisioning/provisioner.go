@@ -22,6 +22,7 @@ import (
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/clusterstate"
+	"github.com/karpx/karpx/autoscaler/controllers/trigger"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/launchhealth"
 	"github.com/karpx/karpx/autoscaler/launchlatency"
@@ -98,11 +99,10 @@ type Provisioner struct {
 	recorder record.EventRecorder
 	health   *launchhealth.Tracker
 	opts     Options
-	trigger  chan struct{}
+	// trigger wakes Start and batches its wake-ups into windows.
+	trigger *trigger.Trigger
 	// clk times batch windows and nominations (a fake clock in tests).
 	clk clock.WithTicker
-	// window holds the objects that triggered the open batch window.
-	window window
 
 	nominated  nominations
 	agentTaint func(corev1.Taint) bool
@@ -114,27 +114,16 @@ type Provisioner struct {
 // skipped until the pause ends.
 func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: make(chan struct{}, 1), clk: clock.RealClock{}, agentTaint: AgentTaint()}
+	clk := clock.RealClock{}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: trigger.New(clk), clk: clk, agentTaint: AgentTaint()}
 }
 
 // Trigger asks for a provisioning pass on behalf of key, the object whose
 // event caused it (e.g. "pod default/web"); it never blocks, and triggers
 // that arrive during a batch window join it. Only the first trigger of each
-// key in a window restarts its idle timer, as Karpenter's provisioning
-// Batcher counts each pod UID once per window: the kube-scheduler rewrites
-// a pending pod's PodScheduled message whenever a Node joins or changes,
-// and each rewrite is a new event of the same pod, which would otherwise
-// hold the window open one more BatchIdleDuration (a single pending pod
-// then waited 2 s instead of 1 s whenever another node was registering).
-func (p *Provisioner) Trigger(key string) {
-	if !p.window.add(key, p.clk.Now()) {
-		return
-	}
-	select {
-	case p.trigger <- struct{}{}:
-	default:
-	}
-}
+// key in a window restarts its idle timer (trigger.Trigger.FireFor says
+// why).
+func (p *Provisioner) Trigger(key string) { p.trigger.FireFor(key) }
 
 // NeedLeaderElection makes the Provisioner run only on the leader.
 func (p *Provisioner) NeedLeaderElection() bool { return true }
@@ -150,43 +139,17 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-p.trigger:
+		case <-p.trigger.C():
 		case <-resync.C:
 		}
-		if !p.batch(ctx) {
+		// Wait until no new object triggered for BatchIdleDuration, or
+		// BatchMaxDuration passed.
+		if !p.trigger.Batch(ctx, p.opts.BatchIdleDuration, p.opts.BatchMaxDuration) {
 			return nil
 		}
 		if _, err := p.Schedule(logr.NewContext(ctx, log)); err != nil && ctx.Err() == nil {
 			log.Error(err, "provisioning pass failed; retrying at the next trigger")
 		}
-	}
-}
-
-// batch waits until no new object triggered for BatchIdleDuration, or
-// BatchMaxDuration passed (windowEnd); false means ctx ended. A trigger
-// only moves the window's end later, so the timer is re-armed when it
-// fires, for what is left; triggers that arrive meanwhile are drained, so
-// they do not open another window after the pass that includes them. The
-// window's objects are forgotten when it returns.
-func (p *Provisioner) batch(ctx context.Context) bool {
-	defer p.window.close()
-	opened := p.clk.Now()
-	timer := p.clk.NewTimer(p.opts.BatchIdleDuration)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-p.trigger:
-			continue
-		case <-timer.C():
-		}
-		now := p.clk.Now()
-		end := windowEnd(opened, p.window.lastNew(), p.opts.BatchIdleDuration, p.opts.BatchMaxDuration)
-		if !now.Before(end) {
-			return true
-		}
-		timer.Reset(end.Sub(now))
 	}
 }
 
@@ -211,105 +174,15 @@ type PassResult struct {
 // a NodeClaim cannot be created; pods it could not place get a Warning event
 // naming the reason.
 func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
-	log := logr.FromContextOrDiscard(ctx)
 	var res PassResult
-
-	// The cache's own pods (read-only; not a copy of every pod in the
-	// cluster per pass): only the pending ones are copied.
-	all, err := podcache.List(ctx, p.kube)
-	if err != nil {
-		return res, err
-	}
-	var pending []*corev1.Pod
-	pendingKeys := map[types.NamespacedName]bool{}
-	for _, pod := range all {
-		if IsProvisionable(pod) {
-			pod := pod.DeepCopy()
-			pending = append(pending, pod)
-			key := client.ObjectKeyFromObject(pod)
-			pendingKeys[key] = true
-			p.opts.Latency.Seen(key)
-		}
-	}
-	p.opts.Latency.KeepOnly(pendingKeys)
+	pending, err := p.pendingPods(ctx)
 	res.Pending = len(pending)
-	if len(pending) == 0 {
-		return res, nil
-	}
-
-	var nodePools karpv1.NodePoolList
-	if err := p.kube.List(ctx, &nodePools); err != nil {
-		return res, fmt.Errorf("listing NodePools: %w", err)
-	}
-	var nodeClaims karpv1.NodeClaimList
-	if err := p.kube.List(ctx, &nodeClaims); err != nil {
-		return res, fmt.Errorf("listing NodeClaims: %w", err)
-	}
-
-	daemonSetPods, err := DaemonSetPods(ctx, p.kube)
-	if err != nil {
+	if err != nil || len(pending) == 0 {
 		return res, err
 	}
-	in := scheduling.Input{Pods: pending, DaemonSetPods: daemonSetPods, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{},
-		MinValuesPolicy: p.opts.MinValuesPolicy}
-	for _, pod := range pending {
-		reqs, err := volumetopology.Requirements(ctx, p.kube, pod)
-		if err != nil {
-			// Planned without its volumes' zones this pass; the next pass reads them again.
-			log.Error(err, "reading volume topology", "pod", client.ObjectKeyFromObject(pod))
-		}
-		if len(reqs) > 0 {
-			in.VolumeRequirements[pod.UID] = reqs
-		}
-	}
-	typesByPool := map[string][]*cloudprovider.InstanceType{}
-	// issue 9: pools skipped for their own state still explain pending
-	// pods, their cause first for a pod only they could take.
-	unavailable := func(np *karpv1.NodePool, reason string) {
-		in.UnavailableNodePools = append(in.UnavailableNodePools, scheduling.UnavailableNodePool{NodePool: np, Reason: reason})
-	}
-	for i := range nodePools.Items {
-		np := &nodePools.Items[i]
-		if !np.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if paused, st := p.paused(ctx, np); paused {
-			log.V(1).Info("skipping NodePool: provisioning paused after repeated launch failures", "NodePool", np.Name,
-				"cause", st.Cause, "until", st.PausedUntil.UTC().Format(time.RFC3339))
-			unavailable(np, fmt.Sprintf("provisioning is paused until %s: %s (see its NodeRegistrationHealthy condition)",
-				st.PausedUntil.UTC().Format(time.RFC3339), st.String()))
-			continue
-		}
-		// issue 9: a pool whose EC2NodeClass is not Ready is not
-		// provisioned from (the NodePool status controller sets
-		// NodeClassReady=False with an event naming the cause).
-		if cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady); cond != nil && cond.IsFalse() {
-			log.V(1).Info("skipping NodePool: NodeClassReady=False", "NodePool", np.Name, "reason", cond.Reason, "message", cond.Message)
-			unavailable(np, "NodeClassReady=False: "+cond.Message)
-			continue
-		}
-		its, err := p.cloud.GetInstanceTypes(ctx, np)
-		if err != nil {
-			// Transient or persistent, the pool is skipped for this pass
-			// only; the next pass asks again. issue 9: only persistent
-			// errors (a class that cannot resolve) are warnings; transient
-			// ones (data not hydrated yet, throttling, 5xx) are logged.
-			var notReady *cloudprovider.NodeClassNotReadyError
-			if !errors.As(err, &notReady) {
-				log.Info("skipping NodePool for this pass: its instance types are not available yet", "NodePool", np.Name, "transient", true, "error", err.Error())
-				continue
-			}
-			log.Error(err, "skipping NodePool: its instance types are not available", "NodePool", np.Name)
-			p.recorder.Eventf(np, corev1.EventTypeWarning, "InstanceTypesUnavailable", "instance types not available, NodePool skipped: %v", err)
-			unavailable(np, "its instance types are not available: "+err.Error())
-			continue
-		}
-		typesByPool[np.Name] = its
-		in.NodePools = append(in.NodePools, scheduling.NodePoolInput{
-			NodePool:      np,
-			InstanceTypes: its,
-			Remaining:     Remaining(np, nodeClaims.Items),
-		})
+	in, typesByPool, err := p.input(ctx, pending)
+	if err != nil {
+		return res, err
 	}
 	if len(in.NodePools) == 0 {
 		if len(in.UnavailableNodePools) > 0 {
@@ -320,8 +193,8 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	}
 
 	var state *clusterstate.Snapshot
-	now := p.clk.Now()
 	if !p.opts.IgnoreInFlight {
+		now := p.clk.Now()
 		if state, err = clusterstate.Read(ctx, p.kube); err != nil {
 			return res, err
 		}
@@ -339,6 +212,116 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	solveStart := time.Now()
 	out := scheduling.Solve(in)
 	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerProvisioner, solveStart)
+	p.nominateExisting(state, out, &res)
+	p.reportUnschedulable(pending, out, &res)
+	errs := p.createNodeClaims(ctx, out.NewNodeClaims, &res)
+	// The next pass must see these NodeClaims, or it would provision the
+	// same pods again: wait until the informer cache has them.
+	if err := p.waitForCache(ctx, res.Created); err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// pendingPods returns copies of the provisionable pods in the cache (whose
+// own pods are read-only; not a copy of every pod in the cluster per pass)
+// and tells the latency tracker which pods are pending now.
+func (p *Provisioner) pendingPods(ctx context.Context) ([]*corev1.Pod, error) {
+	all, err := podcache.List(ctx, p.kube)
+	if err != nil {
+		return nil, err
+	}
+	var pending []*corev1.Pod
+	pendingKeys := map[types.NamespacedName]bool{}
+	for _, pod := range all {
+		if IsProvisionable(pod) {
+			pod := pod.DeepCopy()
+			pending = append(pending, pod)
+			key := client.ObjectKeyFromObject(pod)
+			pendingKeys[key] = true
+			p.opts.Latency.Seen(key)
+		}
+	}
+	p.opts.Latency.KeepOnly(pendingKeys)
+	return pending, nil
+}
+
+// input returns the scheduling input of a pass for pending: the DaemonSet
+// pods, the pods' volume zones and the NodePools that can launch (with the
+// instance types of each, by NodePool name) or cannot and why. Existing
+// nodes are added by the caller. It returns list errors.
+func (p *Provisioner) input(ctx context.Context, pending []*corev1.Pod) (scheduling.Input, map[string][]*cloudprovider.InstanceType, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	in := scheduling.Input{Pods: pending, VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{},
+		MinValuesPolicy: p.opts.MinValuesPolicy}
+	var nodePools karpv1.NodePoolList
+	if err := p.kube.List(ctx, &nodePools); err != nil {
+		return in, nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	var nodeClaims karpv1.NodeClaimList
+	if err := p.kube.List(ctx, &nodeClaims); err != nil {
+		return in, nil, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	var err error
+	if in.DaemonSetPods, err = DaemonSetPods(ctx, p.kube); err != nil {
+		return in, nil, err
+	}
+	for _, pod := range pending {
+		reqs, err := volumetopology.Requirements(ctx, p.kube, pod)
+		if err != nil {
+			// Planned without its volumes' zones this pass; the next pass reads them again.
+			log.Error(err, "reading volume topology", "pod", client.ObjectKeyFromObject(pod))
+		}
+		if len(reqs) > 0 {
+			in.VolumeRequirements[pod.UID] = reqs
+		}
+	}
+	// issue 9: pools skipped for their own state still explain pending
+	// pods, their cause first for a pod only they could take.
+	unavailable := func(np *karpv1.NodePool, reason string) {
+		in.UnavailableNodePools = append(in.UnavailableNodePools, scheduling.UnavailableNodePool{NodePool: np, Reason: reason})
+	}
+	admit := func(np *karpv1.NodePool) bool {
+		if paused, st := p.paused(ctx, np); paused {
+			log.V(1).Info("skipping NodePool: provisioning paused after repeated launch failures", "NodePool", np.Name,
+				"cause", st.Cause, "until", st.PausedUntil.UTC().Format(time.RFC3339))
+			unavailable(np, fmt.Sprintf("provisioning is paused until %s: %s (see its NodeRegistrationHealthy condition)",
+				st.PausedUntil.UTC().Format(time.RFC3339), st.String()))
+			return false
+		}
+		// issue 9: a pool whose EC2NodeClass is not Ready is not
+		// provisioned from (the NodePool status controller sets
+		// NodeClassReady=False with an event naming the cause).
+		if cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeClassReady); cond != nil && cond.IsFalse() {
+			log.V(1).Info("skipping NodePool: NodeClassReady=False", "NodePool", np.Name, "reason", cond.Reason, "message", cond.Message)
+			unavailable(np, "NodeClassReady=False: "+cond.Message)
+			return false
+		}
+		return true
+	}
+	failed := func(np *karpv1.NodePool, err error) {
+		// Transient or persistent, the pool is skipped for this pass
+		// only; the next pass asks again. issue 9: only persistent
+		// errors (a class that cannot resolve) are warnings; transient
+		// ones (data not hydrated yet, throttling, 5xx) are logged.
+		var notReady *cloudprovider.NodeClassNotReadyError
+		if !errors.As(err, &notReady) {
+			log.Info("skipping NodePool for this pass: its instance types are not available yet", "NodePool", np.Name, "transient", true, "error", err.Error())
+			return
+		}
+		log.Error(err, "skipping NodePool: its instance types are not available", "NodePool", np.Name)
+		p.recorder.Eventf(np, corev1.EventTypeWarning, "InstanceTypesUnavailable", "instance types not available, NodePool skipped: %v", err)
+		unavailable(np, "its instance types are not available: "+err.Error())
+	}
+	var typesByPool map[string][]*cloudprovider.InstanceType
+	in.NodePools, typesByPool = NodePoolInputs(ctx, p.cloud, nodePools.Items, nodeClaims.Items, admit, failed)
+	return in, typesByPool, nil
+}
+
+// nominateExisting nominates the pods out places on in-flight NodeClaims
+// to them (a Nominated event when the nomination is new) and counts them
+// in res.
+func (p *Provisioner) nominateExisting(state *clusterstate.Snapshot, out scheduling.Result, res *PassResult) {
 	for name, pods := range out.ExistingPlacements {
 		res.InFlight += len(pods)
 		if nc := claimOf(state, name); nc != nil && !p.opts.DisableNomination {
@@ -349,10 +332,15 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			}
 		}
 	}
-	p.reportUnschedulable(pending, out, &res)
+}
 
+// createNodeClaims creates the planned NodeClaims, nominates their pods to
+// them and records them in res and the latency tracker. It returns the
+// creation errors.
+func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.NodeClaimPlan, res *PassResult) []error {
+	log := logr.FromContextOrDiscard(ctx)
 	var errs []error
-	for _, plan := range out.NewNodeClaims {
+	for _, plan := range plans {
 		nc := plan.NodeClaim()
 		if err := p.kube.Create(ctx, nc); err != nil {
 			errs = append(errs, fmt.Errorf("creating NodeClaim for NodePool %q: %w", plan.NodePool.Name, err))
@@ -377,12 +365,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, NominatedReason, "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
-	// The next pass must see these NodeClaims, or it would provision the
-	// same pods again: wait until the informer cache has them.
-	if err := p.waitForCache(ctx, res.Created); err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return errs
 }
 
 // waitForNominations returns the pending pods to plan: those nominated to

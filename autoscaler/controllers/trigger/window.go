@@ -1,22 +1,22 @@
-package provisioning
+package trigger
 
 import (
 	"sync"
 	"time"
 )
 
-// window remembers which objects triggered the Provisioner since the last
-// batch window closed, so that only the first trigger of each object
-// extends the window (see Provisioner.Trigger).
+// window remembers which keys fired since the last batch window closed, so
+// that only the first fire of each key extends the window (see
+// Trigger.FireFor).
 type window struct {
 	mu   sync.Mutex
 	keys map[string]struct{}
-	// last is when the newest key first triggered.
+	// last is when the newest key first fired.
 	last time.Time
 }
 
-// add records a trigger of key at now and reports whether key is new to
-// the window.
+// add records a fire of key at now and reports whether key is new to the
+// window.
 func (w *window) add(key string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -31,16 +31,14 @@ func (w *window) add(key string, now time.Time) bool {
 	return true
 }
 
-// lastNew returns when the newest key first triggered (zero if none).
+// lastNew returns when the newest key first fired (zero if none).
 func (w *window) lastNew() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last
 }
 
-// close forgets every key: the window has closed and the pass begins, so
-// a trigger from now on (an object that changes during the pass) opens the
-// next window.
+// close forgets every key: the window has closed and the pass begins.
 func (w *window) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -48,10 +46,9 @@ func (w *window) close() {
 }
 
 // windowEnd returns when a batch window that opened at opened closes, if
-// the newest new trigger came at last (zero or before opened: only the
-// trigger that opened it): idle after the later of the two, but never more
-// than maxDuration after opened. idle and maxDuration are
-// Options.BatchIdleDuration and Options.BatchMaxDuration.
+// the newest new key fired at last (zero or before opened: only the fire
+// that opened it): idle after the later of the two, but never more than
+// maxDuration after opened.
 func windowEnd(opened, last time.Time, idle, maxDuration time.Duration) time.Time {
 	from := opened
 	if last.After(opened) {

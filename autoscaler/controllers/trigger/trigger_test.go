@@ -1,4 +1,4 @@
-package provisioning
+package trigger
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestWindowEnd(t *testing.T) {
 	}
 }
 
-// TestBatchCountsEachObjectOnce runs batch on a fake clock: only the first
+// TestBatchCountsEachObjectOnce runs Batch on a fake clock: only the first
 // trigger of each object in a window restarts the idle timer (the
 // kube-scheduler rewriting a pending pod's message must not hold the
 // window open), a new object does, and the maximum caps the window. Time
@@ -57,14 +57,14 @@ func TestBatchCountsEachObjectOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opened := time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)
 			clk := clocktesting.NewFakeClock(opened)
-			p := &Provisioner{clk: clk, trigger: make(chan struct{}, 1), opts: Options{BatchIdleDuration: time.Second, BatchMaxDuration: 3 * time.Second}}
-			p.Trigger("pod a")
-			<-p.trigger // as Start receives the trigger that opens the window
+			tr := New(clk)
+			tr.FireFor("pod a")
+			<-tr.C() // as the pass loop receives the wake-up that opens the window
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan time.Duration, 1)
 			go func() {
-				if p.batch(ctx) {
+				if tr.Batch(ctx, time.Second, 3*time.Second) {
 					done <- clk.Since(opened)
 				}
 			}()
@@ -92,7 +92,7 @@ func TestBatchCountsEachObjectOnce(t *testing.T) {
 			next := 0
 			for elapsed := time.Duration(0); elapsed <= 5*time.Second; elapsed += 100 * time.Millisecond {
 				for next < len(tc.triggers) && tc.triggers[next].at == elapsed {
-					p.Trigger(tc.triggers[next].key)
+					tr.FireFor(tc.triggers[next].key)
 					next++
 				}
 				if elapsed > 0 {
@@ -100,7 +100,7 @@ func TestBatchCountsEachObjectOnce(t *testing.T) {
 						if d != tc.want {
 							t.Fatalf("window closed %s after it opened, want %s", d, tc.want)
 						}
-						if n := len(p.window.keys); n != 0 {
+						if n := len(tr.window.keys); n != 0 {
 							t.Errorf("%d objects remembered after the window closed, want none", n)
 						}
 						return
@@ -110,5 +110,59 @@ func TestBatchCountsEachObjectOnce(t *testing.T) {
 			}
 			t.Fatalf("window still open 5s after it opened, want it closed at %s", tc.want)
 		})
+	}
+}
+
+// TestFireCoalesces: fires before the loop receives wake it once, and a
+// fire after it received wakes it again.
+func TestFireCoalesces(t *testing.T) {
+	tr := New(clocktesting.NewFakeClock(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)))
+	tr.Fire()
+	tr.Fire()
+	tr.FireFor("pod a")
+	wakeups := 0
+	for done := false; !done; {
+		select {
+		case <-tr.C():
+			wakeups++
+		default:
+			done = true
+		}
+	}
+	if wakeups != 1 {
+		t.Fatalf("%d wake-ups for three fires before the loop received, want 1", wakeups)
+	}
+	tr.Fire()
+	select {
+	case <-tr.C():
+	default:
+		t.Fatal("no wake-up for a fire after the loop received")
+	}
+}
+
+// TestFireForSameKeyDoesNotWake: a key that already fired in the open
+// window does not wake the loop again; after Batch closes the window it
+// does.
+func TestFireForSameKeyDoesNotWake(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC))
+	tr := New(clk)
+	tr.FireFor("pod a")
+	<-tr.C()
+	tr.FireFor("pod a")
+	select {
+	case <-tr.C():
+		t.Fatal("the same key woke the loop twice in one window")
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if tr.Batch(ctx, time.Second, 3*time.Second) {
+		t.Fatal("Batch on an ended context returned true")
+	}
+	tr.FireFor("pod a")
+	select {
+	case <-tr.C():
+	default:
+		t.Fatal("a key did not wake the loop after its window closed")
 	}
 }

@@ -213,13 +213,12 @@ func networkPerformance(mbps int64) string {
 	}
 }
 
-// instanceTypeInfo renders a catalogue entry as EC2's InstanceTypeInfo.
-// Longer than 80 lines on purpose: a field-by-field mapping onto EC2's
-// response shape, in that shape's order.
+// instanceTypeInfo renders a catalogue entry as EC2's InstanceTypeInfo:
+// the general fields here, then one helper per section (processor,
+// storage and EBS, network, GPUs and Neuron accelerators).
 func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 	family := it.Labels[catalog.LabelInstanceFamily]
 	hyper := it.Labels["karpenter.k8s.aws/instance-hypervisor"]
-	nitro := hyper == "nitro"
 	size := it.Labels["karpenter.k8s.aws/instance-size"]
 	arch := ec2Arch(it.Arch())
 	vcpus := it.VCPUs()
@@ -245,9 +244,21 @@ func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 		NitroEnclavesSupport:          "unsupported",
 		NitroTpmSupport:               "unsupported",
 	}
+	nitro := hyper == "nitro"
 	if nitro {
 		x.NitroEnclavesSupport, x.NitroTpmSupport = "supported", "supported"
 	}
+	setProcessorInfo(&x, it, arch)
+	setStorageInfo(&x, it, nitro || x.BareMetal)
+	setNetworkInfo(&x, it, nitro || x.BareMetal)
+	x.GpuInfo = gpuInfo(it)
+	x.NeuronInfo = neuronInfo(it)
+	return x
+}
+
+// setProcessorInfo sets x's processor and boot modes: arm64 boots UEFI
+// only, x86_64 legacy BIOS or UEFI.
+func setProcessorInfo(x *xmlInstanceType, it catalog.InstanceType, arch string) {
 	x.ProcessorInfo = xmlProcessorInfo{SupportedArchitectures: []string{arch},
 		SustainedClockSpeedInGhz: float64(labelInt(it, "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz")) / 1000,
 		Manufacturer:             map[string]string{"intel": "Intel", "amd": "AMD", "aws": "AWS"}[it.Labels["karpenter.k8s.aws/instance-cpu-manufacturer"]]}
@@ -256,13 +267,19 @@ func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 	} else {
 		x.SupportedBootModes = []string{"legacy-bios", "uefi"}
 	}
+}
+
+// setStorageInfo sets x's local NVMe instance storage (GB) and EBS info
+// (bandwidth in Mbps, throughput in MB/s, 4 IOPS per Mbps); nitroOrMetal
+// types are EBS-optimised by default and need NVMe.
+func setStorageInfo(x *xmlInstanceType, it catalog.InstanceType, nitroOrMetal bool) {
 	if nvme := labelInt(it, "karpenter.k8s.aws/instance-local-nvme"); nvme > 0 {
 		x.InstanceStorageSupported = true
 		x.InstanceStorageInfo = &xmlStorageInfo{TotalSizeInGB: nvme, Disks: []xmlDisk{{SizeInGB: nvme, Count: 1, Type: "ssd"}}, NvmeSupport: "required"}
 	}
 	ebsMbps := labelInt(it, "karpenter.k8s.aws/instance-ebs-bandwidth")
 	x.EbsInfo = xmlEBSInfo{EbsOptimizedSupport: "supported", EncryptionSupport: "supported", NvmeSupport: "unsupported"}
-	if nitro || x.BareMetal {
+	if nitroOrMetal {
 		x.EbsInfo.EbsOptimizedSupport, x.EbsInfo.NvmeSupport = "default", "required"
 	}
 	if ebsMbps > 0 {
@@ -270,6 +287,11 @@ func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 			BaselineThroughputInMBps: float64(ebsMbps) / 8, MaximumThroughputInMBps: float64(ebsMbps) / 8,
 			BaselineIops: ebsMbps * 4, MaximumIops: ebsMbps * 4}
 	}
+}
+
+// setNetworkInfo sets x's network: bandwidth, ENI and per-ENI IP limits
+// derived from the pod capacity, EFA; nitroOrMetal types require ENA.
+func setNetworkInfo(x *xmlInstanceType, it catalog.InstanceType, nitroOrMetal bool) {
 	netMbps := labelInt(it, "karpenter.k8s.aws/instance-network-bandwidth")
 	enis, ips := eniLimits(allocInt(it, corev1.ResourcePods))
 	x.NetworkInfo = xmlNetworkInfo{
@@ -279,40 +301,53 @@ func instanceTypeInfo(it catalog.InstanceType) xmlInstanceType {
 		Ipv4AddressesPerInterface: ips, Ipv6AddressesPerInterface: ips, Ipv6Supported: true, EnaSupport: "supported",
 		EncryptionInTransitSupported: it.Labels["karpenter.k8s.aws/instance-encryption-in-transit-supported"] == "true",
 	}
-	if nitro || x.BareMetal {
+	if nitroOrMetal {
 		x.NetworkInfo.EnaSupport = "required"
 	}
 	if efa := allocInt(it, "vpc.amazonaws.com/efa"); efa > 0 {
 		x.NetworkInfo.EfaSupported = true
 		x.NetworkInfo.EfaInfo = &xmlEFAInfo{MaximumEfaInterfaces: efa}
 	}
-	if n := it.GPUCount(); n > 0 {
-		mem := labelInt(it, "karpenter.k8s.aws/instance-gpu-memory")
-		name := it.Labels[catalog.LabelInstanceGPUName]
-		manu := strings.ToUpper(it.Labels["karpenter.k8s.aws/instance-gpu-manufacturer"])
-		if manu == "NVIDIA" {
-			name = strings.ToUpper(name)
-		}
-		x.GpuInfo = &xmlGPUInfo{Gpus: []xmlGPUDevice{{Name: name, Manufacturer: manu, Count: n, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
-			TotalGpuMemoryInMiB: n * mem}
+}
+
+// gpuInfo is the type's GPUs (memory per GPU in MiB), nil without GPUs.
+func gpuInfo(it catalog.InstanceType) *xmlGPUInfo {
+	n := it.GPUCount()
+	if n <= 0 {
+		return nil
 	}
-	if devs := allocInt(it, "aws.amazon.com/neuron"); devs > 0 {
-		accel := it.Labels["karpenter.k8s.aws/instance-accelerator-name"]
-		name, mem, version := "Inferentia", int64(8192), int64(1)
-		switch accel {
-		case "inferentia2":
-			name, mem, version = "Inferentia2", 32768, 2
-		case "trainium":
-			name, mem, version = "Trainium", 32768, 2
-		case "trainium2":
-			name, mem, version = "Trainium2", 98304, 3
-		}
-		cores := allocInt(it, "aws.amazon.com/neuroncore") / devs
-		x.NeuronInfo = &xmlNeuronInfo{NeuronDevices: []xmlNeuronDevice{{Count: devs, Name: name,
-			CoreInfo: xmlNeuronCore{Count: cores, Version: version}, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
-			TotalNeuronDeviceMemoryInMiB: devs * mem}
+	mem := labelInt(it, "karpenter.k8s.aws/instance-gpu-memory")
+	name := it.Labels[catalog.LabelInstanceGPUName]
+	manu := strings.ToUpper(it.Labels["karpenter.k8s.aws/instance-gpu-manufacturer"])
+	if manu == "NVIDIA" {
+		name = strings.ToUpper(name)
 	}
-	return x
+	return &xmlGPUInfo{Gpus: []xmlGPUDevice{{Name: name, Manufacturer: manu, Count: n, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
+		TotalGpuMemoryInMiB: n * mem}
+}
+
+// neuronInfo is the type's AWS Neuron devices (Inferentia, Trainium),
+// nil without any: device count from the aws.amazon.com/neuron resource,
+// cores per device from aws.amazon.com/neuroncore, and per accelerator
+// name the device name, memory per device (MiB) and NeuronCore version.
+func neuronInfo(it catalog.InstanceType) *xmlNeuronInfo {
+	devs := allocInt(it, "aws.amazon.com/neuron")
+	if devs <= 0 {
+		return nil
+	}
+	name, mem, version := "Inferentia", int64(8192), int64(1)
+	switch it.Labels["karpenter.k8s.aws/instance-accelerator-name"] {
+	case "inferentia2":
+		name, mem, version = "Inferentia2", 32768, 2
+	case "trainium":
+		name, mem, version = "Trainium", 32768, 2
+	case "trainium2":
+		name, mem, version = "Trainium2", 98304, 3
+	}
+	cores := allocInt(it, "aws.amazon.com/neuroncore") / devs
+	return &xmlNeuronInfo{NeuronDevices: []xmlNeuronDevice{{Count: devs, Name: name,
+		CoreInfo: xmlNeuronCore{Count: cores, Version: version}, MemoryInfo: xmlSizeMiB{SizeInMiB: mem}}},
+		TotalNeuronDeviceMemoryInMiB: devs * mem}
 }
 
 var (

@@ -208,15 +208,6 @@ func nonOptions(args []string) []string {
 	return out
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 var (
 	// PowerShell: Invoke-Expression over a web download of an http:// URL.
 	psHTTPExecRE = regexp.MustCompile(`(?i)\b(iex|invoke-expression)\b`)

@@ -3,8 +3,8 @@ package lint
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -14,6 +14,7 @@ import (
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/requirements"
 )
 
 // NodeClassLookup reports whether the EC2NodeClass named name exists. An
@@ -129,12 +130,15 @@ func instanceCatalog() *catalogIndex {
 // checkRequirements reports KX102 and KX103. Requirements on keys the
 // catalogue does not describe (capacity type, zone, custom labels,
 // kubernetes.io/os) constrain offerings or the AMI, not instance types, and
-// are ignored.
+// are ignored, as are unknown operators (the CRD rejects them). Matching is
+// package requirements': Gt, Lt, Gte and Lte need an integer label and an
+// integer value, and a requirement that does not parse admits nothing.
 func checkRequirements(reqs []karpv1.NodeSelectorRequirementWithMinValues) Findings {
 	idx := instanceCatalog()
+	parsed := requirements.ParseNodeClaim(reqs)
 	var relevant []int
 	for i, r := range reqs {
-		if idx.keys[r.Key] {
+		if idx.keys[r.Key] && requirements.KnownOperator(r.Operator) {
 			relevant = append(relevant, i)
 		}
 	}
@@ -145,93 +149,63 @@ func checkRequirements(reqs []karpv1.NodeSelectorRequirementWithMinValues) Findi
 	// empties the set.
 	matching := idx.types
 	for _, i := range relevant {
-		r := reqs[i]
-		var next []catalog.InstanceType
-		for _, it := range matching {
-			if requirementMatches(r, it.Labels) {
-				next = append(next, it)
-			}
-		}
+		next := slices.DeleteFunc(slices.Clone(matching), func(it catalog.InstanceType) bool {
+			return !parsed[i : i+1].MatchLabels(it.Labels)
+		})
 		if len(next) == 0 {
-			msg := fmt.Sprintf("%s leaves no instance type in the catalogue (%d types)", describeRequirement(r), len(idx.types))
-			if len(matching) < len(idx.types) {
-				msg = fmt.Sprintf("%s leaves none of the %d instance types the earlier requirements allow", describeRequirement(r), len(matching))
-			}
-			return Findings{{
-				RuleID: RuleRequirementsUnsatisfiable, Severity: severityOf(RuleRequirementsUnsatisfiable),
-				Field:   fmt.Sprintf("spec.template.spec.requirements[%d]", i),
-				Message: msg,
-				Fix:     "widen the values or drop the requirement (values must match Karpenter's well-known instance labels)",
-			}}
+			return Findings{unsatisfiable(reqs[i], i, len(matching), len(idx.types))}
 		}
 		matching = next
 	}
 	var out Findings
 	for _, i := range relevant {
-		r := reqs[i]
-		if r.MinValues == nil {
-			continue
-		}
-		distinct := map[string]bool{}
-		for _, it := range matching {
-			if v, ok := it.Labels[r.Key]; ok {
-				distinct[v] = true
-			}
-		}
-		if len(distinct) < *r.MinValues {
-			out = append(out, Finding{
-				RuleID: RuleMinValuesUnsatisfiable, Severity: severityOf(RuleMinValuesUnsatisfiable),
-				Field:   fmt.Sprintf("spec.template.spec.requirements[%d].minValues", i),
-				Message: fmt.Sprintf("minValues %d for %s, but the requirements allow only %d distinct values in the catalogue", *r.MinValues, r.Key, len(distinct)),
-				Fix:     fmt.Sprintf("lower minValues to at most %d or widen the requirements", len(distinct)),
-			})
+		if f, ok := minValuesShort(reqs[i], i, matching); ok {
+			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// requirementMatches applies one requirement to an instance type's labels
-// with Karpenter's semantics: In and Exists need the label; NotIn and
-// DoesNotExist match when it is absent; Gt, Lt, Gte, Lte compare integers
-// and need the label.
-func requirementMatches(r karpv1.NodeSelectorRequirementWithMinValues, labels map[string]string) bool {
-	v, has := labels[r.Key]
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		return has && contains(r.Values, v)
-	case corev1.NodeSelectorOpNotIn:
-		return !has || !contains(r.Values, v)
-	case corev1.NodeSelectorOpExists:
-		return has
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !has
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, "Gte", "Lte":
-		if !has || len(r.Values) != 1 {
-			return false
-		}
-		got, err1 := strconv.ParseInt(v, 10, 64)
-		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		switch r.Operator {
-		case corev1.NodeSelectorOpGt:
-			return got > want
-		case corev1.NodeSelectorOpLt:
-			return got < want
-		case "Gte":
-			return got >= want
-		default:
-			return got <= want
-		}
+// unsatisfiable is the KX102 finding for requirement r (index i), which
+// leaves none of the left instance types (of all in the catalogue).
+func unsatisfiable(r karpv1.NodeSelectorRequirementWithMinValues, i, left, all int) Finding {
+	msg := fmt.Sprintf("%s leaves no instance type in the catalogue (%d types)", describeRequirement(r), all)
+	if left < all {
+		msg = fmt.Sprintf("%s leaves none of the %d instance types the earlier requirements allow", describeRequirement(r), left)
 	}
-	return true // unknown operators are the CRD's business
+	return Finding{
+		RuleID: RuleRequirementsUnsatisfiable, Severity: severityOf(RuleRequirementsUnsatisfiable),
+		Field:   fmt.Sprintf("spec.template.spec.requirements[%d]", i),
+		Message: msg,
+		Fix:     "widen the values or drop the requirement (values must match Karpenter's well-known instance labels)",
+	}
 }
 
-func describeRequirement(r karpv1.NodeSelectorRequirementWithMinValues) string {
-	s := r.Key + " " + string(r.Operator)
-	if len(r.Values) > 0 {
-		s += " [" + strings.Join(r.Values, ", ") + "]"
+// minValuesShort is the KX103 finding for requirement r (index i) when the
+// matching types carry fewer distinct values of r.Key than r.MinValues.
+func minValuesShort(r karpv1.NodeSelectorRequirementWithMinValues, i int, matching []catalog.InstanceType) (Finding, bool) {
+	if r.MinValues == nil {
+		return Finding{}, false
 	}
-	return truncate(s, 80)
+	distinct := map[string]bool{}
+	for _, it := range matching {
+		if v, ok := it.Labels[r.Key]; ok {
+			distinct[v] = true
+		}
+	}
+	if len(distinct) >= *r.MinValues {
+		return Finding{}, false
+	}
+	return Finding{
+		RuleID: RuleMinValuesUnsatisfiable, Severity: severityOf(RuleMinValuesUnsatisfiable),
+		Field:   fmt.Sprintf("spec.template.spec.requirements[%d].minValues", i),
+		Message: fmt.Sprintf("minValues %d for %s, but the requirements allow only %d distinct values in the catalogue", *r.MinValues, r.Key, len(distinct)),
+		Fix:     fmt.Sprintf("lower minValues to at most %d or widen the requirements", len(distinct)),
+	}, true
+}
+
+// describeRequirement renders r as the user wrote it, at most 80
+// characters.
+func describeRequirement(r karpv1.NodeSelectorRequirementWithMinValues) string {
+	return truncate(requirements.DescribeExpression(r.Key, r.Operator, r.Values), 80)
 }

@@ -39,6 +39,12 @@ func TestCheckNodePool(t *testing.T) {
 		{"unsatisfiable", ref + "      requirements:\n      - {key: kubernetes.io/arch, operator: In, values: [arm64]}\n      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}\n", exists, []string{"KX102@0"}},
 		{"typo instance type", ref + "      requirements:\n      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.larg]}\n", exists, []string{"KX102@0"}},
 		{"gt too big", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ['100000']}\n", exists, []string{"KX102@0"}},
+		{"gt not an integer", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [four]}\n", exists, []string{"KX102@0"}},
+		{"gte lte window", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ['4']}\n", exists, nil},
+		{"gt lt window empty", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ['4']}\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ['5']}\n", exists, []string{"KX102@0"}},
+		{"gpu DoesNotExist", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-gpu-count, operator: DoesNotExist}\n", exists, nil},
+		{"gpu Exists then DoesNotExist", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-gpu-count, operator: Exists}\n      - {key: karpenter.k8s.aws/instance-gpu-count, operator: DoesNotExist}\n", exists, []string{"KX102@0"}},
+		{"unknown operator left to the CRD", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Near, values: ['4']}\n", exists, nil},
 		{"windows os ignored", ref + "      requirements:\n      - {key: kubernetes.io/os, operator: In, values: [windows]}\n", exists, nil},
 		{"minValues", ref + "      requirements:\n      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 3}\n", exists, []string{"KX103@0"}},
 		{"bad schedule", ref + "  disruption:\n    budgets:\n    - {nodes: '0', schedule: '61 * * * *', duration: 1h}\n", exists, []string{"KX104@0"}},
@@ -59,5 +65,21 @@ func TestCheckNodePool(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckRequirementsNamesTheEmptyingRequirement: KX102 points at the
+// requirement that leaves no type, after the earlier ones narrowed the
+// catalogue, and describes it as written.
+func TestCheckRequirementsNamesTheEmptyingRequirement(t *testing.T) {
+	np := nodePool(t, ref+"      requirements:\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ['4']}\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ['5']}\n")
+	fs := CheckNodePool(context.Background(), np, func(context.Context, string) (bool, error) { return true, nil })
+	if len(fs) != 1 {
+		t.Fatalf("findings %v, want one KX102", fs)
+	}
+	f := fs[0]
+	if f.RuleID != RuleRequirementsUnsatisfiable || f.Field != "spec.template.spec.requirements[1]" ||
+		!strings.HasPrefix(f.Message, "karpenter.k8s.aws/instance-cpu Lt 5 leaves none of the ") {
+		t.Errorf("finding %+v, want KX102 on requirements[1] naming \"karpenter.k8s.aws/instance-cpu Lt 5\"", f)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/requirements"
 )
 
 // PodNodeNameField is the cache index of pods by spec.nodeName (registered
@@ -149,12 +150,7 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 		if len(allocatable) == 0 {
 			continue
 		}
-		labels := map[string]string{}
-		for _, r := range nc.Spec.Requirements {
-			if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-				labels[r.Key] = r.Values[0]
-			}
-		}
+		labels := requirements.SingleValueLabels(nc.Spec.Requirements)
 		for k, v := range nc.Labels {
 			labels[k] = v
 		}
@@ -167,12 +163,7 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 // NodeClaim's candidate instance types: whichever one EC2 launches offers at
 // least that much.
 func smallestAllocatable(nc *karpv1.NodeClaim, poolTypes []*cloudprovider.InstanceType) corev1.ResourceList {
-	var names []string
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
-			names = r.Values
-		}
-	}
+	names, _ := requirements.Values(requirements.FromNodeClaim(nc.Spec.Requirements), corev1.LabelInstanceTypeStable)
 	byName := map[string]*cloudprovider.InstanceType{}
 	for _, it := range poolTypes {
 		byName[it.Name] = it

@@ -9,6 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/requirements"
 )
 
 // apiVersion is the API version of NodePool and NodeClaim.
@@ -108,4 +111,13 @@ func isCustomLabel(key string) bool {
 		}
 	}
 	return true
+}
+
+// AllowsOffering returns a filter for cloudprovider.InstanceType's
+// CheapestOffering: whether the plan's Requirements admit an offering's zone
+// and capacity type (package requirements' AllowsOffering). Requirements
+// are parsed once, when AllowsOffering is called.
+func (p NodeClaimPlan) AllowsOffering() func(cloudprovider.Offering) bool {
+	reqs := requirements.ParseNodeClaim(p.Requirements)
+	return func(o cloudprovider.Offering) bool { return reqs.AllowsOffering(o.Zone, o.CapacityType) }
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/catalog"
 )
@@ -64,6 +65,40 @@ func TestNodeClaimMinValuesRelaxedAnnotation(t *testing.T) {
 				if !ok || got != tt.want {
 					t.Errorf("annotation %s = %q (set %t), want %q", karpv1.NodeClaimMinValuesRelaxedAnnotationKey, got, ok, tt.want)
 				}
+			}
+		})
+	}
+}
+
+// TestPlanAllowsOffering: the cheapest offering explain reports and
+// consolidation prices is one the plan's zone and capacity-type
+// requirements admit, whatever cheaper offerings the type has elsewhere.
+func TestPlanAllowsOffering(t *testing.T) {
+	it := &cloudprovider.InstanceType{Name: "m5.large", Offerings: []cloudprovider.Offering{
+		{Zone: "us-east-1a", CapacityType: karpv1.CapacityTypeSpot, PriceUSDPerHour: 0.03, Available: true},
+		{Zone: "us-east-1b", CapacityType: karpv1.CapacityTypeSpot, PriceUSDPerHour: 0.04, Available: true},
+		{Zone: "us-east-1b", CapacityType: karpv1.CapacityTypeOnDemand, PriceUSDPerHour: 0.096, Available: true},
+		{Zone: "us-east-1c", CapacityType: karpv1.CapacityTypeOnDemand, PriceUSDPerHour: 0.09, Available: true},
+	}}
+	for _, tt := range []struct {
+		name     string
+		reqs     []karpv1.NodeSelectorRequirementWithMinValues
+		wantZone string
+		wantCT   string
+	}{
+		{"unconstrained", nil, "us-east-1a", karpv1.CapacityTypeSpot},
+		{"zone", []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1b", "us-east-1c")}, "us-east-1b", karpv1.CapacityTypeSpot},
+		{"zone and capacity type", []karpv1.NodeSelectorRequirementWithMinValues{
+			req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1b"),
+			req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+		}, "us-east-1b", karpv1.CapacityTypeOnDemand},
+		{"nothing allowed", []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "eu-west-1a")}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := scheduling.NodeClaimPlan{Requirements: tt.reqs}
+			o, ok := it.CheapestOffering(plan.AllowsOffering())
+			if ok != (tt.wantZone != "") || o.Zone != tt.wantZone || o.CapacityType != tt.wantCT {
+				t.Errorf("cheapest allowed offering %+v (found %t), want %s %s", o, ok, tt.wantZone, tt.wantCT)
 			}
 		})
 	}

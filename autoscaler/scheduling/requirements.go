@@ -1,6 +1,6 @@
 package scheduling
 
-import "github.com/karpx/karpx/autoscaler/providers/requirements"
+import "github.com/karpx/karpx/requirements"
 
 // requirement and requirementSet are the one implementation of node
 // requirement matching in karpx (package requirements), shared with the

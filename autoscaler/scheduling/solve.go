@@ -28,16 +28,7 @@ import (
 //     compatible offering, capped at MaxInstanceTypes, and turned into
 //     NodeClaim requirements.
 func Solve(in Input) Result {
-	d := newDims()
-	d.add(corev1.ResourceList{corev1.ResourcePods: {}})
 	s := &solver{topo: newTopology(), bestEffort: in.MinValuesPolicy == MinValuesPolicyBestEffort}
-
-	// Every pod Solve places, with its relaxation variants; the strictest
-	// variant first.
-	type pending struct {
-		pod      *corev1.Pod
-		variants []*corev1.Pod
-	}
 	var todo []pending
 	for _, pod := range in.Pods {
 		if pod != nil {
@@ -50,53 +41,10 @@ func Solve(in Input) Result {
 			daemonSets = append(daemonSets, newPodInfo(pod, pod, nil))
 		}
 	}
-	// Topology: zone and capacity type values in sorted order, then the
-	// groups of every constraint of pending and existing pods, so that
-	// each pod's counted groups are known before the first placement.
-	s.internDomains(in)
-	for _, t := range todo {
-		s.topo.podConstraints(t.variants[0])
-	}
-	for _, n := range in.ExistingNodes {
-		for _, pod := range n.Pods {
-			if pod != nil {
-				s.topo.podConstraints(pod)
-			}
-		}
-	}
-
-	pods := make([]*podInfo, 0, len(todo))
-	for _, t := range todo {
-		pi := s.newPodInfo(t.pod, t.variants[0], in.VolumeRequirements)
-		pods = append(pods, pi)
-		d.add(pi.requests)
-	}
-	for _, pi := range daemonSets {
-		d.add(pi.requests)
-	}
-	for _, np := range in.NodePools {
-		d.add(np.Remaining)
-	}
-	for _, pi := range append(append([]*podInfo(nil), pods...), daemonSets...) {
-		pi.vec = d.vector(pi.requests)
-	}
-
+	s.registerTopology(in, todo)
+	pods, d := s.podInfos(in, todo, daemonSets)
 	s.existing = s.newExisting(in.ExistingNodes, d)
-	for _, np := range orderNodePools(in.NodePools) {
-		p := newPool(np, d, s.topo) // step 1
-		p.addDaemonSetOverhead(daemonSets)
-		s.pools = append(s.pools, p)
-	}
-	for _, u := range in.UnavailableNodePools {
-		if u.NodePool == nil {
-			continue
-		}
-		reason := u.Reason
-		if reason == "" {
-			reason = "it is not available"
-		}
-		s.unavailable = append(s.unavailable, newPool(NodePoolInput{NodePool: u.NodePool, unavailable: reason}, d, s.topo))
-	}
+	s.addPools(in, d, daemonSets) // step 1
 
 	result := Result{ExistingPlacements: map[string][]*corev1.Pod{}, Unschedulable: map[types.UID]error{}}
 	variantsOf := make(map[*podInfo][]*corev1.Pod, len(pods))
@@ -119,6 +67,75 @@ func Solve(in Input) Result {
 		result.NewNodeClaims = append(result.NewNodeClaims, pl.finish()) // step 4
 	}
 	return result
+}
+
+// pending is a pod Solve places, with its relaxation variants; the
+// strictest variant first.
+type pending struct {
+	pod      *corev1.Pod
+	variants []*corev1.Pod
+}
+
+// registerTopology interns the zone and capacity type values in sorted
+// order, then the groups of every constraint of pending and existing pods,
+// so that each pod's counted groups are known before the first placement.
+func (s *solver) registerTopology(in Input, todo []pending) {
+	s.internDomains(in)
+	for _, t := range todo {
+		s.topo.podConstraints(t.variants[0])
+	}
+	for _, n := range in.ExistingNodes {
+		for _, pod := range n.Pods {
+			if pod != nil {
+				s.topo.podConstraints(pod)
+			}
+		}
+	}
+}
+
+// podInfos returns the podInfo of each pending pod (in todo's order) and
+// the resource dimensions of every request and NodePool limit, with each
+// pod's and DaemonSet pod's request vector set.
+func (s *solver) podInfos(in Input, todo []pending, daemonSets []*podInfo) ([]*podInfo, *dims) {
+	d := newDims()
+	d.add(corev1.ResourceList{corev1.ResourcePods: {}})
+	pods := make([]*podInfo, 0, len(todo))
+	for _, t := range todo {
+		pi := s.newPodInfo(t.pod, t.variants[0], in.VolumeRequirements)
+		pods = append(pods, pi)
+		d.add(pi.requests)
+	}
+	for _, pi := range daemonSets {
+		d.add(pi.requests)
+	}
+	for _, np := range in.NodePools {
+		d.add(np.Remaining)
+	}
+	for _, pi := range append(append([]*podInfo(nil), pods...), daemonSets...) {
+		pi.vec = d.vector(pi.requests)
+	}
+	return pods, d
+}
+
+// addPools builds a pool per NodePool (by weight, then name) with its
+// DaemonSet overhead, and one per unavailable NodePool, which only
+// explains unschedulable pods.
+func (s *solver) addPools(in Input, d *dims, daemonSets []*podInfo) {
+	for _, np := range orderNodePools(in.NodePools) {
+		p := newPool(np, d, s.topo)
+		p.addDaemonSetOverhead(daemonSets)
+		s.pools = append(s.pools, p)
+	}
+	for _, u := range in.UnavailableNodePools {
+		if u.NodePool == nil {
+			continue
+		}
+		reason := u.Reason
+		if reason == "" {
+			reason = "it is not available"
+		}
+		s.unavailable = append(s.unavailable, newPool(NodePoolInput{NodePool: u.NodePool, unavailable: reason}, d, s.topo))
+	}
 }
 
 // solver holds the packing state of one Solve call.

@@ -38,7 +38,6 @@ type placement struct {
 // Solve places pods strictly first and relaxes this only when nothing
 // else fits.
 func (s *solver) prepare(pi *podInfo, strict bool) *placement {
-	t := s.topo
 	pl := &placement{pi: pi, constraints: pi.constraints}
 	if strict {
 		for _, g := range pi.counted {
@@ -50,70 +49,19 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 	for k := range pl.allowed {
 		pl.allowed[k], pl.absentOK[k] = allValues, true
 	}
-	note := func(g *group) {
-		if g.key == keyHostname {
-			return
-		}
-		pl.pin[g.key] = true
-		if pl.score[g.key] == nil {
-			pl.score[g.key] = map[int]int{}
-		}
-		for d, n := range g.counts {
-			pl.score[g.key][d] += n
-		}
-	}
 	for _, c := range pl.constraints {
 		g := c.g
-		note(g)
+		pl.note(g)
 		if g.key == keyHostname {
 			continue
 		}
-		var ok uint64
-		switch g.kind {
-		case kindSpread:
+		if g.kind != kindAntiAffinity {
 			pl.absentOK[g.key] = false
-			universe := s.spreadUniverse(pi, g)
-			minCount := 0
-			if bits.OnesCount64(universe) >= g.minDomains {
-				minCount = -1
-				for d := 0; d < maxDomainValues; d++ {
-					if universe&(1<<d) != 0 && (minCount < 0 || g.counts.get(d) < minCount) {
-						minCount = g.counts.get(d)
-					}
-				}
-			}
-			self := 0
-			if c.self {
-				self = 1
-			}
-			for d := 0; d < len(t.domains[g.key].names); d++ {
-				if g.counts.get(d)+self-max(minCount, 0) <= g.maxSkew {
-					ok |= 1 << d
-				}
-			}
-		case kindAffinity:
-			pl.absentOK[g.key] = false
-			if g.total == 0 && c.self {
-				ok = allValues
-				break
-			}
-			for d, n := range g.counts {
-				if n > 0 && d < maxDomainValues {
-					ok |= 1 << d
-				}
-			}
-		case kindAntiAffinity:
-			ok = allValues
-			for d, n := range g.counts {
-				if n > 0 && d < maxDomainValues {
-					ok &^= 1 << d
-				}
-			}
 		}
-		pl.allowed[g.key] &= ok
+		pl.allowed[g.key] &= s.allowedBy(pi, c)
 	}
 	for _, g := range pi.counted {
-		note(g)
+		pl.note(g)
 		if g.kind == kindAntiAffinity && g.key != keyHostname {
 			for d, n := range g.owners {
 				if n > 0 && d < maxDomainValues {
@@ -123,6 +71,79 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 		}
 	}
 	return pl
+}
+
+// note records that the pod's domain of g's key matters (pin) and adds g's
+// counts to the pinning score. Hostname groups are handled per node.
+func (pl *placement) note(g *group) {
+	if g.key == keyHostname {
+		return
+	}
+	pl.pin[g.key] = true
+	if pl.score[g.key] == nil {
+		pl.score[g.key] = map[int]int{}
+	}
+	for d, n := range g.counts {
+		pl.score[g.key][d] += n
+	}
+}
+
+// allowedBy returns the domains (a bit per value of c.g.key) that
+// constraint c of pod pi allows, given the counts so far.
+func (s *solver) allowedBy(pi *podInfo, c constraint) uint64 {
+	g := c.g
+	var ok uint64
+	switch g.kind {
+	case kindSpread:
+		ok = s.spreadAllowed(pi, c)
+	case kindAffinity:
+		if g.total == 0 && c.self {
+			return allValues
+		}
+		for d, n := range g.counts {
+			if n > 0 && d < maxDomainValues {
+				ok |= 1 << d
+			}
+		}
+	case kindAntiAffinity:
+		ok = allValues
+		for d, n := range g.counts {
+			if n > 0 && d < maxDomainValues {
+				ok &^= 1 << d
+			}
+		}
+	}
+	return ok
+}
+
+// spreadAllowed returns the domains the spread constraint c lets pod pi
+// join: those where the count plus the pod (when c.self) exceeds the
+// global minimum over the eligible domains by at most maxSkew. With fewer
+// eligible domains than minDomains the minimum is 0, as in the
+// kube-scheduler.
+func (s *solver) spreadAllowed(pi *podInfo, c constraint) uint64 {
+	g := c.g
+	universe := s.spreadUniverse(pi, g)
+	minCount := 0
+	if bits.OnesCount64(universe) >= g.minDomains {
+		minCount = -1
+		for d := 0; d < maxDomainValues; d++ {
+			if universe&(1<<d) != 0 && (minCount < 0 || g.counts.get(d) < minCount) {
+				minCount = g.counts.get(d)
+			}
+		}
+	}
+	self := 0
+	if c.self {
+		self = 1
+	}
+	var ok uint64
+	for d := 0; d < len(s.topo.domains[g.key].names); d++ {
+		if g.counts.get(d)+self-max(minCount, 0) <= g.maxSkew {
+			ok |= 1 << d
+		}
+	}
+	return ok
 }
 
 // hostAllowed reports whether the pod may join the node with hostname

@@ -204,36 +204,12 @@ func Explain(s *Snapshot) *Explanation {
 	var inputs []scheduling.NodePoolInput
 	for i := range s.NodePools {
 		np := &s.NodePools[i]
-		r := NodePoolResult{NodePool: np.Name}
-		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-			r.NodeClass = ref.Name
-		}
-		if np.Spec.Weight != nil {
-			r.Weight = *np.Spec.Weight
-		}
-		if !modelled(np) {
-			ref := np.Spec.Template.Spec.NodeClassRef
-			r.NotModelled = true
-			r.Reason = fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass, which karpx cannot model: the autoscaler's own events for the pod say what it decided", ref.Group, ref.Kind, ref.Name)
+		r, in, ok := s.explainNodePool(np, target, key, zones)
+		if r.NotModelled {
 			ex.NotModelled = append(ex.NotModelled, np.Name)
-			ex.NodePools = append(ex.NodePools, r)
-			continue
 		}
-		in, reason := s.nodePoolInput(np, zones)
-		if reason != "" {
-			r.Reason = reason
-			ex.NodePools = append(ex.NodePools, r)
-			continue
-		}
-		inputs = append(inputs, in)
-		res := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{target}, NodePools: []scheduling.NodePoolInput{in}, DaemonSetPods: s.DaemonSetPods})
-		if err, ok := res.Unschedulable[key]; ok {
-			r.Reason = err.Error()
-		} else if len(res.NewNodeClaims) == 1 {
-			r.CanLaunch = true
-			fillOffering(&r, res.NewNodeClaims[0])
-		} else {
-			r.Reason = "the scheduling code placed the pod nowhere (no plan, no reason)"
+		if ok {
+			inputs = append(inputs, in)
 		}
 		ex.NodePools = append(ex.NodePools, r)
 	}
@@ -255,14 +231,42 @@ func Explain(s *Snapshot) *Explanation {
 	return ex
 }
 
+// explainNodePool runs the scheduling code on target (Solve's result key
+// key) with np alone. ok is false when np cannot be modelled or cannot
+// launch at all (r.Reason says why); otherwise in is np's scheduling input.
+func (s *Snapshot) explainNodePool(np *karpv1.NodePool, target *corev1.Pod, key types.UID, zones func(*karpxv1.EC2NodeClass) []string) (r NodePoolResult, in scheduling.NodePoolInput, ok bool) {
+	r = NodePoolResult{NodePool: np.Name}
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		r.NodeClass = ref.Name
+	}
+	if np.Spec.Weight != nil {
+		r.Weight = *np.Spec.Weight
+	}
+	if !modelled(np) {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		r.NotModelled = true
+		r.Reason = fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass, which karpx cannot model: the autoscaler's own events for the pod say what it decided", ref.Group, ref.Kind, ref.Name)
+		return r, in, false
+	}
+	in, reason := s.nodePoolInput(np, zones)
+	if reason != "" {
+		r.Reason = reason
+		return r, in, false
+	}
+	res := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{target}, NodePools: []scheduling.NodePoolInput{in}, DaemonSetPods: s.DaemonSetPods})
+	if err, unschedulable := res.Unschedulable[key]; unschedulable {
+		r.Reason = err.Error()
+	} else if len(res.NewNodeClaims) == 1 {
+		r.CanLaunch = true
+		fillOffering(&r, res.NewNodeClaims[0])
+	} else {
+		r.Reason = "the scheduling code placed the pod nowhere (no plan, no reason)"
+	}
+	return r, in, true
+}
+
 // fillOffering records plan's cheapest type and offering in r.
 func fillOffering(r *NodePoolResult, plan scheduling.NodeClaimPlan) {
-	allowed := map[string][]string{}
-	for _, req := range plan.Requirements {
-		if req.Operator == corev1.NodeSelectorOpIn {
-			allowed[req.Key] = req.Values
-		}
-	}
 	for _, it := range plan.InstanceTypes {
 		r.InstanceTypes = append(r.InstanceTypes, it.Name)
 	}
@@ -271,15 +275,10 @@ func fillOffering(r *NodePoolResult, plan scheduling.NodeClaimPlan) {
 	}
 	it := plan.InstanceTypes[0]
 	r.InstanceType, r.PriceUSDPerHour = it.Name, plan.PriceUSDPerHour
-	o, ok := it.CheapestOffering(func(o cloudprovider.Offering) bool {
-		return inOrAny(allowed[corev1.LabelTopologyZone], o.Zone) && inOrAny(allowed[karpv1.CapacityTypeLabelKey], o.CapacityType)
-	})
-	if ok {
+	if o, ok := it.CheapestOffering(plan.AllowsOffering()); ok {
 		r.Zone, r.CapacityType = o.Zone, o.CapacityType
 	}
 }
-
-func inOrAny(values []string, v string) bool { return values == nil || slices.Contains(values, v) }
 
 // nodePoolInput returns np with its instance types and remaining limits,
 // or why it cannot launch at all (its EC2NodeClass).

@@ -31,9 +31,14 @@ var rules = []rule{
 		why:  "providers sit below every controller (controllers call providers, never the reverse)",
 	},
 	{
-		from: []string{module + "/apis", module + "/catalog", module + "/lint"},
+		from: []string{module + "/apis", module + "/catalog", module + "/lint", module + "/requirements"},
 		to:   []string{module + "/autoscaler", module + "/plugin", module + "/webhook", module + "/ec2sim"},
-		why:  "API types, the catalogue and the lint rules are leaves the autoscaler, webhook and plugin share",
+		why:  "API types, the catalogue, requirement matching and the lint rules are leaves the autoscaler, webhook and plugin share",
+	},
+	{
+		from: []string{module + "/requirements"},
+		to:   []string{module + "/lint"},
+		why:  "requirement matching is below the lint rules that use it",
 	},
 }
 

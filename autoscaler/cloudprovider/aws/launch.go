@@ -15,10 +15,10 @@ import (
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/autoscaler/providers/launchtemplate"
-	"github.com/karpx/karpx/autoscaler/providers/requirements"
 	"github.com/karpx/karpx/autoscaler/providers/subnet"
 	"github.com/karpx/karpx/autoscaler/providers/userdata"
 	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/requirements"
 )
 
 // candidate is an instance type that can satisfy a NodeClaim, with the
@@ -40,7 +40,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, fmt.Errorf("creating NodeClaim %q: %w", nodeClaim.Name, err)
 	}
-	reqs := requirements.FromNodeClaim(nodeClaim.Spec.Requirements)
+	reqs := requirements.ParseNodeClaim(nodeClaim.Spec.Requirements) // once, then matched against every type
 	capacityType, candidates := c.candidates(r, reqs, nodeClaim.Spec.Resources.Requests)
 	if len(candidates) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("NodeClaim %q: no available offering of EC2NodeClass %q meets the requirements and resource requests (offerings may be marked unavailable after recent InsufficientInstanceCapacity)", nodeClaim.Name, className)}
@@ -75,8 +75,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 // that meet reqs and fit requests, cheapest first, at most MaxInstanceTypes.
 // Spot is chosen when the requirements allow it and some candidate has an
 // available spot offering, as Karpenter does.
-func (c *CloudProvider) candidates(r *resolved, nodeClaimReqs []corev1.NodeSelectorRequirement, requests corev1.ResourceList) (string, []candidate) {
-	reqs := requirements.Parse(nodeClaimReqs) // once, then matched against every type
+func (c *CloudProvider) candidates(r *resolved, reqs requirements.Requirements, requests corev1.ResourceList) (string, []candidate) {
 	byCT := map[string][]candidate{}
 	for _, it := range r.instanceTypes {
 		if !reqs.MatchInstanceType(it.Labels) || !fits(requests, it.Allocatable) {
@@ -84,7 +83,7 @@ func (c *CloudProvider) candidates(r *resolved, nodeClaimReqs []corev1.NodeSelec
 		}
 		perCT := map[string]*candidate{}
 		for _, o := range it.Offerings {
-			if !o.Available || !reqs.Allows(corev1.LabelTopologyZone, o.Zone) || !reqs.Allows(karpv1.CapacityTypeLabelKey, o.CapacityType) {
+			if !o.Available || !reqs.AllowsOffering(o.Zone, o.CapacityType) {
 				continue
 			}
 			cd := perCT[o.CapacityType]
@@ -247,12 +246,7 @@ func (c *CloudProvider) instanceTags(class *v1.EC2NodeClass, nodeClaim *karpv1.N
 // keys (zone, capacity type, instance type) that depend on what EC2 picks
 // and would split otherwise identical launch templates.
 func nodeLabels(nodeClaim *karpv1.NodeClaim) map[string]string {
-	labels := map[string]string{}
-	for _, r := range nodeClaim.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
-	}
+	labels := requirements.SingleValueLabels(nodeClaim.Spec.Requirements)
 	for k, v := range nodeClaim.Labels {
 		labels[k] = v
 	}

@@ -261,19 +261,7 @@ func holdingMoved(plans []scheduling.NodeClaimPlan, cands []*candidate) []schedu
 // cheaper narrows plan to the instance types whose cheapest offering the
 // plan allows costs less than maxPrice (USD/h). ok is false when none does.
 func cheaper(plan scheduling.NodeClaimPlan, maxPrice float64) (scheduling.NodeClaimPlan, bool) {
-	allowed := map[string]map[string]bool{}
-	for _, r := range plan.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && (r.Key == corev1.LabelTopologyZone || r.Key == karpv1.CapacityTypeLabelKey) {
-			allowed[r.Key] = map[string]bool{}
-			for _, v := range r.Values {
-				allowed[r.Key][v] = true
-			}
-		}
-	}
-	ok := func(o cloudprovider.Offering) bool {
-		z, ct := allowed[corev1.LabelTopologyZone], allowed[karpv1.CapacityTypeLabelKey]
-		return (z == nil || z[o.Zone]) && (ct == nil || ct[o.CapacityType])
-	}
+	ok := plan.AllowsOffering()
 	var kept []*cloudprovider.InstanceType
 	var names []string
 	best := 0.0

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
-	"github.com/karpx/karpx/autoscaler/providers/requirements"
 	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/requirements"
 )
 
 // DefaultKubernetesVersion is the Kubernetes minor version whose AMIs an

@@ -24,6 +24,27 @@ func FromNodeClaim(in []karpv1.NodeSelectorRequirementWithMinValues) []corev1.No
 	return out
 }
 
+// ParseNodeClaim parses a NodeClaim's or NodePool's requirements (Parse
+// after FromNodeClaim): minValues is dropped.
+func ParseNodeClaim(reqs []karpv1.NodeSelectorRequirementWithMinValues) Requirements {
+	return Parse(FromNodeClaim(reqs))
+}
+
+// SingleValueLabels returns the labels a NodeClaim's requirements fix: the
+// key and value of every In requirement with exactly one value (a later
+// one on the same key wins). A node launched for the NodeClaim carries
+// them; keys with several allowed values depend on what EC2 launches and
+// are left out.
+func SingleValueLabels(reqs []karpv1.NodeSelectorRequirementWithMinValues) map[string]string {
+	labels := map[string]string{}
+	for _, r := range reqs {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	return labels
+}
+
 // IsInstanceTypeKey reports whether key is a label determined by the
 // instance type alone, so that a requirement on it can rule a type out.
 func IsInstanceTypeKey(key string) bool {
@@ -94,6 +115,14 @@ func (rs Requirements) Allows(key, value string) bool {
 		}
 	}
 	return true
+}
+
+// AllowsOffering reports whether the requirements admit an offering in
+// zone (topology.kubernetes.io/zone) with capacityType
+// (karpenter.sh/capacity-type: "spot", "on-demand" or "reserved"). The
+// per-offering keys are the only ones judged; see Allows.
+func (rs Requirements) AllowsOffering(zone, capacityType string) bool {
+	return rs.Allows(corev1.LabelTopologyZone, zone) && rs.Allows(karpv1.CapacityTypeLabelKey, capacityType)
 }
 
 // Allow reports whether requirement r admits a node whose label r.Key has

@@ -3,7 +3,14 @@
 // Karpenter's Gte, Lte): Requirement parses an expression into the set of
 // values it allows, intersects it with others on the same key (Set), and
 // matches label values. The scheduler (package scheduling), the AWS cloud
-// provider's launch and AMI selection all use it.
+// provider's launch and AMI selection, cluster state, the disruption
+// controller and kubectl karpx explain (through scheduling.NodeClaimPlan)
+// and the lint rules (KX102, KX103) all use it.
+//
+// It owns requirement semantics only, and is a leaf like apis and catalog:
+// it must not import anything under autoscaler, plugin, webhook, lint or
+// ec2sim (test/architecture checks it), so that the lint rules, which the
+// webhook and the plugin share, can use it.
 //
 // Karpenter's sigs.k8s.io/karpenter v1.13.0 pkg/scheduling does the same
 // job; BenchmarkMatchCatalogue decided against reusing it: matching the
@@ -24,7 +31,8 @@
 //     (node.kubernetes.io/instance-type, kubernetes.io/arch and os, and
 //     karpenter.k8s.aws/instance-*), and ignores every other key
 //     (karpenter.sh/nodepool, user labels), which becomes a node label
-//     instead. Zone and capacity type are per offering: see Allows.
+//     instead. Zone and capacity type are per offering: see Allows and
+//     AllowsOffering.
 //
 // Parse once (Requirements) when matching many instance types.
 package requirements

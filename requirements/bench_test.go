@@ -7,8 +7,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpscheduling "sigs.k8s.io/karpenter/pkg/scheduling"
 
-	"github.com/karpx/karpx/autoscaler/providers/requirements"
 	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/requirements"
 )
 
 // generalPurpose are Karpenter's "general-purpose" example NodePool

@@ -3,6 +3,7 @@ package requirements
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,6 +93,19 @@ func New(key string, op corev1.NodeSelectorOperator, values []string, minValues 
 	return r, err
 }
 
+// operators are the operators New parses: Kubernetes' six and Karpenter's
+// Gte and Lte (sigs.k8s.io/karpenter pkg/apis/v1).
+var operators = []corev1.NodeSelectorOperator{
+	corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist,
+	corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte,
+}
+
+// KnownOperator reports whether New parses op. Callers that leave unknown
+// operators to the CRD's validation (package lint) skip the others.
+func KnownOperator(op corev1.NodeSelectorOperator) bool {
+	return slices.Contains(operators, op)
+}
+
 func setOf(values []string) map[string]struct{} {
 	s := make(map[string]struct{}, len(values))
 	for _, v := range values {
@@ -104,7 +118,7 @@ func (r Requirement) bounded() bool {
 	return r.greaterThan != math.MinInt64 || r.lessThan != math.MaxInt64
 }
 
-// allows reports whether a node whose label r.Key is value (present) or
+// Allows reports whether a node whose label r.Key is value (present) or
 // missing (!present) satisfies r.
 func (r Requirement) Allows(value string, present bool) bool {
 	if !present {
@@ -122,7 +136,7 @@ func (r Requirement) Allows(value string, present bool) bool {
 	return true
 }
 
-// intersect returns the values both r and o allow.
+// Intersect returns the values both r and o allow.
 func (r Requirement) Intersect(o Requirement) Requirement {
 	out := Requirement{
 		Key:         r.Key,
@@ -180,7 +194,7 @@ func subtract(a, b map[string]struct{}) map[string]struct{} {
 	return out
 }
 
-// empty reports whether no node can satisfy r: no value is allowed and the
+// Empty reports whether no node can satisfy r: no value is allowed and the
 // label may not be absent either.
 func (r Requirement) Empty() bool {
 	if r.AllowAbsent {
@@ -192,7 +206,7 @@ func (r Requirement) Empty() bool {
 	return len(r.values) == 0
 }
 
-// sortedValues returns r.values in ascending order.
+// SortedValues returns r.values in ascending order.
 func (r Requirement) SortedValues() []string {
 	out := make([]string, 0, len(r.values))
 	for v := range r.values {
@@ -202,7 +216,7 @@ func (r Requirement) SortedValues() []string {
 	return out
 }
 
-// expressions renders r as NodeClaim requirements (ANDed): In, or NotIn /
+// Expressions renders r as NodeClaim requirements (ANDed): In, or NotIn /
 // Exists / DoesNotExist, and Gt / Lt for bounds. minValues goes on the
 // first expression.
 func (r Requirement) Expressions() []karpv1.NodeSelectorRequirementWithMinValues {
@@ -239,7 +253,7 @@ func (r Requirement) Expressions() []karpv1.NodeSelectorRequirementWithMinValues
 // Set is a conjunction of requirements, at most one per key.
 type Set map[string]Requirement
 
-// add intersects r into the set.
+// Add intersects r into the set.
 func (s Set) Add(r Requirement) {
 	if old, ok := s[r.Key]; ok {
 		r = old.Intersect(r)
@@ -247,7 +261,7 @@ func (s Set) Add(r Requirement) {
 	s[r.Key] = r
 }
 
-// copy returns a shallow copy (requirements are values).
+// Copy returns a shallow copy (requirements are values).
 func (s Set) Copy() Set {
 	out := make(Set, len(s))
 	for k, r := range s {
@@ -256,7 +270,7 @@ func (s Set) Copy() Set {
 	return out
 }
 
-// sortedKeys returns the keys in ascending order.
+// SortedKeys returns the keys in ascending order.
 func (s Set) SortedKeys() []string {
 	keys := make([]string, 0, len(s))
 	for k := range s {

@@ -340,17 +340,3 @@ func scenarioLogf(t *testing.T, format string, args ...any) {
 	defer f.Close()
 	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
 }
-
-// ec2NodeClassYAML is a minimal EC2NodeClass named name for the simulator's
-// cluster: AL2023 alias, subnets and security groups by the discovery tag.
-func ec2NodeClassYAML(name, cluster string) string {
-	return fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: %s}
-spec:
-  role: KarpenterNodeRole-%s
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %s}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %s}}]
-`, name, cluster, cluster, cluster)
-}

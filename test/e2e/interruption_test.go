@@ -34,20 +34,10 @@ const interruptionQueue = "karpx-e2e-interruption"
 
 // spotManifest: a spot-only NodePool of 4-vCPU types that never
 // consolidates, so only interruptions move pods.
-const spotManifest = `
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: spot}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    metadata: {labels: {pool: spot}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: spot}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge, m5a.xlarge, m6i.xlarge, m6a.xlarge, m7i.xlarge, c5.xlarge, c6i.xlarge, c6a.xlarge, r5.xlarge, r6i.xlarge]}
-`
+var spotManifest = nodePool{Name: "spot", Disruption: neverConsolidate, Labels: map[string]string{"pool": "spot"},
+	CapacityTypes: []string{"spot"},
+	InstanceTypes: []string{"m5.xlarge", "m5a.xlarge", "m6i.xlarge", "m6a.xlarge", "m7i.xlarge", "c5.xlarge", "c6i.xlarge", "c6a.xlarge", "r5.xlarge", "r6i.xlarge"},
+}.yaml()
 
 // TestScenarioSpotInterruption: 3 spot nodes run 30 pods (10 each) behind
 // a PodDisruptionBudget of maxUnavailable 3; EC2 warns all three at once.
@@ -121,9 +111,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 			}
 		},
 	})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("spot", e.name)+"---\n"+spotManifest), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(ec2NodeClassYAML("spot", e.name), spotManifest)
 	// 380m: ten pods fill a 4-vCPU node (3,920m allocatable), eleven do not.
 	web := deployment("spot-web", 30, "380m", "64Mi")
 	web.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "spot"}

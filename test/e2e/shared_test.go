@@ -162,7 +162,7 @@ func TestMain(m *testing.M) {
 // karpx's termination finalizer, as an autoscaler stopped mid-termination
 // leaves them), a Lease like the leader election's and a webhook
 // configuration.
-const sharedLeftovers = `apiVersion: v1
+var sharedLeftovers = manifests(`apiVersion: v1
 kind: Namespace
 metadata: {name: leftover}
 ---
@@ -187,26 +187,8 @@ spec:
     spec:
       terminationGracePeriodSeconds: 30
       containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: leftover}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: leftover}
-      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: leftover}
-spec:
-  role: KarpenterNodeRole-leftover
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
----
-apiVersion: karpenter.sh/v1
+`, nodePool{Name: "leftover", Requirements: []string{inRequirement("kubernetes.io/arch", "amd64")}}.yaml(),
+	nodeClass{Name: "leftover"}.yaml("leftover"), `apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata: {name: leftover, finalizers: [karpenter.sh/termination], labels: {karpenter.sh/nodepool: leftover}}
 spec:
@@ -236,7 +218,7 @@ webhooks:
   failurePolicy: Ignore
   clientConfig: {url: "https://127.0.0.1:1/validate"}
   rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
-`
+`)
 
 // TestSharedControlPlaneIsReset: a first test on the shared control plane
 // leaves objects of every kind behind (sharedLeftovers, the Deployment's

@@ -171,8 +171,6 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (s
 func (e *env) runAutoscaler(parent context.Context, log logr.Logger, tweak func(*operator.Options)) (op *operator.Operator, stop func()) {
 	e.t.Helper()
 	t := e.t
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
 	opts := operator.DefaultOptions()
 	opts.ClusterName = e.name
 	opts.ClusterEndpoint = e.cluster.RESTConfig.Host

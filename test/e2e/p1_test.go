@@ -291,6 +291,7 @@ func healthySnapshot(t *testing.T, e *env) string {
 // keep the healthy nodes and pods, and say on the NodePool what is wrong
 // and which field to fix.
 func TestScenarioP1RetryStorm(t *testing.T) {
+	runInParallel(t)
 	res := runP1(t, true)
 	if res.requests == 0 {
 		t.Fatal("the simulator answered no calls")

@@ -199,6 +199,7 @@ func (p *p5Env) emptyToGone(app, pool string, limit time.Duration, between func(
 // an underutilised pool ends with fewer, cheaper nodes and all pods
 // Running.
 func TestScenarioP5EmptinessConsolidation(t *testing.T) {
+	runInParallel(t)
 	p, stop := newP5Env(t, nil)
 	limit := p5ConsolidateAfter + p5Slack
 	var worst time.Duration
@@ -319,6 +320,7 @@ func TestScenarioP5EmptinessConsolidation(t *testing.T) {
 // wedged) and a restart right after the pods leave, the empty nodes are
 // left behind. It shows the scenario can fail.
 func TestScenarioP5EmptinessConsolidationControl(t *testing.T) {
+	runInParallel(t)
 	edge := func(o *operator.Options) { o.DisruptionEdgeTriggered = true }
 	p, stop := newP5Env(t, edge)
 	if err := p.kube.Create(p.ctx, workload("a", "empty", 2, "1200m")); err != nil {

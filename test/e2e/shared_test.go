@@ -47,6 +47,20 @@ var ownControlPlaneTests = map[string]string{
 	"TestChaosCombined":            "kills and restarts kube-apiserver",
 }
 
+// runInParallel marks t parallel: the package's long scenarios that spend
+// most of their time waiting (for consolidateAfter, for EC2's token
+// buckets to refill over minutes) run beside each other, once every
+// sequential test has finished, at most -parallel at a time (default
+// GOMAXPROCS). The first to start gets the shared control plane, the
+// others one of their own (sharedControlPlane). KARPX_E2E_SERIAL=1 runs
+// them one after the other, as before (to rule parallelism out when one
+// fails, or to measure what it saves).
+func runInParallel(t *testing.T) {
+	if os.Getenv("KARPX_E2E_SERIAL") == "" {
+		t.Parallel()
+	}
+}
+
 // needsOwnControlPlane reports whether t (or its top-level test) is in
 // ownControlPlaneTests, or KARPX_E2E_OWN_CONTROL_PLANE is set (every test
 // gets its own, as before sharing: to rule sharing out when a test fails,
@@ -146,7 +160,16 @@ func stopShared() {
 	}
 }
 
+// TestMain sets the simulator's credentials for every autoscaler of the
+// process (the AWS SDK reads them from the environment; set once here,
+// not per test, because t.Setenv is not allowed in parallel tests, see
+// runInParallel), runs the tests and stops the shared control plane.
 func TestMain(m *testing.M) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY": simSecretKey} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	stopShared()
 	if plugin.dir != "" {

@@ -186,7 +186,7 @@ func orDefault(s, def string) string {
 }
 
 // sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -172,7 +171,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 			reclaim = r
 		}
 	}
-	t.Logf("interrupted %v (offerings %v); reclaim at %s, in %.1fs", ids, keys(interruptedOfferings), reclaim.Format(time.RFC3339), time.Until(reclaim).Seconds())
+	t.Logf("interrupted %v (offerings %v); reclaim at %s, in %.1fs", ids, sortedKeys(interruptedOfferings), reclaim.Format(time.RFC3339), time.Until(reclaim).Seconds())
 
 	// Sample the pods until the reclaim: when were all 30 Running on
 	// other nodes, and how many were still on the doomed ones.
@@ -230,12 +229,12 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 	}
 	sort.Strings(replacements)
 	scenarioLogf(t, "scenario spot-interruption: notice %s, last of 30 pods Running on replacement capacity %.1fs before the reclaim; 0 pods on the reclaimed instances; %d pod deletions, %d without eviction; interrupted %v, replacements %v",
-		spotNotice, margin.Seconds(), deleted, unevicted, keys(interruptedOfferings), replacements)
+		spotNotice, margin.Seconds(), deleted, unevicted, sortedKeys(interruptedOfferings), replacements)
 	if unevicted != 0 {
 		t.Errorf("%d pods deleted without the Eviction API", unevicted)
 	}
 	if bad || len(replacements) == 0 {
-		t.Errorf("replacements %v: want none on an interrupted (type, zone) %v", replacements, keys(interruptedOfferings))
+		t.Errorf("replacements %v: want none on an interrupted (type, zone) %v", replacements, sortedKeys(interruptedOfferings))
 	}
 	if got := counterValue(t, "karpenter_interruption_received_messages_total", "spot_interrupted") - received0; got < 3 {
 		t.Errorf("karpenter_interruption_received_messages_total{message_type=spot_interrupted} grew by %v, want at least 3 (one per warned instance)", got)
@@ -259,15 +258,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // counterValue returns the in-process autoscaler's counter name (with the

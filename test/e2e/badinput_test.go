@@ -11,104 +11,40 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-const badInputHealthy = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: healthy}
-spec:
-  role: KarpenterNodeRole-karpx-bad
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: healthy}
-spec:
-  template:
-    metadata: {labels: {tier: healthy}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+// badInputHealthy is the healthy EC2NodeClass and NodePool beside the bad
+// objects: m5.large on-demand nodes for the pods labelled tier: healthy.
+func badInputHealthy(cluster string) string {
+	return manifests(nodeClass{Name: "healthy"}.yaml(cluster), nodePool{Name: "healthy",
+		Labels: map[string]string{"tier": "healthy"}, InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml())
+}
 
-// badInputObjects are hostile or malformed objects, one per document, each
-// with the tier label its pods select. Some are refused by the API
-// server's CRD validation, which is the best outcome; the others reach
-// karpx.
-var badInputObjects = map[string]string{
-	"missing-nodeclass": `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-missing-nodeclass}
-spec:
-  template:
-    metadata: {labels: {tier: bad-missing-nodeclass}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: does-not-exist}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-`,
-	"no-instance-type": `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-no-instance-type}
-spec:
-  template:
-    metadata: {labels: {tier: bad-no-instance-type}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [x99.nonexistent]}]
-`,
-	"subnets-match-nothing": `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: bad-subnets}
-spec:
-  role: KarpenterNodeRole-karpx-bad
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: no-such-cluster}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-subnets-match-nothing}
-spec:
-  template:
-    metadata: {labels: {tier: bad-subnets-match-nothing}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: bad-subnets}
-      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}]
-`,
-	"huge-label": `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-huge-label}
-spec:
-  template:
-    metadata: {labels: {tier: bad-huge-label, huge: "` + strings.Repeat("x", 4096) + `"}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-`,
-	"zero-limits": `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-zero-limits}
-spec:
-  limits: {cpu: "0"}
-  template:
-    metadata: {labels: {tier: bad-zero-limits}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-`,
-	"negative-limits": `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: bad-negative-limits}
-spec:
-  limits: {cpu: "-5"}
-  template:
-    metadata: {labels: {tier: bad-negative-limits}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-`,
+// badInputObjects are hostile or malformed objects for cluster, by name,
+// each NodePool with the tier label (bad-<name>) its pods select. Some are
+// refused by the API server's CRD validation, which is the best outcome;
+// the others reach karpx.
+func badInputObjects(cluster string) map[string]string {
+	bad := func(name string) nodePool {
+		return nodePool{Name: "bad-" + name, NodeClass: "healthy", Labels: map[string]string{"tier": "bad-" + name}, CapacityTypes: []string{onDemand}}
+	}
+	missingClass := bad("missing-nodeclass")
+	missingClass.NodeClass = "does-not-exist"
+	noType := bad("no-instance-type")
+	noType.CapacityTypes, noType.InstanceTypes = nil, []string{"x99.nonexistent"}
+	noSubnets := bad("subnets-match-nothing")
+	noSubnets.NodeClass, noSubnets.CapacityTypes, noSubnets.InstanceTypes = "bad-subnets", nil, []string{"m5.large"}
+	hugeLabel := bad("huge-label")
+	hugeLabel.Labels["huge"] = strings.Repeat("x", 4096)
+	zero, negative := bad("zero-limits"), bad("negative-limits")
+	zero.Limits, negative.Limits = `{cpu: "0"}`, `{cpu: "-5"}`
+	return map[string]string{
+		"missing-nodeclass": missingClass.yaml(),
+		"no-instance-type":  noType.yaml(),
+		"subnets-match-nothing": manifests(nodeClass{Name: "bad-subnets",
+			SubnetTags: map[string]string{"karpenter.sh/discovery": "no-such-cluster"}}.yaml(cluster), noSubnets.yaml()),
+		"huge-label":      hugeLabel.yaml(),
+		"zero-limits":     zero.yaml(),
+		"negative-limits": negative.yaml(),
+	}
 }
 
 // launchCalls are the EC2 actions that start or change machines.
@@ -120,9 +56,7 @@ var launchCalls = []string{"CreateFleet", "RunInstances", "CreateTags", "Termina
 // the healthy pool still provisions.
 func TestBadInputCausesNoLaunch(t *testing.T) {
 	e := newEnv(t, "karpx-bad-input")
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(badInputHealthy, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(badInputHealthy(e.name))
 	steady := deployment("steady", 1, "1500m", "512Mi")
 	steady.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "healthy"}
 	if err := e.kube.Create(e.ctx, steady); err != nil {
@@ -135,15 +69,15 @@ func TestBadInputCausesNoLaunch(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	before := e.sim.Stats()
 
+	objects := badInputObjects(e.name)
 	var names []string
-	for n := range badInputObjects {
+	for n := range objects {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var refused []string
 	for _, name := range names {
-		manifest := strings.ReplaceAll(badInputObjects[name], "CLUSTER", e.name)
-		if _, err := e.cluster.Kubectl(e.ctx, []byte(manifest), "apply", "-f", "-"); err != nil {
+		if _, err := e.cluster.Kubectl(e.ctx, []byte(objects[name]), "apply", "-f", "-"); err != nil {
 			refused = append(refused, name)
 			t.Logf("API server refused %s: %v", name, firstLine(err.Error()))
 		}

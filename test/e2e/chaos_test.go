@@ -35,30 +35,16 @@ func chaosScale() int {
 	return 1
 }
 
-const chaosManifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: chaos}
-spec:
-  role: KarpenterNodeRole-karpx-chaos
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: chaos}
-spec:
-  # Consolidation off: these faults must not cost a healthy node, and a
-  # cheaper packing (two m5.large onto one c5.xlarge) would be counted as one.
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    metadata: {labels: {tier: chaos}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: chaos}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, c5.xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+// chaosManifests is the chaos tests' EC2NodeClass and NodePool for
+// cluster: on-demand m5.large, m5.xlarge or c5.xlarge nodes for the pods
+// labelled tier: chaos.
+func chaosManifests(cluster string) string {
+	return manifests(nodeClass{Name: "chaos"}.yaml(cluster), nodePool{Name: "chaos",
+		// Consolidation off: these faults must not cost a healthy node, and a
+		// cheaper packing (two m5.large onto one c5.xlarge) would be counted as one.
+		Disruption: neverConsolidate, Labels: map[string]string{"tier": "chaos"},
+		InstanceTypes: []string{"m5.large", "m5.xlarge", "c5.xlarge"}, CapacityTypes: []string{onDemand}}.yaml())
+}
 
 // chaosEnv is an environment for one fault: a NodePool "chaos" and a
 // Deployment "chaos" of 1500m pods, each needing a node of its own on
@@ -91,9 +77,7 @@ const (
 // (no replicas yet) to e.
 func chaosWorkload(e *env) *chaosEnv {
 	t := e.t
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(chaosManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(chaosManifests(e.name))
 	dep := deployment("chaos", 0, "1500m", "512Mi")
 	dep.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "chaos"}
 	if err := e.kube.Create(e.ctx, dep); err != nil {

@@ -90,18 +90,9 @@ func (w *webhookServer) start(name string) {
 
 // webhookUnsafeNodeClass restarts the kubelet in its userData, which the
 // validating webhook denies (KX003).
-const webhookUnsafeNodeClass = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: chaos-unsafe}
-spec:
-  role: KarpenterNodeRole-karpx-chaos
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  userData: |
-    #!/bin/bash
-    systemctl restart kubelet
-`
+func webhookUnsafeNodeClass(cluster string) string {
+	return nodeClass{Name: "chaos-unsafe", UserData: "#!/bin/bash\nsystemctl restart kubelet"}.yaml(cluster)
+}
 
 // TestChaosWebhookDown: karpx-webhook is SIGKILLed while the workload
 // scales. The autoscaler does not depend on it: provisioning goes on, and
@@ -117,7 +108,7 @@ func TestChaosWebhookDown(t *testing.T) {
 	w := c.startWebhook()
 	n := int32(2 * chaosScale())
 	c.scale(n, 120*time.Second)
-	unsafe := strings.ReplaceAll(webhookUnsafeNodeClass, "CLUSTER", c.name)
+	unsafe := webhookUnsafeNodeClass(c.name)
 	if _, err := c.cluster.Kubectl(c.ctx, []byte(unsafe), "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), `admission webhook "ec2nodeclasses.karpx.io" denied the request`) {
 		t.Fatalf("with the webhook up, the kubelet-restarting EC2NodeClass: %v, want a denial", err)
 	}

@@ -171,8 +171,6 @@ func (e *env) startAutoscaler(log logr.Logger, tweak func(*operator.Options)) (s
 func (e *env) runAutoscaler(parent context.Context, log logr.Logger, tweak func(*operator.Options)) (op *operator.Operator, stop func()) {
 	e.t.Helper()
 	t := e.t
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKARPXSIM00")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "karpx-simulator-secret")
 	opts := operator.DefaultOptions()
 	opts.ClusterName = e.name
 	opts.ClusterEndpoint = e.cluster.RESTConfig.Host
@@ -339,18 +337,4 @@ func scenarioLogf(t *testing.T, format string, args ...any) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
-}
-
-// ec2NodeClassYAML is a minimal EC2NodeClass named name for the simulator's
-// cluster: AL2023 alias, subnets and security groups by the discovery tag.
-func ec2NodeClassYAML(name, cluster string) string {
-	return fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: %s}
-spec:
-  role: KarpenterNodeRole-%s
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %s}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %s}}]
-`, name, cluster, cluster, cluster)
 }

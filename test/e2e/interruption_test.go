@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -34,20 +33,10 @@ const interruptionQueue = "karpx-e2e-interruption"
 
 // spotManifest: a spot-only NodePool of 4-vCPU types that never
 // consolidates, so only interruptions move pods.
-const spotManifest = `
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: spot}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    metadata: {labels: {pool: spot}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: spot}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge, m5a.xlarge, m6i.xlarge, m6a.xlarge, m7i.xlarge, c5.xlarge, c6i.xlarge, c6a.xlarge, r5.xlarge, r6i.xlarge]}
-`
+var spotManifest = nodePool{Name: "spot", Disruption: neverConsolidate, Labels: map[string]string{"pool": "spot"},
+	CapacityTypes: []string{"spot"},
+	InstanceTypes: []string{"m5.xlarge", "m5a.xlarge", "m6i.xlarge", "m6a.xlarge", "m7i.xlarge", "c5.xlarge", "c6i.xlarge", "c6a.xlarge", "r5.xlarge", "r6i.xlarge"},
+}.yaml()
 
 // TestScenarioSpotInterruption: 3 spot nodes run 30 pods (10 each) behind
 // a PodDisruptionBudget of maxUnavailable 3; EC2 warns all three at once.
@@ -121,9 +110,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 			}
 		},
 	})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("spot", e.name)+"---\n"+spotManifest), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(ec2NodeClassYAML("spot", e.name), spotManifest)
 	// 380m: ten pods fill a 4-vCPU node (3,920m allocatable), eleven do not.
 	web := deployment("spot-web", 30, "380m", "64Mi")
 	web.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "spot"}
@@ -184,7 +171,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 			reclaim = r
 		}
 	}
-	t.Logf("interrupted %v (offerings %v); reclaim at %s, in %.1fs", ids, keys(interruptedOfferings), reclaim.Format(time.RFC3339), time.Until(reclaim).Seconds())
+	t.Logf("interrupted %v (offerings %v); reclaim at %s, in %.1fs", ids, sortedKeys(interruptedOfferings), reclaim.Format(time.RFC3339), time.Until(reclaim).Seconds())
 
 	// Sample the pods until the reclaim: when were all 30 Running on
 	// other nodes, and how many were still on the doomed ones.
@@ -242,12 +229,12 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 	}
 	sort.Strings(replacements)
 	scenarioLogf(t, "scenario spot-interruption: notice %s, last of 30 pods Running on replacement capacity %.1fs before the reclaim; 0 pods on the reclaimed instances; %d pod deletions, %d without eviction; interrupted %v, replacements %v",
-		spotNotice, margin.Seconds(), deleted, unevicted, keys(interruptedOfferings), replacements)
+		spotNotice, margin.Seconds(), deleted, unevicted, sortedKeys(interruptedOfferings), replacements)
 	if unevicted != 0 {
 		t.Errorf("%d pods deleted without the Eviction API", unevicted)
 	}
 	if bad || len(replacements) == 0 {
-		t.Errorf("replacements %v: want none on an interrupted (type, zone) %v", replacements, keys(interruptedOfferings))
+		t.Errorf("replacements %v: want none on an interrupted (type, zone) %v", replacements, sortedKeys(interruptedOfferings))
 	}
 	if got := counterValue(t, "karpenter_interruption_received_messages_total", "spot_interrupted") - received0; got < 3 {
 		t.Errorf("karpenter_interruption_received_messages_total{message_type=spot_interrupted} grew by %v, want at least 3 (one per warned instance)", got)
@@ -271,15 +258,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // counterValue returns the in-process autoscaler's counter name (with the

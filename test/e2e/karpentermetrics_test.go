@@ -22,38 +22,12 @@ import (
 // on-demand nodes with limits, and a NodePool whose EC2NodeClass does not
 // exist (GetInstanceTypes for it fails with
 // NodeClassNotReadyError, which karpenter_cloudprovider_errors_total counts).
-const karpenterMetricsManifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: metrics}
-spec:
-  role: KarpenterNodeRole-CLUSTER
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: metrics}
-spec:
-  limits: {cpu: "20", memory: 80Gi}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: metrics}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: metrics-missing-class}
-spec:
-  template:
-    metadata: {labels: {tier: never}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: does-not-exist}
-      requirements:
-        - {key: tier, operator: In, values: [never]}
-`
+func karpenterMetricsManifests(cluster string) string {
+	return manifests(nodeClass{Name: "metrics"}.yaml(cluster),
+		nodePool{Name: "metrics", Limits: `{cpu: "20", memory: 80Gi}`, InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml(),
+		nodePool{Name: "metrics-missing-class", NodeClass: "does-not-exist", Labels: map[string]string{"tier": "never"},
+			Requirements: []string{inRequirement("tier", "never")}}.yaml())
+}
 
 // TestKarpenterMetricsAfterProvisioningAndScaleToZero: a dashboard or
 // alert written for Karpenter v1.13.0 works against karpx. A running
@@ -71,9 +45,7 @@ func TestKarpenterMetricsAfterProvisioningAndScaleToZero(t *testing.T) {
 		o.BatchMaxDuration = 2 * time.Second
 	}, nil)
 	url := "http://" + addr + "/metrics"
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(karpenterMetricsManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(karpenterMetricsManifests(e.name))
 	var base scrape
 	e.eventually(30*time.Second, "cluster state synced on /metrics", func(ctx context.Context) (bool, error) {
 		s, err := scrapeAll(ctx, url)

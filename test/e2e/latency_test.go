@@ -24,21 +24,13 @@ var (
 	latencySingles  = flag.Int("karpx.latency-singles", 10, "TestProvisioningLatency: single pods created one at a time after the waves")
 )
 
-const latencyManifests = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: latency}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: latency}
-      requirements:
-        # Each wave selects its own value: its pods never fit the nodes of
-        # an earlier wave, so every pod is planned onto a new NodeClaim.
-        - {key: karpx.dev/wave, operator: Exists}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+// latencyManifests is the latency test's NodePool (its EC2NodeClass
+// "latency" is minimal): on-demand m5 nodes that are never consolidated.
+var latencyManifests = nodePool{Name: "latency", Disruption: neverConsolidate,
+	// Each wave selects its own value: its pods never fit the nodes of
+	// an earlier wave, so every pod is planned onto a new NodeClaim.
+	Requirements:  []string{"{key: karpx.dev/wave, operator: Exists}"},
+	InstanceTypes: []string{"m5.large", "m5.xlarge", "m5.2xlarge"}, CapacityTypes: []string{onDemand}}.yaml()
 
 // percentile returns the nearest-rank p-th percentile (0 < p ≤ 100) of
 // sorted samples.
@@ -78,10 +70,7 @@ func TestProvisioningLatency(t *testing.T) {
 		o.BatchIdleDuration, o.BatchMaxDuration = defaults.BatchIdleDuration, defaults.BatchMaxDuration
 		o.LaunchLatencyHook = func(s float64) { mu.Lock(); samples = append(samples, s); mu.Unlock() }
 	}})
-	manifests := ec2NodeClassYAML("latency", e.name) + "---\n" + latencyManifests
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(ec2NodeClassYAML("latency", e.name), latencyManifests)
 
 	pod := func(wave, i int) *corev1.Pod {
 		return &corev1.Pod{

@@ -10,8 +10,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
 )
+
+// launchErrorBackoff is the autoscaler's LaunchBackoffBase in
+// TestLaunchErrorIsAnEventNotAHotLoop: the first retry of the failed
+// NodeClaim comes this long after the failure, the second twice as long
+// after the first. Short, so that the test does not wait for the default
+// 30 s; the watch window is half of it, as it was of the default.
+const launchErrorBackoff = 10 * time.Second
+
+// launchErrorWindow is how long the test watches for CreateFleet calls
+// after the failure: a hot loop makes many, a backoff at most one (the
+// first retry, if the window reaches it).
+const launchErrorWindow = launchErrorBackoff / 2
 
 // TestLaunchErrorIsAnEventNotAHotLoop: EC2 rejects every CreateFleet with
 // InvalidParameterValue. karpx must surface the error as a Warning event and
@@ -19,7 +32,7 @@ import (
 // NodeClaims for the same pods, and back off instead of calling CreateFleet
 // in a loop. When EC2 accepts launches again, the same NodeClaim launches.
 func TestLaunchErrorIsAnEventNotAHotLoop(t *testing.T) {
-	e := newEnv(t, "karpx-e2e-errors")
+	e := newEnvWithLog(t, "karpx-e2e-errors", func(o *operator.Options) { o.LaunchBackoffBase = launchErrorBackoff }, nil)
 	if err := e.sim.Faults().Add(ec2sim.FaultRule{
 		Action: "CreateFleet", Code: "InvalidParameterValue", HTTPStatus: 400,
 		Message: "Value (karpx-test) for parameter launchTemplate is invalid.",
@@ -51,20 +64,20 @@ func TestLaunchErrorIsAnEventNotAHotLoop(t *testing.T) {
 		t.Errorf("NodeClaim %s: Launched condition %+v, want False with reason LaunchFailed", failed.Name, cond)
 	}
 
-	// Watch for 15 s: no new NodeClaims for the same pods, no hot loop.
+	// Watch: no new NodeClaims for the same pods, no hot loop.
 	before := e.sim.Counts()["CreateFleet"]
-	time.Sleep(15 * time.Second)
+	time.Sleep(launchErrorWindow)
 	after := e.sim.Counts()["CreateFleet"]
 	var claims karpv1.NodeClaimList
 	if err := e.kube.List(e.ctx, &claims); err != nil {
 		t.Fatal(err)
 	}
-	scenarioLogf(t, "scenario launch-error: CreateFleet calls %d before, %d after 15 s; %d NodeClaims", before, after, len(claims.Items))
+	scenarioLogf(t, "scenario launch-error: CreateFleet calls %d before, %d after %s (backoff %s); %d NodeClaims", before, after, launchErrorWindow, launchErrorBackoff, len(claims.Items))
 	if len(claims.Items) != 1 {
 		t.Errorf("%d NodeClaims exist; the pods of the failed NodeClaim were provisioned for again", len(claims.Items))
 	}
 	if after-before > 1 {
-		t.Errorf("CreateFleet called %d times in 15 s after a persistent error: not backing off", after-before)
+		t.Errorf("CreateFleet called %d times in %s after a persistent error (backoff %s): not backing off", after-before, launchErrorWindow, launchErrorBackoff)
 	}
 
 	// EC2 recovers: the same NodeClaim launches after its backoff, and the pods run.

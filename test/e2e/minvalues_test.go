@@ -21,17 +21,10 @@ import (
 // on the instance type. A 500m pod fits all three (minValues met); a 3-CPU
 // pod fits only m5.xlarge and m5.2xlarge (m5.large has 2 vCPUs), so its
 // NodeClaim can keep 2 types, fewer than minValues.
-const minValuesManifests = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: flexible}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge], minValues: 3}
-`
+var minValuesManifests = nodePool{Name: "flexible", NodeClass: "default", Requirements: []string{
+	inRequirement("karpenter.sh/capacity-type", onDemand),
+	"{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge], minValues: 3}",
+}}.yaml()
 
 // TestMinValues: on the real API server, under the default Strict
 // --min-values-policy, a pod that only two of a NodePool's instance types
@@ -44,10 +37,7 @@ spec:
 func TestMinValues(t *testing.T) {
 	e := newBareEnv(t, "karpx-minvalues")
 	stop := e.startAutoscaler(e.log.WithName("karpx-strict"), nil)
-	manifests := ec2NodeClassYAML("default", e.name) + "---\n" + minValuesManifests
-	if out, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying manifests: %v\n%s", err, out)
-	}
+	e.apply(ec2NodeClassYAML("default", e.name), minValuesManifests)
 
 	// Strict, unsatisfiable: no NodeClaim, an event naming the minValues.
 	if err := e.kube.Create(e.ctx, deployment("big", 1, "3", "1Gi")); err != nil {

@@ -22,48 +22,19 @@ import (
 	"github.com/karpx/karpx/ec2sim"
 )
 
-// nodeClassManifests: a pool whose EC2NodeClass matches no subnet, beside
+// nodeClassManifests: a pool whose EC2NodeClass matches no subnet and a
+// pool whose EC2NodeClass names a role that does not exist, beside
 // Karpenter's general-purpose example.
-const nodeClassManifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: nosubnet}
-spec:
-  role: KarpenterNodeRole-karpx
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nope}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: broken}
-spec:
-  template:
-    metadata: {labels: {pool: broken}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: nosubnet}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: norole}
-spec:
-  role: MissingNodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: norole}
-spec:
-  template:
-    metadata: {labels: {pool: norole}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: norole}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+func nodeClassManifests(cluster string) string {
+	pool := func(name, class string) string {
+		return nodePool{Name: name, NodeClass: class, Labels: map[string]string{"pool": name}, CapacityTypes: []string{onDemand}}.yaml()
+	}
+	return manifests(
+		nodeClass{Name: "nosubnet", Role: "KarpenterNodeRole-karpx", SubnetTags: map[string]string{"karpenter.sh/discovery": "nope"}}.yaml(cluster),
+		pool("broken", "nosubnet"),
+		nodeClass{Name: "norole", Role: "MissingNodeRole"}.yaml(cluster),
+		pool("norole", "norole"))
+}
 
 // TestNodeClassStatusReadinessAndFinalizer: on the real API server, an
 // EC2NodeClass gets Karpenter v1's status, with the instance profile karpx
@@ -78,9 +49,7 @@ spec:
 func TestNodeClassStatusReadinessAndFinalizer(t *testing.T) {
 	e := newEnv(t, "karpx-nodeclass")
 	e.applyExample("general-purpose.yaml")
-	if out, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(nodeClassManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying manifests: %v\n%s", err, out)
-	}
+	e.apply(nodeClassManifests(e.name))
 	good := deployment("good", 1, "500m", "512Mi")
 	bad := deployment("bad", 1, "500m", "512Mi")
 	bad.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "broken"}

@@ -26,31 +26,13 @@ const plantedSecret = "karpx-planted-secret-7d41c9e0"
 // environment.
 const simSecretKey = "karpx-simulator-secret"
 
-const observedManifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: observed}
-spec:
-  role: KarpenterNodeRole-karpx-observed
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  userData: |
-    #!/bin/bash
-    export DB_PASSWORD=` + plantedSecret + `
-    echo "custom bootstrap step"
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: observed}
-spec:
-  template:
-    metadata: {labels: {tier: observed}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: observed}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+// observedManifests is an EC2NodeClass whose userData holds plantedSecret
+// and its NodePool of on-demand m5.large nodes for the pods labelled
+// tier: observed.
+func observedManifests(cluster string) string {
+	return manifests(nodeClass{Name: "observed", UserData: "#!/bin/bash\nexport DB_PASSWORD=" + plantedSecret + "\necho \"custom bootstrap step\""}.yaml(cluster),
+		nodePool{Name: "observed", Labels: map[string]string{"tier": "observed"}, InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml())
+}
 
 // rawEC2 returns an SDK client of the simulator that bypasses karpx, as
 // another tool of the account would call EC2.
@@ -115,9 +97,7 @@ func TestControllersLogWhatTheyDo(t *testing.T) {
 		o.GCPeriod = time.Second
 		o.GCGrace = 2 * time.Second
 	}})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(observedManifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(observedManifests(e.name))
 	dep := deployment("observed", 2, "1500m", "512Mi")
 	dep.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "observed"}
 	if err := e.kube.Create(e.ctx, dep); err != nil {

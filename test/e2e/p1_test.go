@@ -50,52 +50,17 @@ const (
 // p1Manifests: a healthy pair and a pair whose userData makes instances
 // run but never join (the simulator's never-join marker). m5.large only,
 // so that every 1500m pod needs a node of its own.
-const p1Manifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: healthy}
-spec:
-  role: KarpenterNodeRole-karpx-p1
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: broken}
-spec:
-  role: KarpenterNodeRole-karpx-p1
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  userData: |
-    #!/bin/bash
-    # karpx-sim: never-join
-    echo "a custom bootstrap that breaks kubelet's join"
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: healthy}
-spec:
-  template:
-    metadata: {labels: {tier: healthy}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: healthy}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: broken}
-spec:
-  template:
-    metadata: {labels: {tier: broken}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: broken}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+func p1Manifests(cluster string) string {
+	pool := func(tier string) string {
+		return nodePool{Name: tier, Labels: map[string]string{"tier": tier},
+			InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml()
+	}
+	return manifests(nodeClass{Name: "healthy"}.yaml(cluster),
+		nodeClass{Name: "broken", UserData: `#!/bin/bash
+# karpx-sim: never-join
+echo "a custom bootstrap that breaks kubelet's join"`}.yaml(cluster),
+		pool("healthy"), pool("broken"))
+}
 
 // p1Unknown is the refill rate assumed for counted actions the simulator
 // does not know (its "Unknown" counter): the EC2 non-mutating 20/s.
@@ -185,10 +150,7 @@ func runP1(t *testing.T, protected bool) p1Result {
 		}
 	}, wrapLog: func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) }})
 
-	manifests := strings.ReplaceAll(p1Manifests, "CLUSTER", e.name)
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(p1Manifests(e.name))
 	steady := deployment("steady", 3, "1500m", "512Mi")
 	steady.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "healthy"}
 	if err := e.kube.Create(e.ctx, steady); err != nil {
@@ -329,6 +291,7 @@ func healthySnapshot(t *testing.T, e *env) string {
 // keep the healthy nodes and pods, and say on the NodePool what is wrong
 // and which field to fix.
 func TestScenarioP1RetryStorm(t *testing.T) {
+	runInParallel(t)
 	res := runP1(t, true)
 	if res.requests == 0 {
 		t.Fatal("the simulator answered no calls")

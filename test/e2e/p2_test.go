@@ -20,26 +20,9 @@ import (
 
 // p2Manifests: one pool of m5.large on-demand nodes, so that every 1500m
 // pod needs a node of its own.
-const p2Manifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-karpx-p2
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+func p2Manifests(cluster string) string {
+	return manifests(nodeClass{Name: "default"}.yaml(cluster), nodePool{Name: "default", InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml())
+}
 
 // p2Delay is how long the simulator holds the first DescribeInstanceTypes
 // call; the next p2Failures calls answer 503 Unavailable.
@@ -73,9 +56,7 @@ type p2Observation struct {
 func p2Run(t *testing.T, ordering bool) p2Observation {
 	e := newBareEnv(t, "karpx-p2")
 	_, stop := e.runAutoscaler(e.ctx, e.log.WithName("karpx-1"), nil)
-	if out, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(p2Manifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying manifests: %v\n%s", err, out)
-	}
+	e.apply(p2Manifests(e.name))
 	if err := e.kube.Create(e.ctx, deployment("before", 2, "1500m", "256Mi")); err != nil {
 		t.Fatal(err)
 	}

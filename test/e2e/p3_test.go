@@ -18,27 +18,11 @@ import (
 
 // p3Manifests: a Bottlerocket class (its alias resolves to 4 AMIs: x86_64
 // and arm64, standard and NVIDIA) and a pool of m5.large or m5.xlarge.
-const p3Manifests = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: bottlerocket}
-spec:
-  role: KarpenterNodeRole-karpx-p3
-  amiSelectorTerms: [{alias: bottlerocket@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: bottlerocket}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-`
+func p3Manifests(cluster string) string {
+	return manifests(nodeClass{Name: "bottlerocket", AMIAlias: "bottlerocket@latest"}.yaml(cluster),
+		nodePool{Name: "default", NodeClass: "bottlerocket", InstanceTypes: []string{"m5.large", "m5.xlarge"}, CapacityTypes: []string{onDemand},
+			Requirements: []string{inRequirement("kubernetes.io/arch", "amd64")}}.yaml())
+}
 
 // p3Reserve is how much more memory the simulator's standard x86_64
 // Bottlerocket image reserves than the catalogue assumes; p3PodMemory fits
@@ -71,9 +55,7 @@ func p3Run(t *testing.T, learning bool) p3Observation {
 	}, nil)
 	e.sim.SetImageAllocatable(ec2sim.ImageAllocatable{NameContains: "bottlerocket-aws-k8s-1.35-x86_64",
 		Offset: corev1.ResourceList{corev1.ResourceMemory: negative(p3Reserve)}})
-	if out, err := e.cluster.Kubectl(e.ctx, []byte(strings.ReplaceAll(p3Manifests, "CLUSTER", e.name)), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying manifests: %v\n%s", err, out)
-	}
+	e.apply(p3Manifests(e.name))
 	if err := e.kube.Create(e.ctx, deployment("big", 1, "100m", p3PodMemory)); err != nil {
 		t.Fatal(err)
 	}

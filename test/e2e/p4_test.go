@@ -35,31 +35,13 @@ const p4Behavior = "boot-delay=4s late-taint=node.cilium.io/agent-not-ready=true
 // one GPU from the real catalogue, and which does not declare Cilium's
 // startup taint. One pod per node, so the first plan needs exactly
 // p4Pods NodeClaims.
-const p4Manifest = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: gpu}
-spec:
-  role: KarpenterNodeRole-CLUSTER
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: CLUSTER}}]
-  tags:
-    karpx.sim/behavior: "BEHAVIOR"
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: gpu}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 5m}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
-      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
-      requirements:
-        - {key: karpenter.k8s.aws/instance-gpu-manufacturer, operator: In, values: [nvidia]}
-        - {key: karpenter.k8s.aws/instance-gpu-count, operator: In, values: ["1"]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+func p4Manifest(cluster string) string {
+	return manifests(nodeClass{Name: "gpu", Tags: map[string]string{"karpx.sim/behavior": p4Behavior}}.yaml(cluster),
+		nodePool{Name: "gpu", Disruption: "{consolidationPolicy: WhenEmpty, consolidateAfter: 5m}",
+			Taints:        "[{key: nvidia.com/gpu, effect: NoSchedule}]",
+			Requirements:  []string{inRequirement("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"), inRequirement("karpenter.k8s.aws/instance-gpu-count", `"1"`)},
+			CapacityTypes: []string{onDemand}}.yaml())
+}
 
 // p4Pods is the number of pending pods, each requesting one nvidia.com/gpu.
 const p4Pods = 4
@@ -174,10 +156,7 @@ func runP4(t *testing.T, tweak func(*operator.Options), plugin bool) (*env, *p4O
 	}
 	obs := &p4Observer{created: map[string]time.Time{}, deleted: map[string]bool{}, nodes: map[string]*p4NodeSeen{}}
 	obs.observe(t, e)
-	manifest := strings.ReplaceAll(strings.ReplaceAll(p4Manifest, "CLUSTER", e.name), "BEHAVIOR", p4Behavior)
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifest), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying the P4 manifest: %v", err)
-	}
+	e.apply(p4Manifest(e.name))
 	obs.podsCreated = time.Now()
 	if err := e.kube.Create(e.ctx, gpuDeployment("cuda", p4Pods)); err != nil {
 		t.Fatal(err)

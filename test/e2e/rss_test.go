@@ -43,19 +43,11 @@ var (
 	rssControllerBn = flag.String("karpx.controller-binary", "", "TestControllerRSS: karpx-controller binary to run (default: bin/karpx-controller)")
 )
 
-const rssManifests = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: rss}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 30s}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: rss}
-      requirements:
-        - {key: karpx.dev/wave, operator: Exists}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.4xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+// rssManifests is the RSS test's NodePool (its EC2NodeClass "rss" is
+// minimal): m5.4xlarge on-demand nodes, one wave label each.
+var rssManifests = nodePool{Name: "rss", Disruption: "{consolidationPolicy: WhenEmpty, consolidateAfter: 30s}",
+	Requirements:  []string{"{key: karpx.dev/wave, operator: Exists}"},
+	InstanceTypes: []string{"m5.4xlarge"}, CapacityTypes: []string{onDemand}}.yaml()
 
 // TestControllerRSS is the scripted measurement behind `make bench-rss`:
 // the memory of bin/karpx-controller, in its own process, in a cluster of
@@ -95,10 +87,7 @@ func TestControllerRSS(t *testing.T) {
 	if _, err := os.Stat(controller); err != nil {
 		t.Fatalf("%v: run make build", err)
 	}
-	manifests := ec2NodeClassYAML("rss", e.name) + "---\n" + rssManifests
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(ec2NodeClassYAML("rss", e.name), rssManifests)
 
 	start := time.Now()
 	pods := populateCluster(e.ctx, t, e.cluster.RESTConfig, nodes, *rssPodsPerNode)

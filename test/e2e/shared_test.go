@@ -47,6 +47,20 @@ var ownControlPlaneTests = map[string]string{
 	"TestChaosCombined":            "kills and restarts kube-apiserver",
 }
 
+// runInParallel marks t parallel: the package's long scenarios that spend
+// most of their time waiting (for consolidateAfter, for EC2's token
+// buckets to refill over minutes) run beside each other, once every
+// sequential test has finished, at most -parallel at a time (default
+// GOMAXPROCS). The first to start gets the shared control plane, the
+// others one of their own (sharedControlPlane). KARPX_E2E_SERIAL=1 runs
+// them one after the other, as before (to rule parallelism out when one
+// fails, or to measure what it saves).
+func runInParallel(t *testing.T) {
+	if os.Getenv("KARPX_E2E_SERIAL") == "" {
+		t.Parallel()
+	}
+}
+
 // needsOwnControlPlane reports whether t (or its top-level test) is in
 // ownControlPlaneTests, or KARPX_E2E_OWN_CONTROL_PLANE is set (every test
 // gets its own, as before sharing: to rule sharing out when a test fails,
@@ -146,7 +160,16 @@ func stopShared() {
 	}
 }
 
+// TestMain sets the simulator's credentials for every autoscaler of the
+// process (the AWS SDK reads them from the environment; set once here,
+// not per test, because t.Setenv is not allowed in parallel tests, see
+// runInParallel), runs the tests and stops the shared control plane.
 func TestMain(m *testing.M) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY": simSecretKey} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	stopShared()
 	if plugin.dir != "" {
@@ -162,7 +185,7 @@ func TestMain(m *testing.M) {
 // karpx's termination finalizer, as an autoscaler stopped mid-termination
 // leaves them), a Lease like the leader election's and a webhook
 // configuration.
-const sharedLeftovers = `apiVersion: v1
+var sharedLeftovers = manifests(`apiVersion: v1
 kind: Namespace
 metadata: {name: leftover}
 ---
@@ -187,26 +210,8 @@ spec:
     spec:
       terminationGracePeriodSeconds: 30
       containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: leftover}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: leftover}
-      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: leftover}
-spec:
-  role: KarpenterNodeRole-leftover
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: leftover}}]
----
-apiVersion: karpenter.sh/v1
+`, nodePool{Name: "leftover", Requirements: []string{inRequirement("kubernetes.io/arch", "amd64")}}.yaml(),
+	nodeClass{Name: "leftover"}.yaml("leftover"), `apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata: {name: leftover, finalizers: [karpenter.sh/termination], labels: {karpenter.sh/nodepool: leftover}}
 spec:
@@ -236,7 +241,7 @@ webhooks:
   failurePolicy: Ignore
   clientConfig: {url: "https://127.0.0.1:1/validate"}
   rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
-`
+`)
 
 // TestSharedControlPlaneIsReset: a first test on the shared control plane
 // leaves objects of every kind behind (sharedLeftovers, the Deployment's

@@ -18,18 +18,9 @@ import (
 // subnetZonesPool is a NodePool named after its class and labelled
 // pool=<class>, allowing spot m5.large in every zone: the zone is left to
 // the class's subnets and to price.
-const subnetZonesPool = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: CLASS}
-spec:
-  template:
-    metadata: {labels: {pool: CLASS}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: CLASS}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-`
+func subnetZonesPool(class string) string {
+	return nodePool{Name: class, Labels: map[string]string{"pool": class}, InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{"spot"}}.yaml()
+}
 
 // TestZonesFromNodeClassSubnets: on the real API server, an EC2NodeClass
 // whose subnetSelectorTerms select one subnet (by its Name tag) resolves
@@ -62,20 +53,8 @@ func TestZonesFromNodeClassSubnets(t *testing.T) {
 			subnet = s
 		}
 	}
-	oneClass := fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: one}
-spec:
-  role: KarpenterNodeRole-%s
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {Name: %s-private-%s}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %s}}]
-`, e.name, e.name, dear, e.name)
-	manifests := strings.Join([]string{ec2NodeClassYAML("all", e.name), oneClass,
-		strings.ReplaceAll(subnetZonesPool, "CLASS", "all"), strings.ReplaceAll(subnetZonesPool, "CLASS", "one")}, "---\n")
-	if out, err := e.cluster.Kubectl(e.ctx, []byte(manifests), "apply", "-f", "-"); err != nil {
-		t.Fatalf("applying manifests: %v\n%s", err, out)
-	}
+	oneClass := nodeClass{Name: "one", SubnetTags: map[string]string{"Name": e.name + "-private-" + dear}}.yaml(e.name)
+	e.apply(ec2NodeClassYAML("all", e.name), oneClass, subnetZonesPool("all"), subnetZonesPool("one"))
 	for _, class := range []string{"all", "one"} {
 		d := deployment(class, 1, "500m", "512Mi")
 		d.Spec.Template.Spec.NodeSelector = map[string]string{"pool": class}

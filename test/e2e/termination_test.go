@@ -20,20 +20,8 @@ import (
 
 // terminationManifest: one NodePool that never consolidates, so only the
 // test's deletions remove nodes.
-const terminationManifest = `
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: term}
-spec:
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    metadata: {labels: {term: "yes"}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: term}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-`
+var terminationManifest = nodePool{Name: "term", Disruption: neverConsolidate, Labels: map[string]string{"term": "yes"},
+	InstanceTypes: []string{"m5.xlarge"}, CapacityTypes: []string{onDemand}}.yaml()
 
 // TestTerminationThroughEveryDeletionPath deletes a NodeClaim, a Node and
 // a NodePool with the real kubectl and checks that each ends in the same
@@ -51,9 +39,7 @@ func TestTerminationThroughEveryDeletionPath(t *testing.T) {
 		// The namespace manifests/controller grants the Lease in.
 		o.LeaderElectionNamespace = "karpx"
 	}})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("term", e.name)+"---\n"+terminationManifest), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	e.apply(ec2NodeClassYAML("term", e.name), terminationManifest)
 	web := deployment("web", 4, "300m", "256Mi")
 	web.Spec.Template.Spec.NodeSelector = map[string]string{"term": "yes"}
 	if err := e.kube.Create(e.ctx, web); err != nil {

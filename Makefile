@@ -233,12 +233,13 @@ chart-lint: ## Lint (strict) and render charts/karpx and charts/karpx-crd with H
 	go test -count=1 ./test/helm
 
 .PHONY: docs
-docs: ## Regenerate docs/rules.md from the rule table and lint/examples.
+docs: ## Regenerate docs/rules.md from the rule table and lint/examples, and docs/operations.md's values table from charts/karpx/values.schema.json.
 	go run ./hack/rulesdoc -o docs/rules.md
+	go run ./hack/valuesdoc -chart charts/karpx -o docs/operations.md
 
 # The files `make generate` writes; generate-check fails when regenerating
 # them changes anything (a type edited without `make generate`).
-GENERATED := apis manifests/crds manifests/controller manifests/webhook charts/karpx-crd/templates docs/rules.md
+GENERATED := apis manifests/crds manifests/controller manifests/webhook charts/karpx-crd/templates docs/rules.md docs/operations.md
 
 .PHONY: generate-check
 generate-check: generate ## Regenerate deepcopy code and CRDs and fail if they differ from what is committed.

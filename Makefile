@@ -221,18 +221,28 @@ images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter) and docs/rules.md.
+generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter), manifests/ from the chart and docs/rules.md.
 	$(BIN)/controller-gen object paths=./apis/...
 	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 	install -m 0644 $$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)/pkg/apis/crds/karpenter.sh_*.yaml manifests/crds/
+	$(MAKE) manifests
+
+.PHONY: manifests
+manifests: ## Write manifests/controller and manifests/webhook from charts/karpx, and charts/karpx-crd's templates from manifests/crds.
+	go run ./hack/chartmanifests
+
+.PHONY: chart-lint
+chart-lint: ## Lint (strict) and render charts/karpx and charts/karpx-crd with Helm's Go SDK; check the schema and manifests/ against them.
+	go test -count=1 ./test/helm
 
 .PHONY: docs
-docs: ## Regenerate docs/rules.md from the rule table and lint/examples.
+docs: ## Regenerate docs/rules.md from the rule table and lint/examples, and docs/operations.md's values table from charts/karpx/values.schema.json.
 	go run ./hack/rulesdoc -o docs/rules.md
+	go run ./hack/valuesdoc -chart charts/karpx -o docs/operations.md
 
 # The files `make generate` writes; generate-check fails when regenerating
 # them changes anything (a type edited without `make generate`).
-GENERATED := apis manifests/crds docs/rules.md
+GENERATED := apis manifests/crds manifests/controller manifests/webhook charts/karpx-crd/templates docs/rules.md docs/operations.md
 
 .PHONY: generate-check
 generate-check: generate ## Regenerate deepcopy code and CRDs and fail if they differ from what is committed.

@@ -114,7 +114,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("dash", e.name)+"---\n"+dashboardManifests), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	unsafe := strings.ReplaceAll(webhookUnsafeNodeClass, "CLUSTER", e.name)
+	unsafe := webhookUnsafeNodeClass(e.name)
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(unsafe), "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), "denied the request") {
 		t.Fatalf("the kubelet-restarting EC2NodeClass: %v, want a denial", err)
 	}

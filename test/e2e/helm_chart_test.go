@@ -293,7 +293,71 @@ func splitYAML(s string) ([]string, error) {
 			return nil, fmt.Errorf("%w in:\n%s", err, doc)
 		}
 		if len(obj) > 0 {
-			docs = append(docs, strings.TrimSpace(string(doc)))
+			// The reader leaves a leading separator on the first document.
+			docs = append(docs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(doc)), "---")))
+		}
+	}
+}
+
+// TestHelmWebhookURLRenderer: the post-renderer rewrites the three
+// webhooks of the karpx chart's default render (mutating startup-taints,
+// validating ec2nodeclasses and nodepools) to the stand-in's URL with the
+// service's path and the test CA, drops their service reference, and
+// leaves every other object as rendered. Needs no control plane.
+func TestHelmWebhookURLRenderer(t *testing.T) {
+	docs := renderDocs(t, repoChartDir(t, "karpx"), "karpx", helmNamespace, nil)
+	r := &webhookURLRenderer{url: "https://127.0.0.1:9", caBundle: []byte("test CA")}
+	out, err := r.Run(bytes.NewBufferString(strings.Join(docs, "\n---\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.rewritten != 3 {
+		t.Errorf("rewrote %d webhooks, want 3", r.rewritten)
+	}
+	got, err := splitYAML(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(docs) {
+		t.Fatalf("%d objects after post-rendering, want the %d rendered", len(got), len(docs))
+	}
+	urls := map[string]string{}
+	for i, doc := range got {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Webhooks []struct {
+				Name         string `json:"name"`
+				ClientConfig struct {
+					URL      string         `json:"url"`
+					CABundle string         `json:"caBundle"`
+					Service  map[string]any `json:"service"`
+				} `json:"clientConfig"`
+			} `json:"webhooks"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(obj.Kind, "WebhookConfiguration") {
+			if doc != docs[i] {
+				t.Errorf("%s changed by the post-renderer:\n%s\nwant\n%s", obj.Kind, doc, docs[i])
+			}
+			continue
+		}
+		for _, w := range obj.Webhooks {
+			urls[w.Name] = w.ClientConfig.URL
+			if w.ClientConfig.Service != nil || w.ClientConfig.CABundle != base64.StdEncoding.EncodeToString([]byte("test CA")) {
+				t.Errorf("webhook %s: clientConfig %+v, want the URL and the test CA only", w.Name, w.ClientConfig)
+			}
+		}
+	}
+	want := map[string]string{
+		"startup-taints.nodepools.karpx.io": "https://127.0.0.1:9/mutate-karpenter-sh-v1-nodepool",
+		"ec2nodeclasses.karpx.io":           "https://127.0.0.1:9/validate-karpenter-k8s-aws-v1-ec2nodeclass",
+		"nodepools.karpx.io":                "https://127.0.0.1:9/validate-karpenter-sh-v1-nodepool",
+	}
+	for name, url := range want {
+		if urls[name] != url {
+			t.Errorf("webhook %s: URL %q, want %q", name, urls[name], url)
 		}
 	}
 }

@@ -32,6 +32,12 @@ var externalFlags = map[string]string{
 	// docs/rules.md (generated from the rule table) cites kubectl's own
 	// schema validation as the source of KX rules.
 	"validate": "kubectl apply/create --validate=strict",
+	// README.md and docs/operations.md install, upgrade and roll back
+	// charts/karpx and charts/karpx-crd with Helm.
+	"install":          "helm upgrade --install",
+	"create-namespace": "helm upgrade --install --create-namespace",
+	"set":              "helm upgrade --set key=value",
+	"reuse-values":     "helm upgrade --reuse-values",
 }
 
 // unit is a piece of a markdown file the checks read: a code span, one

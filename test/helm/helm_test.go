@@ -173,13 +173,23 @@ func TestChartRendersDefaults(t *testing.T) {
 
 func images(t *testing.T, deploy *unstructured.Unstructured) []string {
 	t.Helper()
-	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	var out []string
+	for _, c := range containers(t, deploy) {
+		out = append(out, c["image"].(string))
+	}
+	return out
+}
+
+// containers returns deploy's pod template containers.
+func containers(t *testing.T, deploy *unstructured.Unstructured) []map[string]any {
+	t.Helper()
+	list, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, c := range containers {
-		out = append(out, c.(map[string]any)["image"].(string))
+	out := make([]map[string]any, 0, len(list))
+	for _, c := range list {
+		out = append(out, c.(map[string]any))
 	}
 	return out
 }
@@ -358,4 +368,109 @@ func compare(t *testing.T, what string, kust, chart map[string]*unstructured.Uns
 			t.Errorf("the chart renders %s, %s lacks it (a generated file missing from kustomization.yaml?)", k, what)
 		}
 	}
+}
+
+// TestChartServiceMonitors renders charts/karpx with serviceMonitor.enabled
+// (the webhook in its own namespace, extra labels and an interval) and
+// follows each ServiceMonitor to what Prometheus would scrape: a Service in
+// the ServiceMonitor's namespace matching its selector, with the endpoint's
+// port, whose targetPort is a container port of the Deployment behind it.
+// The controller's and the webhook's metrics must both be covered; with
+// webhook.enabled false only the controller's ServiceMonitor renders.
+func TestChartServiceMonitors(t *testing.T) {
+	values := map[string]any{}
+	text := "serviceMonitor: {enabled: true, additionalLabels: {release: prom}, endpointConfig: {interval: 15s}}\nwebhook: {namespace: karpx-system}\n"
+	if err := sigsyaml.Unmarshal([]byte(text), &values); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "karpx", "karpx", values)
+	for _, target := range []string{"karpx/karpx-controller", "karpx-system/karpx-webhook"} {
+		sm := objs["ServiceMonitor "+target]
+		if sm == nil {
+			t.Errorf("no ServiceMonitor %s; rendered %v", target, sortedKeys(objs))
+			continue
+		}
+		if got := sm.GetLabels()["release"]; got != "prom" {
+			t.Errorf("ServiceMonitor %s: label release=%q, want prom (serviceMonitor.additionalLabels)", target, got)
+		}
+		scraped(t, objs, sm)
+	}
+
+	values["webhook"] = map[string]any{"enabled": false}
+	var monitors []string
+	for k, obj := range render(t, "karpx", "karpx", values) {
+		if obj.GetKind() == "ServiceMonitor" {
+			monitors = append(monitors, k)
+		}
+	}
+	if !slices.Equal(monitors, []string{"ServiceMonitor karpx/karpx-controller"}) {
+		t.Errorf("webhook.enabled false: ServiceMonitors %v, want only karpx/karpx-controller", monitors)
+	}
+}
+
+// scraped checks that sm's single endpoint reaches a container port: its
+// selector matches a Service in sm's namespace having the endpoint's port,
+// and that port's targetPort names a port of a Deployment the Service
+// selects. It also checks the endpoint keeps serviceMonitor.endpointConfig.
+func scraped(t *testing.T, objs map[string]*unstructured.Unstructured, sm *unstructured.Unstructured) {
+	t.Helper()
+	ns := sm.GetNamespace()
+	if names, _, _ := unstructured.NestedStringSlice(sm.Object, "spec", "namespaceSelector", "matchNames"); !slices.Equal(names, []string{ns}) {
+		t.Errorf("%s: namespaceSelector %v, want [%s]", key(sm), names, ns)
+	}
+	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("%s: %d endpoints, want 1", key(sm), len(endpoints))
+	}
+	ep := endpoints[0].(map[string]any)
+	if ep["interval"] != "15s" || ep["path"] != "/metrics" {
+		t.Errorf("%s: endpoint %v, want path /metrics and interval 15s", key(sm), ep)
+	}
+	for _, svc := range objs {
+		if svc.GetKind() != "Service" || svc.GetNamespace() != ns || !matches(selector, svc.GetLabels()) {
+			continue
+		}
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range ports {
+			p := p.(map[string]any)
+			if p["name"] != ep["port"] {
+				continue
+			}
+			podSelector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+			for _, d := range objs {
+				podLabels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+				if d.GetKind() == "Deployment" && d.GetNamespace() == ns && matches(podSelector, podLabels) && slices.Contains(containerPorts(t, d), p["targetPort"].(string)) {
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("%s: no Service in %s matching %v has port %v targeting a Deployment's container port", key(sm), ns, selector, ep["port"])
+}
+
+// matches reports whether labels has every key and value of selector (a
+// non-empty matchLabels).
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// containerPorts returns the names of deploy's container ports.
+func containerPorts(t *testing.T, deploy *unstructured.Unstructured) []string {
+	t.Helper()
+	var out []string
+	for _, c := range containers(t, deploy) {
+		ports, _, _ := unstructured.NestedSlice(c, "ports")
+		for _, p := range ports {
+			if name, ok := p.(map[string]any)["name"].(string); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }

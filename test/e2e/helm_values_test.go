@@ -16,13 +16,18 @@ import (
 // cert-manager case checks that the API server accepts and stores the
 // chart's Issuer and Certificate under those kinds, not cert-manager's own
 // validation (and no cert-manager controller issues the certificate).
-const certManagerCRDs = `apiVersion: apiextensions.k8s.io/v1
+var certManagerCRDs = certManagerCRD("Issuer", "issuers") + "---\n" + certManagerCRD("Certificate", "certificates")
+
+// certManagerCRD is a minimal CRD for cert-manager.io/v1 kind (plural
+// plural): namespaced, any spec and status.
+func certManagerCRD(kind, plural string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: issuers.cert-manager.io}
+metadata: {name: %[2]s.cert-manager.io}
 spec:
   group: cert-manager.io
   scope: Namespaced
-  names: {kind: Issuer, listKind: IssuerList, plural: issuers, singular: issuer}
+  names: {kind: %[1]s, listKind: %[1]sList, plural: %[2]s, singular: %[3]s}
   versions:
   - name: v1
     served: true
@@ -33,25 +38,8 @@ spec:
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: certificates.cert-manager.io}
-spec:
-  group: cert-manager.io
-  scope: Namespaced
-  names: {kind: Certificate, listKind: CertificateList, plural: certificates, singular: certificate}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+`, kind, plural, strings.ToLower(kind))
+}
 
 // valuesCase is one entry of the values matrix: the karpx chart rendered
 // in namespace with values, and what must then exist in the cluster

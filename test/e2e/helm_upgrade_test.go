@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestHelmUpgradeRollback: the previous version's charts (karpx-crd and
@@ -34,6 +36,7 @@ import (
 // lost or duplicated (providerIDs and the simulator's instances compared),
 // every pod Running, and no admission request failed during the roll.
 func TestHelmUpgradeRollback(t *testing.T) {
+	cluster.SkipWithoutControlPlane(t) // before building the previous version
 	prev := loadPreviousRelease(t, repoRoot(t))
 	t.Logf("previous version: %s", prev.source)
 	e := newEnvWith(t, "karpx-helm-upgrade", envOptions{noAutoscaler: true, crds: installCRDChart(t, prev.crd)})

@@ -88,6 +88,14 @@ type envOptions struct {
 	// restart, stop or break the control plane, or fill it with more
 	// objects than a reset should delete.
 	ownControlPlane bool
+	// auditUsers turns on the audit log for these users' requests too
+	// (e.g. the ServiceAccounts a Helm chart creates); implies a control
+	// plane of the test's own.
+	auditUsers []string
+	// crds, when set, installs the CRDs instead of manifests/crds (e.g.
+	// `helm install` of charts/karpx-crd) before the simulator starts;
+	// implies a control plane of the test's own.
+	crds func(ctx context.Context, c *cluster.Cluster) error
 }
 
 // newEnvWith is newEnv with the changes of o.
@@ -97,13 +105,19 @@ func newEnvWith(t *testing.T, clusterName string, o envOptions) *env {
 	bin := cluster.SkipWithoutControlPlane(t)
 	root := filepath.Dir(bin)
 	var c *cluster.Cluster
-	if o.audit || o.ownControlPlane || needsOwnControlPlane(t) {
-		var auditUsers []string
+	if o.audit || o.ownControlPlane || len(o.auditUsers) > 0 || o.crds != nil || needsOwnControlPlane(t) {
+		auditUsers := o.auditUsers
 		if o.audit {
-			auditUsers = []string{controllerUser}
+			auditUsers = append(auditUsers, controllerUser)
 		}
 		c = cluster.StartForTestAudited(t, auditUsers...)
-		if err := c.InstallCRDs(context.Background(), filepath.Join(root, "manifests", "crds")); err != nil {
+		install := o.crds
+		if install == nil {
+			install = func(ctx context.Context, c *cluster.Cluster) error {
+				return c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds"))
+			}
+		}
+		if err := install(context.Background(), c); err != nil {
 			t.Fatalf("installing CRDs: %v", err)
 		}
 	} else {

@@ -73,7 +73,14 @@ func (e *env) controllerKubeconfig() string {
 // controllerKubeconfig. The process is killed when the test ends.
 func (e *env) startController(kubeconfig, name string, args ...string) *process {
 	e.t.Helper()
-	return e.startProcess("karpx-controller", name, append([]string{
+	return e.startControllerBinary("karpx-controller", kubeconfig, name, args...)
+}
+
+// startControllerBinary is startController running binary (a name in bin/
+// or an absolute path, e.g. an older release's build).
+func (e *env) startControllerBinary(binary, kubeconfig, name string, args ...string) *process {
+	e.t.Helper()
+	return e.startProcess(binary, name, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--cluster-name=" + e.name,
 		"--cluster-endpoint=" + e.cluster.RESTConfig.Host,
@@ -93,7 +100,8 @@ func (e *env) startController(kubeconfig, name string, args ...string) *process 
 	})
 }
 
-// startProcess starts bin/binary (built by `make build`) with args and the
+// startProcess starts bin/binary (built by `make build`; binary may also
+// be an absolute path) with args and the
 // test's environment plus env. Its output goes to a log file, shown when
 // the test fails; a Forbidden error in it (a permission manifests/ lacks)
 // fails the test unless forbiddenExcused. The process is killed when the
@@ -101,10 +109,14 @@ func (e *env) startController(kubeconfig, name string, args ...string) *process 
 func (e *env) startProcess(binary, name string, args, env []string) *process {
 	e.t.Helper()
 	t := e.t
-	bin := filepath.Join(e.root, "bin", binary)
+	bin := binary
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(e.root, "bin", binary)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s not found: run make build (%v)", bin, err)
 	}
+	binary = filepath.Base(binary)
 	p := &process{name: name, exited: make(chan struct{}), logPath: filepath.Join(t.TempDir(), name+".log")}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)

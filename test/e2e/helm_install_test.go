@@ -40,7 +40,7 @@ func TestHelmInstallUnderChartRBAC(t *testing.T) {
 	e.startController(kubeconfig, "helm-0", "--leader-elect=true")
 
 	c := chaosWorkload(e)
-	unsafe := strings.ReplaceAll(webhookUnsafeNodeClass, "CLUSTER", e.name)
+	unsafe := webhookUnsafeNodeClass(e.name)
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(unsafe), "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), `admission webhook "ec2nodeclasses.karpx.io" denied the request`) {
 		t.Errorf("the kubelet-restarting EC2NodeClass through the chart's webhook: %v, want a denial", err)
 	}

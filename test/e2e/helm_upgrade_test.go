@@ -367,7 +367,7 @@ func (u *upgradeRun) startAdmissionLoad(tag string) *admissionLoad {
 			}
 		}
 	}
-	unsafe := strings.ReplaceAll(strings.ReplaceAll(webhookUnsafeNodeClass, "CLUSTER", u.name), "chaos-unsafe", "load-unsafe-"+tag)
+	unsafe := strings.ReplaceAll(webhookUnsafeNodeClass(u.name), "chaos-unsafe", "load-unsafe-"+tag)
 	workers := []func(i int){
 		patch("EC2NodeClass", "karpenter.k8s.aws/v1", `{"spec":{"tags":{"karpx.io/load":"%d"}}}`),
 		patch("NodePool", "karpenter.sh/v1", `{"spec":{"template":{"metadata":{"labels":{"karpx.io/load":"%d"}}}}}`),

@@ -38,6 +38,9 @@ var externalFlags = map[string]string{
 	"create-namespace": "helm upgrade --install --create-namespace",
 	"set":              "helm upgrade --set key=value",
 	"reuse-values":     "helm upgrade --reuse-values",
+	// docs/operations.md imports the images of `make images`.
+	"all-platforms":   "ctr images import --all-platforms",
+	"from-oci-layout": "oras cp --from-oci-layout",
 }
 
 // unit is a piece of a markdown file the checks read: a code span, one

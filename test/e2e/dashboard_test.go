@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -139,11 +140,11 @@ func TestDashboardMetricsExported(t *testing.T) {
 		return countRunning(ctx, e.kube, "dash") == 2 && len(ncs) == 2 && initialized(ncs) == 2, nil
 	})
 
-	// EC2 throttles DescribeInstances twice (the SDK retries), then
-	// refuses it once (karpx_aws_api_errors_total).
+	// EC2 throttles DescribeInstances twice (the SDK retries); once both
+	// are used up, it refuses it once (karpx_aws_api_errors_total). The
+	// refusal is added later because every matching rule counts a call.
 	if err := e.sim.Faults().Add(
 		ec2sim.FaultRule{Action: "DescribeInstances", Code: "RequestLimitExceeded", Count: 2},
-		ec2sim.FaultRule{Action: "DescribeInstances", Code: "UnauthorizedOperation", Count: 1},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +164,16 @@ func TestDashboardMetricsExported(t *testing.T) {
 		return countRunning(ctx, e.kube, "dash") == 2 && initialized(ncs) == 2, nil
 	})
 
+	e.eventually(60*time.Second, "both DescribeInstances throttles answered", func(ctx context.Context) (bool, error) {
+		fams, err := scrapeFamilies(ctx, "http://"+controllerAddr+"/metrics")
+		return err == nil && seriesValue(fams, `karpx_aws_api_throttled_total{action="DescribeInstances"}`) >= 2, nil
+	})
+	if err := e.sim.Faults().Add(
+		ec2sim.FaultRule{Action: "DescribeInstances", Code: "UnauthorizedOperation", Count: 1},
+	); err != nil {
+		t.Fatal(err)
+	}
+
 	// Disruption: scaled to zero, emptiness deletes every NodeClaim.
 	if _, err := e.cluster.Kubectl(e.ctx, nil, "scale", "deployment/dash", "--replicas=0"); err != nil {
 		t.Fatal(err)
@@ -180,7 +191,8 @@ func TestDashboardMetricsExported(t *testing.T) {
 		if hook, err = scrapeFamilies(ctx, "http://"+webhookAddr+"/metrics"); err != nil {
 			return false, nil
 		}
-		return familySum(ctl["karpenter_nodeclaims_disrupted_total"], map[string]string{"reason": "spot_interrupted"}) >= 1 &&
+		return seriesValue(ctl, `karpx_aws_api_errors_total{action="DescribeInstances",code="UnauthorizedOperation"}`) >= 1 &&
+			familySum(ctl["karpenter_nodeclaims_disrupted_total"], map[string]string{"reason": "spot_interrupted"}) >= 1 &&
 			familySum(ctl["karpenter_nodeclaims_disrupted_total"], map[string]string{"reason": "empty"})+
 				familySum(ctl["karpenter_nodeclaims_disrupted_total"], map[string]string{"reason": "underutilized"}) >= 2, nil
 	})
@@ -199,7 +211,8 @@ func TestDashboardMetricsExported(t *testing.T) {
 		`karpx_aws_api_errors_total{action="DescribeInstances",code="UnauthorizedOperation"}`:                  1,
 	} {
 		if got := seriesValue(ctl, labels); got < min {
-			t.Errorf("controller: %s = %v, want ≥ %v", labels, got, min)
+			name, _, _ := strings.Cut(labels, "{")
+			t.Errorf("controller: %s = %v, want ≥ %v; the family: %v", labels, got, min, ctl[name])
 		}
 	}
 	for labels, min := range map[string]float64{
@@ -315,8 +328,10 @@ func checkKarpenterFamily(t *testing.T, f *dto.MetricFamily, name string, want k
 			t.Errorf("%s has label keys %v, Karpenter's are %v", name, keys, want.labels)
 			return
 		}
-		if h := m.GetHistogram(); h != nil && len(h.Bucket) != want.buckets {
-			t.Errorf("%s has %d buckets, Karpenter's has %d", name, len(h.Bucket), want.buckets)
+		// The text exposition carries the +Inf bucket, which Karpenter's
+		// bucket lists leave implicit.
+		if h := m.GetHistogram(); h != nil && finiteBuckets(h) != want.buckets {
+			t.Errorf("%s has %d finite buckets, Karpenter's has %d", name, finiteBuckets(h), want.buckets)
 			return
 		}
 		if s := m.GetSummary(); s != nil {
@@ -352,6 +367,17 @@ func familySum(f *dto.MetricFamily, match map[string]string) float64 {
 		}
 	}
 	return total
+}
+
+// finiteBuckets counts h's buckets with a finite upper bound.
+func finiteBuckets(h *dto.Histogram) int {
+	n := 0
+	for _, b := range h.Bucket {
+		if !math.IsInf(b.GetUpperBound(), +1) {
+			n++
+		}
+	}
+	return n
 }
 
 // seriesValue returns the value of the series written as

@@ -3,6 +3,7 @@ package webhook
 import (
 	"flag"
 	"os"
+	"time"
 )
 
 // CommandFlags are cmd/karpx-webhook's command-line flags (besides
@@ -36,6 +37,9 @@ type CommandFlags struct {
 	MetricsAddr, ProbeAddr, PprofAddr string
 	// EnableHTTP2 serves HTTP/2 (--enable-http2, off: CVE-2023-44487).
 	EnableHTTP2 bool
+	// ShutdownDelay is how long the server keeps serving after SIGTERM,
+	// answering "Connection: close" (--shutdown-delay, DefaultShutdownDelay).
+	ShutdownDelay time.Duration
 }
 
 // AddFlags registers every CommandFlags field on fs with its default.
@@ -58,4 +62,5 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
 	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")
+	fs.DurationVar(&f.ShutdownDelay, "shutdown-delay", DefaultShutdownDelay, "How long to keep serving after SIGTERM, closing keep-alive connections, before stopping")
 }

@@ -94,8 +94,9 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	drain := &webhook.Drain{}
 	srv := webhook.NewServer(webhook.ServerOptions{Port: f.Port, CertDir: f.CertDir, EnableHTTP2: f.EnableHTTP2})
-	webhook.Register(srv, mgr.GetCache(), opts)
+	webhook.Register(drain.Server(srv), mgr.GetCache(), opts)
 
 	certsReady, err := certificates(mgr, f)
 	if err != nil {
@@ -119,6 +120,9 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	}
 	started := srv.StartedChecker()
 	if err := mgr.AddReadyzCheck("webhook", func(req *http.Request) error {
+		if err := drain.ReadyzCheck(req); err != nil {
+			return err
+		}
 		select {
 		case <-certsReady:
 			return started(req)
@@ -129,7 +133,7 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 		return err
 	}
 	log.Info("starting karpx-webhook", "namespace", f.Namespace, "certMode", f.CertMode, "disabledRules", f.DisableRules)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(drain.SignalContext(f.ShutdownDelay, log))
 }
 
 // certificates returns a channel closed once the serving certificate is in

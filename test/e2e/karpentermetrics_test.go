@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -189,8 +190,9 @@ type scrape []sample
 var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
 var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
-// scrapeAll fetches url and parses its samples.
-func scrapeAll(ctx context.Context, url string) (scrape, error) {
+// getMetrics fetches a /metrics url; the caller closes the body. A status
+// other than 200 is an error.
+func getMetrics(ctx context.Context, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -199,9 +201,22 @@ func scrapeAll(ctx context.Context, url string) (scrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// scrapeAll fetches url and parses its samples.
+func scrapeAll(ctx context.Context, url string) (scrape, error) {
+	body, err := getMetrics(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
 	var out scrape
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		m := sampleLine.FindStringSubmatch(sc.Text())

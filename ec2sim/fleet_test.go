@@ -266,3 +266,49 @@ func TestRunInstances(t *testing.T) {
 	_, err = env.ec2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String(ami), InstanceType: "m7g.large", MinCount: aws.Int32(1), MaxCount: aws.Int32(1)})
 	apiErr(t, err, "InsufficientInstanceCapacity", 400)
 }
+
+// TestRunInstancesRejectsBadRequests checks RunInstances's parameter and
+// placement errors, and that SubnetId places the instance in that subnet.
+func TestRunInstancesRejectsBadRequests(t *testing.T) {
+	env := newTestEnv(t, Config{Throttle: ThrottleConfig{Disabled: true}}) // more calls than RunInstances's bucket of 5
+	ctx := context.Background()
+	ami := env.al2023(t, "arm64")
+	run := func(edit func(*ec2.RunInstancesInput)) (*ec2.RunInstancesOutput, error) {
+		in := &ec2.RunInstancesInput{ImageId: aws.String(ami), InstanceType: "m7g.large", MinCount: aws.Int32(1), MaxCount: aws.Int32(1)}
+		edit(in)
+		return env.ec2.RunInstances(ctx, in)
+	}
+	ud := func(s string) *string { return aws.String(base64.StdEncoding.EncodeToString([]byte(s))) }
+	for _, tc := range []struct {
+		name string
+		edit func(*ec2.RunInstancesInput)
+		code string
+	}{
+		{"MinCount above MaxCount", func(in *ec2.RunInstancesInput) { in.MinCount = aws.Int32(3) }, "InvalidParameterValue"},
+		{"user data not base64", func(in *ec2.RunInstancesInput) { in.UserData = aws.String("!!!") }, "InvalidUserData.Malformed"},
+		{"bad karpx-sim marker", func(in *ec2.RunInstancesInput) { in.UserData = ud("# karpx-sim: boot-delay=soon\n") }, "InvalidParameterValue"},
+		{"malformed subnet", func(in *ec2.RunInstancesInput) { in.SubnetId = aws.String("subnet-xyz") }, "InvalidSubnetID.Malformed"},
+		{"unknown subnet", func(in *ec2.RunInstancesInput) { in.SubnetId = aws.String("subnet-0123456789abcdef0") }, "InvalidSubnetID.NotFound"},
+		{"unknown zone", func(in *ec2.RunInstancesInput) {
+			in.Placement = &types.Placement{AvailabilityZone: aws.String("us-east-1z")}
+		}, "InvalidParameterValue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(tc.edit)
+			apiErr(t, err, tc.code, 400)
+		})
+	}
+
+	subnets, err := env.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := subnets.Subnets[len(subnets.Subnets)-1]
+	out, err := run(func(in *ec2.RunInstancesInput) { in.SubnetId = last.SubnetId })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Instances[0]; *got.SubnetId != *last.SubnetId || *got.Placement.AvailabilityZone != *last.AvailabilityZone {
+		t.Fatalf("launched in %s/%s, want subnet %s in %s", *got.SubnetId, *got.Placement.AvailabilityZone, *last.SubnetId, *last.AvailabilityZone)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // visibility timeouts, receipt handles and retention, as the Amazon SQS
 // Developer Guide describes them, and the Go API tests use to look at a
 // queue (QueueStats) or put messages into it. The wire protocol (AWS JSON
-// 1.0) is in action_sqs.go.
+// 1.0) is in action_sqs.go, the actions in action_sqs_queues.go and
+// action_sqs_messages.go.
 //
 // Semantics kept from SQS standard queues:
 //   - at-least-once delivery: a received message is invisible for its

@@ -12,13 +12,23 @@ import (
 
 // FaultRule injects an error answer and/or latency into calls of an action.
 //
-// A rule applies to the next Count matching calls (then it is removed), or,
-// with Probability in (0, 1], to each matching call with that probability;
-// with neither it applies to every matching call until cleared. With For,
-// the rule also ends For after it was added (Config.Clock), e.g. "SQS
-// answers 503 for a minute". Rules are
-// evaluated in order: latencies add up, the first rule with a Code decides
-// the error.
+// Rules are evaluated in the order they were added. A rule applies to a
+// call when it matches the call's action, is not over (For), passes its
+// Probability draw and has something to give the call: its Latency (the
+// latencies of every applying rule add up), or its Code when no earlier
+// rule supplied the call's error already (the first applying rule with a
+// Code decides the error). A rule with a Code and no Latency, met after
+// another rule supplied the error, does not apply to that call: it draws no
+// probability and its Count is left alone. A rule with both applies for
+// its Latency even when the error is another rule's.
+//
+// Count is the number of calls a rule applies to; it is removed after the
+// last one. So two error rules for one action with Count 1 each answer the
+// next two calls, the first rule the first call and the second the second.
+// Without Count and Probability a rule applies to every matching call until
+// cleared; with Probability in (0, 1), to each with that probability. With
+// For, the rule also ends For after it was added (Config.Clock), e.g. "SQS
+// answers 503 for a minute".
 type FaultRule struct {
 	// Action is the action name ("CreateFleet", "GetParameter",
 	// "ReceiveMessage"), "sqs:*" for every SQS action, or "*" for every
@@ -34,7 +44,8 @@ type FaultRule struct {
 	// for Code (503 for RequestLimitExceeded and Unavailable, 500 for
 	// InternalError, 400 otherwise).
 	HTTPStatus int `json:"httpStatus,omitempty"`
-	// Count is how many matching calls the rule applies to; 0 = unlimited.
+	// Count is how many calls the rule applies to (see above: calls whose
+	// error another rule supplied do not count); 0 = unlimited.
 	Count int `json:"count,omitempty"`
 	// Probability, when in (0, 1], applies the rule to a matching call with
 	// that probability (drawn from Config.Seed).
@@ -144,8 +155,8 @@ func (f *Faults) Add(rules ...FaultRule) error {
 	return nil
 }
 
-// FailNext makes the next n calls of action fail with code (HTTP status as
-// EC2 answers it). It returns Add's errors.
+// FailNext makes the next n calls of action that no earlier rule fails
+// fail with code (HTTP status as EC2 answers it). It returns Add's errors.
 func (f *Faults) FailNext(action, code string, n int) error {
 	return f.Add(FaultRule{Action: action, Code: code, Count: n})
 }
@@ -204,8 +215,10 @@ func (f *Faults) Clear() {
 	f.rules, f.capacity = nil, nil
 }
 
-// evaluate applies the rules to one call of action: the latency to add and
-// the error to answer with (nil for none).
+// evaluate applies the rules to one call of action, as FaultRule describes:
+// the latency to add and the error to answer with (nil for none). It
+// consumes one count of every rule that applies and removes rules that are
+// used up or over.
 func (f *Faults) evaluate(action string) (time.Duration, *APIError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -219,20 +232,15 @@ func (f *Faults) evaluate(action string) (time.Duration, *APIError) {
 		if r.Until != nil && !now.Before(r.Until.Time) {
 			continue // its time is over
 		}
-		hit := r.matches(action)
-		if hit && r.Probability > 0 && r.Probability < 1 {
-			hit = f.rng.Float64() < r.Probability
+		suppliesError := r.Code != "" && apiErr == nil
+		applies := r.matches(action) && (r.Latency.Duration > 0 || suppliesError)
+		if applies && r.Probability > 0 && r.Probability < 1 {
+			applies = f.rng.Float64() < r.Probability
 		}
-		if hit {
+		if applies {
 			latency += r.Latency.Duration
-			if r.Code != "" && apiErr == nil {
-				apiErr = &APIError{Code: r.Code, Message: r.Message, HTTPStatus: r.HTTPStatus}
-				if apiErr.Message == "" {
-					apiErr.Message = defaultMessage(r.Code)
-				}
-				if apiErr.HTTPStatus == 0 {
-					apiErr.HTTPStatus = defaultStatus(r.Code)
-				}
+			if suppliesError {
+				apiErr = r.apiError()
 			}
 			if r.Count > 0 {
 				r.Count--
@@ -245,6 +253,19 @@ func (f *Faults) evaluate(action string) (time.Duration, *APIError) {
 	}
 	f.rules = kept
 	return latency, apiErr
+}
+
+// apiError is the error answer of a rule with a Code: its Message and
+// HTTPStatus, or EC2's for the code.
+func (r FaultRule) apiError() *APIError {
+	e := &APIError{Code: r.Code, Message: r.Message, HTTPStatus: r.HTTPStatus}
+	if e.Message == "" {
+		e.Message = defaultMessage(r.Code)
+	}
+	if e.HTTPStatus == 0 {
+		e.HTTPStatus = defaultStatus(r.Code)
+	}
+	return e
 }
 
 // insufficient reports whether a launch in the pool is refused, consuming

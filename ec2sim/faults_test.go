@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpx/karpx/catalog/awsquota"
 )
@@ -164,5 +165,52 @@ func TestAdminCountsInstancesAndMetrics(t *testing.T) {
 	}
 	if _, err := env.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFaultRuleCountsOnlyCallsItAnswers: a rule's Count is consumed by the
+// calls it gives its error or latency to, not by calls whose error an
+// earlier rule supplied.
+func TestFaultRuleCountsOnlyCallsItAnswers(t *testing.T) {
+	f := newFaults(1)
+	if err := f.Add(
+		FaultRule{Action: "DescribeInstances", Code: "RequestLimitExceeded", Count: 1},
+		FaultRule{Action: "*", Code: "UnauthorizedOperation", Count: 1},
+	); err != nil {
+		t.Fatal(err)
+	}
+	_, e := f.evaluate("DescribeInstances")
+	if e == nil || e.Code != "RequestLimitExceeded" {
+		t.Fatalf("call 1: %v, want rule 1's RequestLimitExceeded", e)
+	}
+	if rules := f.Get().Rules; len(rules) != 1 || rules[0].Code != "UnauthorizedOperation" || rules[0].Count != 1 {
+		t.Fatalf("after call 1: rules %+v, want rule 2 alone with its count of 1", rules)
+	}
+	_, e = f.evaluate("DescribeInstances")
+	if e == nil || e.Code != "UnauthorizedOperation" {
+		t.Fatalf("call 2: %v, want rule 2's UnauthorizedOperation", e)
+	}
+	if _, e = f.evaluate("DescribeInstances"); e != nil {
+		t.Fatalf("call 3: %v, want no fault: both rules are used up", e)
+	}
+
+	// A rule with a latency applies for it even when another rule's error
+	// answers the call; its count goes.
+	if err := f.Add(
+		FaultRule{Action: "CreateFleet", Code: "InternalError", Count: 2},
+		FaultRule{Action: "CreateFleet", Code: "Unavailable", Latency: metav1.Duration{Duration: time.Second}, Count: 1},
+	); err != nil {
+		t.Fatal(err)
+	}
+	d, e := f.evaluate("CreateFleet")
+	if e == nil || e.Code != "InternalError" || d != time.Second {
+		t.Fatalf("CreateFleet call 1: %v after %v, want InternalError after 1s", e, d)
+	}
+	d, e = f.evaluate("CreateFleet")
+	if e == nil || e.Code != "InternalError" || d != 0 {
+		t.Fatalf("CreateFleet call 2: %v after %v, want InternalError without latency", e, d)
+	}
+	if rules := f.Get().Rules; len(rules) != 0 {
+		t.Fatalf("rules left %+v", rules)
 	}
 }

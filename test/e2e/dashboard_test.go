@@ -141,7 +141,9 @@ func TestDashboardMetricsExported(t *testing.T) {
 
 	// EC2 throttles DescribeInstances twice (the SDK retries); once both
 	// are used up, it refuses it once (karpx_aws_api_errors_total). The
-	// refusal is added later because every matching rule counts a call.
+	// refusal is added once the controller counted both throttles; adding
+	// it here, after the throttle rule, would work as well: a rule's Count
+	// is only consumed by the calls it answers (ec2sim.FaultRule).
 	if err := e.sim.Faults().Add(
 		ec2sim.FaultRule{Action: "DescribeInstances", Code: "RequestLimitExceeded", Count: 2},
 	); err != nil {

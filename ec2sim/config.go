@@ -118,7 +118,11 @@ type Config struct {
 
 	// Logger receives structured logs. Default: discard.
 	Logger logr.Logger
-	// Clock is the time source. Default: the real clock.
+	// Clock is the time source of the simulated world: instance lifecycles,
+	// SQS visibility and long polls, FaultRule.For and the refill of the
+	// throttling token buckets (a k8s.io/utils/clock/testing FakeClock
+	// makes throttling exact). Injected latency and ResponseDelay stay
+	// wall-clock time. Default: the real clock.
 	Clock clock.WithTicker
 	// Seed seeds resource ids and probabilistic faults, so runs with the
 	// same seed and the same calls give the same ids. Default 1.

@@ -8,8 +8,9 @@ import (
 )
 
 // Bucket is a token bucket (awsquota.Bucket): a request takes one token;
-// Size tokens at most; RefillPerSecond tokens come back every second.
-// Throttled requests take no token. A Size of 0 means unlimited.
+// Size tokens at most; RefillPerSecond tokens come back every second of
+// Config.Clock. Throttled requests take no token. A Size of 0 means
+// unlimited.
 type Bucket = awsquota.Bucket
 
 // ThrottleCategory names a throttling class of actions (awsquota.Category):
@@ -103,8 +104,9 @@ func newThrottler(cfg ThrottleConfig) *throttler {
 	return &throttler{cfg: cfg, buckets: map[string]*bucketState{}}
 }
 
-// allow takes a token from the bucket of (action, category) at now and
-// reports whether the request may proceed.
+// allow takes a token from the bucket of (action, category) at now (the
+// request's arrival on Config.Clock, so a fake clock decides the refill)
+// and reports whether the request may proceed.
 func (t *throttler) allow(action string, cat ThrottleCategory, unfiltered bool, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -8,34 +8,58 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/karpx/karpx/catalog/awsquota"
 )
 
-// TestBurstAboveTheDefaultBucketIsThrottled bursts 150 Describe calls at
-// the EC2 default non-mutating bucket (100 tokens, 20/s).
+// TestBurstAboveTheDefaultBucketIsThrottled bursts DescribeAvailabilityZones
+// calls at its default bucket (awsquota's non-mutating bucket: 100 tokens,
+// 20/s) on a fake Config.Clock, so the counts are exact: a burst of the
+// bucket's size passes (the control), the calls above it are all throttled,
+// and after 2.5 s exactly the 50 tokens refilled pass again.
 func TestBurstAboveTheDefaultBucketIsThrottled(t *testing.T) {
-	env := newTestEnv(t, Config{})
+	clk := testingclock.NewFakeClock(t0)
+	env := newTestEnv(t, Config{Clock: clk})
 	ctx := context.Background()
-	ok, throttled := 0, 0
-	start := time.Now()
-	for range 150 {
-		_, err := env.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
-		if err == nil {
-			ok++
-			continue
+	b, ok := DefaultBucket("DescribeAvailabilityZones", false)
+	if !ok || b != awsquota.Buckets()[awsquota.NonMutating] {
+		t.Fatalf("DescribeAvailabilityZones bucket %+v, %v; want awsquota's non-mutating bucket", b, ok)
+	}
+	// burst sends n calls at the current fake time and returns how many
+	// passed; the others must be RequestLimitExceeded.
+	burst := func(n int) (passed int) {
+		t.Helper()
+		for range n {
+			_, err := env.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
+			if err == nil {
+				passed++
+				continue
+			}
+			apiErr(t, err, "RequestLimitExceeded", 503)
 		}
-		apiErr(t, err, "RequestLimitExceeded", 503)
-		throttled++
+		return passed
 	}
-	// Refill during the burst adds 20 tokens per second.
-	maxOK := 100 + int(20*time.Since(start).Seconds()) + 1
-	if ok < 100 || ok > maxOK || throttled == 0 {
-		t.Fatalf("ok=%d (want 100..%d) throttled=%d", ok, maxOK, throttled)
+
+	size := int(b.Size)
+	if got := burst(size); got != size {
+		t.Fatalf("a burst of %d, the bucket's size, passed %d calls; want all", size, got)
 	}
+	const over = 50
+	if got := burst(over); got != 0 {
+		t.Fatalf("%d calls above an empty bucket with the clock stopped: %d passed, want 0", over, got)
+	}
+	wait := 2500 * time.Millisecond
+	refilled := int(b.RefillPerSecond * wait.Seconds()) // 50 at 20/s, below the size
+	clk.Step(wait)
+	if got := burst(refilled + over); got != refilled {
+		t.Fatalf("after %v at %v/s: %d of %d calls passed, want exactly %d", wait, b.RefillPerSecond, got, refilled+over, refilled)
+	}
+
+	throttled := int64(over + over)
 	st := env.sim.Stats()["DescribeAvailabilityZones"]
-	if st.Requests != 150 || st.Throttled != int64(throttled) || st.Errors != int64(throttled) {
-		t.Fatalf("stats %+v, throttled %d", st, throttled)
+	if st.Requests != int64(size+over+refilled+over) || st.Throttled != throttled || st.Errors != throttled {
+		t.Fatalf("stats %+v, want %d requests, %d throttled", st, size+over+refilled+over, throttled)
 	}
 	// Other actions have their own buckets.
 	if _, err := env.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); err != nil {

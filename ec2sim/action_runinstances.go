@@ -102,15 +102,14 @@ func (s *Simulator) runSubnetLocked(subnetID, zone string) (*subnetState, *APIEr
 // type, image and subnet, the capacity fault, then MaxCount launches of
 // which MinCount must succeed.
 func (s *Simulator) runInstances(req *request) (any, error) {
-	p := req.p
-	rr, ae := parseRunRequest(p)
+	rr, ae := parseRunRequest(req.p)
 	if ae != nil {
 		return nil, ae
 	}
-	ct := rr.capacityType
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p, ct := req.p, rr.capacityType
 	lt := &launchTemplate{}
 	if p.hasPrefix("LaunchTemplate") {
 		ls := p.child("LaunchTemplate")

@@ -6,9 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // Amazon SQS over AWS JSON 1.0, as aws-sdk-go-v2's service/sqs (v1.52)
@@ -143,6 +141,3 @@ func errQueueDoesNotExist() *APIError {
 func (s *Simulator) queueURL(endpoint string, q *sqsQueue) string {
 	return strings.TrimSuffix(endpoint, "/") + "/" + s.cfg.AccountID + "/" + q.name
 }
-
-// epochMillis renders a time the way SQS attributes carry timestamps.
-func epochMillis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }

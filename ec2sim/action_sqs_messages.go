@@ -163,6 +163,9 @@ func (s *Simulator) sqsReceiveMessage(req *request) (any, error) {
 	}
 }
 
+// epochMillis renders a time the way SQS attributes carry timestamps.
+func epochMillis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
 func messageAttributes(m *sqsMessage, want map[string]bool) map[string]string {
 	if len(want) == 0 {
 		return nil

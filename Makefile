@@ -41,6 +41,12 @@ KARPX_LDFLAGS := -X github.com/karpx/karpx/plugin.Version=$(KARPX_VERSION)
 # plane) took 19 minutes on 2 cores at load average 13-22 (docs/performance.md).
 TEST_TIMEOUT ?= 50m
 
+# E2E_PARALLEL: how many of test/e2e's waiting scenarios (runInParallel) run
+# at once, each on a control plane of the package's shared pool (as many
+# members as this). ./test/e2e is named first so `go test` builds and starts
+# it before the short packages, which then run beside it.
+E2E_PARALLEL ?= 3
+
 CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.kwok-$(KWOK_VERSION)
@@ -59,8 +65,8 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 .PHONY: test
 test: tools build karpenter-kwok ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -f _output/scenarios.log
-	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) \
-		go test -json -count=1 -timeout $(TEST_TIMEOUT) ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
+	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) KARPX_E2E_PARALLEL=$(E2E_PARALLEL) \
+		go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(TEST_TIMEOUT) ./test/e2e ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
 	@echo "--- scenario figures ---" && cat _output/scenarios.log 2>/dev/null || true
 	@echo "--- where the time went: _output/test-times.txt ---"
 

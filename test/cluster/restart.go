@@ -157,3 +157,25 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	}
 	return nil
 }
+
+// Running reports whether the control-plane component (kube-apiserver,
+// kube-scheduler, kube-controller-manager, etcd, kwok-controller) that
+// kwokctl started is still running: its pid file (pids/<component>.pid in
+// the cluster's directory) names a live process that is not a zombie. It
+// returns an error when the pid file cannot be read.
+func (c *Cluster) Running(component string) (bool, error) {
+	pidFile := filepath.Join(c.workdir, "clusters", c.Name, "pids", component+".pid")
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		return false, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", pidFile, err)
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false, nil
+	}
+	return !strings.Contains(string(st), ") Z "), nil
+}

@@ -55,6 +55,7 @@ var launchCalls = []string{"CreateFleet", "RunInstances", "CreateTags", "Termina
 // may cause a launch (or any other mutating EC2 call) or a NodeClaim, and
 // the healthy pool still provisions.
 func TestBadInputCausesNoLaunch(t *testing.T) {
+	runInParallel(t)
 	e := newEnv(t, "karpx-bad-input")
 	e.apply(badInputHealthy(e.name))
 	steady := deployment("steady", 1, "1500m", "512Mi")

@@ -44,12 +44,14 @@ var spotManifest = nodePool{Name: "spot", Disruption: neverConsolidate, Labels: 
 // capacity before the instances are reclaimed, none deleted without the
 // Eviction API, and no replacement on an interrupted (type, zone).
 func TestScenarioSpotInterruption(t *testing.T) {
+	runInParallel(t)
 	runSpotInterruption(t, true)
 }
 
 // TestScenarioSpotInterruptionControl: the same without the queue flag
 // (karpx before issue 20): the pods die with the instances.
 func TestScenarioSpotInterruptionControl(t *testing.T) {
+	runInParallel(t)
 	runSpotInterruption(t, false)
 }
 

@@ -225,6 +225,7 @@ func gpuDeployment(name string, replicas int32) *appsv1.Deployment {
 // NodeClaim is deleted. Each node is checked to have gone through every
 // scripted step, so the test cannot pass without the scenario happening.
 func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
+	runInParallel(t)
 	e, obs, path := runP4(t, nil, true)
 	start := obs.podsCreated
 	// The nodes are initialising (nvidia.com/gpu comes 14 s after
@@ -290,6 +291,7 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 // sees the registered nodes with their Cilium taint and without
 // nvidia.com/gpu and launches more nodes for pods already planned.
 func TestScenarioP4NoDuplicateLaunchControl(t *testing.T) {
+	runInParallel(t)
 	e, obs, _ := runP4(t, func(o *operator.Options) {
 		o.NominatePods = false
 		o.InitializationGrace = 0

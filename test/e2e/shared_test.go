@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,31 +15,47 @@ import (
 	"github.com/karpx/karpx/test/cluster"
 )
 
-// The package's tests share one control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, kwok), started by the first
-// test that asks for it and stopped by TestMain: a start costs 20-60 s on
-// this kind of machine, paid once instead of once per test. Each test
-// still gets its own simulator and autoscaler (newEnvWith), and when it
-// ends, after its autoscaler and simulator have stopped, the cluster is
-// reset to what it held when it was started with the CRDs and the
-// controller's RBAC (cluster.Baseline.Reset: every NodePool, NodeClaim,
-// Node, EC2NodeClass, workload, namespace, lease, event and webhook
-// configuration the test created is deleted, finalizers removed), so the
-// next test's autoscaler sees nothing of the last. A cluster that cannot
-// be reset, or that fails the kwok probe after a failed test, is stopped
-// and the next test starts a fresh one.
+// The package's tests share a small pool of control planes (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok): a start
+// costs 20-60 s on this kind of machine, paid once per pool member instead
+// of once per test. The sequential tests all use the first member; the
+// parallel ones (runInParallel) each hold one member at a time, and the pool
+// grows to at most sharedPoolSize members as they ask. Each test still gets
+// its own simulator and autoscaler (newEnvWith), and when it ends, after its
+// autoscaler and simulator have stopped, its member is reset to what it held
+// when it was started with the CRDs and the controller's RBAC
+// (cluster.Baseline.Reset: every NodePool, NodeClaim, Node, EC2NodeClass,
+// workload, namespace, lease, event and webhook configuration the test
+// created is deleted, finalizers removed), so the next test's autoscaler
+// sees nothing of the last. A member that cannot be reset, or that fails the
+// kwok probe after a failed test, is stopped and the next test starts a
+// fresh one in its place.
 //
 // Tests that restart, stop or break the control plane get their own:
 // envOptions.ownControlPlane or envOptions.audit, or their name in
 // ownControlPlaneTests.
 var shared struct {
 	sync.Mutex
+	pool []*sharedMember
+}
+
+// sharedMember is one control plane of the pool.
+type sharedMember struct {
 	cluster *cluster.Cluster
 	base    *cluster.Baseline
-	// inUse is set while a test holds the shared cluster; a second test
-	// asking meanwhile (a parallel test, or a subtest of the holder) gets
-	// a control plane of its own.
+	// inUse is set while a test holds the member.
 	inUse bool
+}
+
+// sharedPoolSize is the most control planes the pool holds: the e2e
+// package's -parallel (KARPX_E2E_PARALLEL, default 3, see the Makefile's
+// E2E_PARALLEL), so every parallel test can hold one. A test that asks while
+// every member is held (a subtest of a holder) starts one of its own.
+func sharedPoolSize() int {
+	if n, err := strconv.Atoi(os.Getenv("KARPX_E2E_PARALLEL")); err == nil && n > 0 {
+		return n
+	}
+	return 3
 }
 
 // ownControlPlaneTests are the top-level tests whose environments need a
@@ -49,12 +68,14 @@ var ownControlPlaneTests = map[string]string{
 
 // runInParallel marks t parallel: the package's long scenarios that spend
 // most of their time waiting (for consolidateAfter, for EC2's token
-// buckets to refill over minutes) run beside each other, once every
-// sequential test has finished, at most -parallel at a time (default
-// GOMAXPROCS). The first to start gets the shared control plane, the
-// others one of their own (sharedControlPlane). KARPX_E2E_SERIAL=1 runs
-// them one after the other, as before (to rule parallelism out when one
-// fails, or to measure what it saves).
+// buckets to refill over minutes, for a spot notice to run out, for a
+// window in which nothing may launch) run beside each other, once every
+// sequential test has finished, at most -parallel at a time (the Makefile
+// sets E2E_PARALLEL), each on a member of the shared pool
+// (sharedControlPlane). KARPX_E2E_SERIAL=1 runs them one after the other
+// (to rule parallelism out when one fails, or to measure what it saves).
+// A test that calls it must not change process-wide state (t.Setenv, the
+// working directory) nor assert on another test's in-process metrics.
 func runInParallel(t *testing.T) {
 	if os.Getenv("KARPX_E2E_SERIAL") == "" {
 		t.Parallel()
@@ -74,62 +95,95 @@ func needsOwnControlPlane(t *testing.T) bool {
 	return ok
 }
 
-// sharedControlPlane returns the package's shared control plane for t,
-// starting it on first use (CRDs installed from root/manifests/crds and
-// the RBAC of root/manifests/controller applied before the baseline is
-// taken), and resets it when t ends. If another test holds it, t gets a
-// control plane of its own with the CRDs installed.
+// sharedControlPlane returns a member of the package's shared pool for t:
+// the first free one, or a new one while the pool is below sharedPoolSize
+// (started with the CRDs from root/manifests/crds and the RBAC of
+// root/manifests/controller applied before its baseline is taken). The
+// member is reset when t ends. If every member is held and the pool is
+// full, t gets a control plane of its own with the CRDs installed.
 func sharedControlPlane(t *testing.T, root string) *cluster.Cluster {
 	t.Helper()
 	shared.Lock()
 	defer shared.Unlock()
-	if shared.inUse {
-		t.Logf("the shared control plane is in use by another test: starting one for %s", t.Name())
+	var m *sharedMember
+	for _, candidate := range shared.pool {
+		if !candidate.inUse {
+			m = candidate
+			break
+		}
+	}
+	if m == nil && len(shared.pool) >= sharedPoolSize() {
+		t.Logf("every shared control plane is in use (%d): starting one for %s", len(shared.pool), t.Name())
 		c := cluster.StartForTest(t)
 		if err := c.InstallCRDs(context.Background(), filepath.Join(root, "manifests", "crds")); err != nil {
 			t.Fatalf("installing CRDs: %v", err)
 		}
 		return c
 	}
-	if shared.cluster == nil {
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		c, err := cluster.StartProbed(ctx, cluster.Options{Name: "karpx-e2e-shared"}, t.Logf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-			_ = c.Stop()
-			t.Fatalf("installing CRDs: %v", err)
-		}
-		if err := cluster.ApplyRBAC(ctx, c.RESTConfig, filepath.Join(root, "manifests", "controller")); err != nil {
-			_ = c.Stop()
-			t.Fatalf("applying the controller's RBAC: %v", err)
-		}
-		base, err := c.Snapshot(ctx)
-		if err != nil {
-			_ = c.Stop()
-			t.Fatal(err)
-		}
-		shared.cluster, shared.base = c, base
-		t.Logf("shared control plane %s started in %s", c.Name, time.Since(start).Round(100*time.Millisecond))
+	if m == nil {
+		m = &sharedMember{}
+		shared.pool = append(shared.pool, m)
 	}
-	shared.inUse = true
-	c := shared.cluster
+	if m.cluster == nil {
+		name := "karpx-e2e-shared"
+		if i := slices.Index(shared.pool, m); i > 0 {
+			name = fmt.Sprintf("%s-%d", name, i+1)
+		}
+		m.inUse = true // while it starts, outside the lock
+		shared.Unlock()
+		c, base, err := startShared(name, root, t.Logf)
+		shared.Lock()
+		m.inUse = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.cluster, m.base = c, base
+	}
+	m.inUse = true
+	c := m.cluster
 	// Registered before the simulator's and the autoscaler's cleanups, so
 	// it runs after them.
-	t.Cleanup(func() { releaseShared(t) })
+	t.Cleanup(func() { releaseShared(t, m) })
 	return c
 }
 
-// releaseShared resets the shared control plane after t, or stops it when
-// it cannot be reset or (after a failed test) no longer passes the probe.
-func releaseShared(t *testing.T) {
+// startShared starts a pool member named name: the control plane, the CRDs
+// of root/manifests/crds, the RBAC of root/manifests/controller, and the
+// baseline its resets return to. It returns the start's or an install's
+// error (after stopping what it started).
+func startShared(name, root string, logf func(string, ...any)) (*cluster.Cluster, *cluster.Baseline, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := cluster.StartProbed(ctx, cluster.Options{Name: name}, logf)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
+		_ = c.Stop()
+		return nil, nil, fmt.Errorf("installing CRDs: %w", err)
+	}
+	if err := cluster.ApplyRBAC(ctx, c.RESTConfig, filepath.Join(root, "manifests", "controller")); err != nil {
+		_ = c.Stop()
+		return nil, nil, fmt.Errorf("applying the controller's RBAC: %w", err)
+	}
+	base, err := c.Snapshot(ctx)
+	if err != nil {
+		_ = c.Stop()
+		return nil, nil, err
+	}
+	logf("shared control plane %s started in %s", c.Name, time.Since(start).Round(100*time.Millisecond))
+	return c, base, nil
+}
+
+// releaseShared resets member m after t, or stops it when it cannot be
+// reset or (after a failed test) no longer passes the probe; the next test
+// that takes m then starts a fresh control plane in its place.
+func releaseShared(t *testing.T, m *sharedMember) {
 	shared.Lock()
 	defer shared.Unlock()
-	shared.inUse = false
-	c := shared.cluster
+	defer func() { m.inUse = false }()
+	c := m.cluster
 	if c == nil {
 		return
 	}
@@ -139,24 +193,28 @@ func releaseShared(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	err := shared.base.Reset(context.Background(), t.Logf)
+	err := m.base.Reset(context.Background(), t.Logf)
 	if err == nil && t.Failed() {
 		err = c.Probe(context.Background())
 	}
 	if err != nil {
-		t.Logf("stopping the shared control plane (the next test starts a fresh one): %v", err)
-		stopShared()
+		t.Logf("stopping shared control plane %s (the next test starts a fresh one): %v", c.Name, err)
+		_ = c.Stop()
+		m.cluster, m.base = nil, nil
 		return
 	}
-	t.Logf("shared control plane reset in %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("shared control plane %s reset in %s", c.Name, time.Since(start).Round(100*time.Millisecond))
 }
 
-// stopShared stops the shared control plane, if any; the caller holds
-// shared's lock or runs after every test.
+// stopShared stops every member of the pool; it runs after every test.
 func stopShared() {
-	if shared.cluster != nil {
-		_ = shared.cluster.Stop()
-		shared.cluster, shared.base = nil, nil
+	shared.Lock()
+	defer shared.Unlock()
+	for _, m := range shared.pool {
+		if m.cluster != nil {
+			_ = m.cluster.Stop()
+			m.cluster, m.base = nil, nil
+		}
 	}
 }
 

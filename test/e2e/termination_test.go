@@ -34,6 +34,7 @@ var terminationManifest = nodePool{Name: "term", Disruption: neverConsolidate, L
 // requests is compared with manifests/controller's RBAC
 // (checkControllerRBAC): a permission granted but never used fails.
 func TestTerminationThroughEveryDeletionPath(t *testing.T) {
+	runInParallel(t)
 	e := newEnvWith(t, "karpx-term", envOptions{audit: true, tweak: func(o *operator.Options) {
 		o.LeaderElection = true
 		// The namespace manifests/controller grants the Lease in.

@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// An API server down for longer than the renew deadline of the
+// scheduler's and the controller manager's leader election (10 s) leaves
+// both running: the clusters start them without leader election
+// (kwokctlConfig), so a chaos test's RestartAPIServer under load cannot
+// leave a cluster that schedules nothing. The control starts them with
+// leader election on, and both exit during the same outage.
+func TestSchedulerAndControllerManagerSurviveAPIServerOutage(t *testing.T) {
+	SkipWithoutControlPlane(t)
+	const down = 15 * time.Second // > the 10 s renew deadline
+	for _, tc := range []struct {
+		name           string
+		leaderElection bool
+		wantRunning    bool
+	}{
+		{"default", false, true},
+		{"control-leader-election", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c, err := Start(ctx, Options{Name: "karpx-outage-" + tc.name[:7], LeaderElection: tc.leaderElection})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.Stop() }()
+			if err := c.RestartAPIServer(ctx, down); err != nil {
+				t.Fatal(err)
+			}
+			for _, comp := range []string{"kube-scheduler", "kube-controller-manager"} {
+				// A component that lost its Lease exits at once (klog.Fatal);
+				// give it a moment to be reaped either way.
+				var running bool
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if running, err = c.Running(comp); err != nil {
+						t.Fatal(err)
+					}
+					if running != tc.wantRunning || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+				if running != tc.wantRunning {
+					t.Errorf("%s running=%v after a %s API server outage, want %v\n%s", comp, running, down, tc.wantRunning, c.Logs(comp))
+				}
+			}
+		})
+	}
+}

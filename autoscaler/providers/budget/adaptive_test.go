@@ -124,14 +124,12 @@ func newPacedClock() *pacedClock {
 	return &pacedClock{FakeClock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
-// AfterFunc records the deadline and runs f in its own goroutine (the fake
-// clock calls it holding its lock, and the budget's dispatch reads the
-// time).
+// AfterFunc records the deadline, for run, and arms the fake clock's timer.
 func (c *pacedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	c.pending = append(c.pending, c.Now().Add(d))
 	c.mu.Unlock()
-	return c.FakeClock.AfterFunc(d, func() { go f() })
+	return c.FakeClock.AfterFunc(d, f)
 }
 
 // run calls call and, while it has not returned and the budget holds it

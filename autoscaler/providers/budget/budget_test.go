@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
@@ -99,19 +99,10 @@ func startBurst(api ec2api.API, perAction int) *burst {
 // settle waits until the burst is still on l's side of the clock: every
 // call is answered or queued at l, and every bucket with queued calls has
 // less than a token left (its dispatch has served what it could). Only a
-// step of the fake clock changes anything after that. The deadline only
-// stops a hung test; the outcome does not depend on it.
+// step of the fake clock changes anything after that.
 func (b *burst) settle(t *testing.T, l *budget.Limiter) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !b.settled(t, l) {
-		if time.Now().After(deadline) {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			t.Fatalf("burst not settled after a minute: answered %v", b.answered)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "every call of the burst answered or queued", func() bool { return b.settled(t, l) })
 }
 
 // settled reports whether the burst is settled (see settle).
@@ -157,7 +148,7 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	size, refill := int(math.Floor(aws.Size*budget.DefaultFraction)), aws.RefillPerSecond*budget.DefaultFraction
 	calls := perAction * len(describeCalls)
 
-	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := newFakeClock()
 	e := ec2apitest.Start(t, ec2sim.Config{Clock: clk}, ec2api.Config{})
 	// AdaptiveStart 1: the buckets start at their configured share, the
 	// most the budget ever sends (the default slow start sends less).
@@ -203,7 +194,7 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 
 	// Control: the same burst with the budget disabled, on a clock that
 	// does not move: EC2's buckets alone decide.
-	clk = testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk = newFakeClock()
 	e = ec2apitest.Start(t, ec2sim.Config{Clock: clk}, ec2api.Config{})
 	off := newLimited(t, e, budget.Options{Clock: clk, Disabled: true})
 	b = startBurst(off, perAction)
@@ -256,69 +247,86 @@ func actionOf(t *testing.T, st budget.Status, action string, c awsquota.Category
 	return budget.ActionStatus{}
 }
 
-// TestSpeculativeFailsFastCriticalWaits drains a small bucket: a
-// Speculative call is refused without reaching EC2, a Critical one waits
-// for the refill and succeeds.
+// TestSpeculativeFailsFastCriticalWaits drains a small bucket on a fake
+// clock: a Speculative call waits SpeculativeMaxWait and is refused without
+// reaching EC2, a Critical one waits for the refill and succeeds, and a
+// Critical one whose context ends gives up with the context's error.
 func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
+	clk := newFakeClock()
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	reg := prometheus.NewRegistry()
-	api := newLimited(t, e, budget.Options{Fraction: 1, Registerer: reg,
+	// AdaptiveStart 1: the bucket starts with its 4 tokens (no slow start).
+	api := newLimited(t, e, budget.Options{Fraction: 1, Registerer: reg, Clock: clk, AdaptiveStart: 1,
 		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: {Size: 4, RefillPerSecond: 1}}})
 	critical := budget.WithPriority(context.Background(), budget.Critical)
+	describe := func(ctx context.Context) func() error {
+		return func() error {
+			_, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback)
+			return err
+		}
+	}
 	for range 4 {
-		if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
+		if err := describe(critical)(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := e.Sim.Counts()["DescribeSubnets"]
-	_, err := api.DescribeSubnets(budget.WithPriority(context.Background(), budget.Speculative), &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback)
+	err := whileQueued(t, api.Limiter, "DescribeSubnets", 1, describe(budget.WithPriority(context.Background(), budget.Speculative)),
+		func() { clk.Step(budget.DefaultSpeculativeMaxWait) })
 	var exhausted *budget.ExhaustedError
 	if !errors.As(err, &exhausted) || !budget.IsExhausted(err) {
 		t.Fatalf("speculative call on an empty bucket: %v, want *budget.ExhaustedError", err)
 	}
-	if exhausted.Action != "DescribeSubnets" || exhausted.Category != awsquota.NonMutating || exhausted.Priority != budget.Speculative {
-		t.Errorf("ExhaustedError %+v", exhausted)
+	if exhausted.Action != "DescribeSubnets" || exhausted.Category != awsquota.NonMutating || exhausted.Priority != budget.Speculative ||
+		exhausted.Waited != budget.DefaultSpeculativeMaxWait {
+		t.Errorf("ExhaustedError %+v, want DescribeSubnets, non-mutating, speculative, after %v", exhausted, budget.DefaultSpeculativeMaxWait)
 	}
 	if e.Sim.Counts()["DescribeSubnets"] != before {
 		t.Error("the refused speculative call reached EC2")
 	}
-	if _, err := api.DescribeSubnets(critical, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
+	// The bucket holds 0.1 tokens: the critical call waits 0.9 s for one.
+	if err := whileQueued(t, api.Limiter, "DescribeSubnets", 1, describe(critical), func() { clk.Step(900 * time.Millisecond) }); err != nil {
 		t.Fatalf("critical call: %v", err)
 	}
 	st := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
-	if st.Requests != 5 || st.Exhausted != 1 || st.Errors != 0 {
-		t.Errorf("DescribeSubnets status %+v", st)
+	if st.Requests != 5 || st.Exhausted != 1 || st.Errors != 0 || st.WaitP99Seconds != 0.9 {
+		t.Errorf("DescribeSubnets status %+v, want 5 requests, 1 exhausted, the last after 0.9 s", st)
 	}
 	if got := metricValue(t, reg, budget.MetricExhausted, map[string]string{"action": "DescribeSubnets", "priority": "speculative"}); got != 1 {
 		t.Errorf("%s = %v, want 1", budget.MetricExhausted, got)
 	}
-	// A cancelled critical call gives up with its context's error.
-	ctx, cancel := context.WithTimeout(critical, 10*time.Millisecond)
-	defer cancel()
-	for {
-		if _, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback); err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("want the context's error, got %v", err)
-			}
-			break
-		}
+	// The bucket is empty and the clock stands still: a critical call
+	// waits until its context ends.
+	ctx, cancel := context.WithCancel(critical)
+	if err := whileQueued(t, api.Limiter, "DescribeSubnets", 1, describe(ctx), cancel); !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the context's error, got %v", err)
+	}
+	if n := api.Queued("DescribeSubnets"); n != 0 {
+		t.Errorf("%d calls still queued after the cancelled one", n)
 	}
 }
 
-// TestCriticalServedBeforeQueuedNormal queues Normal calls on an empty
-// bucket and checks that a later Critical call is served first.
+// TestCriticalServedBeforeQueuedNormal queues three Normal calls on an
+// empty bucket, then a Critical one, on a fake clock: the next token goes
+// to the Critical call, the following ones to the Normal calls.
 func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
+	clk := newFakeClock()
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := newLimited(t, e, budget.Options{Fraction: 1,
-		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: {Size: 1, RefillPerSecond: 5}}})
+	bucket := awsquota.Bucket{Size: 1, RefillPerSecond: 5}
+	api := newLimited(t, e, budget.Options{Fraction: 1, Clock: clk, AdaptiveStart: 1,
+		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: bucket}})
 	if _, err := api.DescribeImages(context.Background(), &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
 	var (
 		mu    sync.Mutex
 		order []string
-		wg    sync.WaitGroup
 	)
+	served := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order)
+	}
 	record := func(name string, ctx context.Context) {
 		if _, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 			t.Error(err)
@@ -328,15 +336,18 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 		mu.Unlock()
 	}
 	for range 3 {
-		wg.Go(func() { record("normal", context.Background()) })
+		go record("normal", context.Background())
 	}
-	// Let the three Normal calls queue on the empty bucket (if they have
-	// not yet, the Critical call is served first all the more).
-	time.Sleep(20 * time.Millisecond)
-	wg.Go(func() { record("critical", budget.WithPriority(context.Background(), budget.Critical)) })
-	wg.Wait()
-	if i := strings.Index(strings.Join(order, ","), "critical"); i < 0 || order[len(order)-1] == "critical" {
-		t.Errorf("served in order %v: the critical call should overtake queued normal calls", order)
+	waitUntil(t, "3 normal calls queued", func() bool { return api.Queued("DescribeImages") == 3 })
+	go record("critical", budget.WithPriority(context.Background(), budget.Critical))
+	waitUntil(t, "the critical call queued", func() bool { return api.Queued("DescribeImages") == 4 })
+	oneToken := time.Duration(float64(time.Second) / bucket.RefillPerSecond)
+	for n := 1; n <= 4; n++ {
+		clk.Step(oneToken)
+		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return served() == n })
+	}
+	if got := strings.Join(order, ","); got != "critical,normal,normal,normal" {
+		t.Errorf("served in order %s: the critical call should overtake the queued normal calls", got)
 	}
 }
 

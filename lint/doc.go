@@ -22,10 +22,11 @@
 // Content-Transfer-Encoding and gzip parts, as cloud-init reads them; a part
 // that cannot be decoded or read as text is denied (KX009), and so is
 // userData that is itself base64 (KX010). Every leaf is then read the way
-// the node will execute it (shell.go, cloudconfig.go): shell scripts are
-// parsed with mvdan.cc/sh/v3/syntax (a script that does not parse is KX002
-// with its line and column) and their commands judged by what they do
-// after literal variables are substituted, following sh -c, eval,
+// the node will execute it (cloudinit.go, shell.go, cloudconfig.go,
+// bootfiles.go): shell scripts are parsed with mvdan.cc/sh/v3/syntax (a
+// script that does not parse is KX002 with its line and column) and their
+// commands judged by what they do after literal variables are
+// substituted, following sh -c, eval,
 // here-documents, at, pipes into shells and files written to boot-executed
 // paths; cloud-config is walked as YAML module by module (bootcmd, runcmd,
 // power_state, write_files with its encodings, users, ssh_keys), and

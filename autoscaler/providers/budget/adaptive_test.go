@@ -21,14 +21,20 @@ import (
 // TestAdaptiveSlowsDownAndRecovers: a throttled answer halves the bucket of
 // its action (once per hold time, however many answers report the same
 // congestion) and drops its tokens; other actions keep their rate; the
-// bucket comes back to its configured rate after the recovery time.
+// bucket comes back to its configured rate after the recovery time. The
+// budget runs on a pacedClock: the retry after the throttled answers waits
+// for the emptied bucket in simulated time only.
 func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := newLimited(t, e, budget.Options{AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour, AdaptiveStart: 1})
+	clk := newPacedClock()
+	api := newLimited(t, e, budget.Options{Clock: clk, AdaptiveHold: time.Hour, AdaptiveRecovery: time.Hour, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3)); err != nil {
+	if err := clk.run(func() error {
+		_, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	st := api.Snapshot()
@@ -49,17 +55,22 @@ func TestAdaptiveSlowsDownAndRecovers(t *testing.T) {
 		}
 	}
 
-	fast := newLimited(t, e, budget.Options{AdaptiveRecovery: 2 * time.Second, AdaptiveStart: 1})
+	clk = newPacedClock()
+	fast := newLimited(t, e, budget.Options{Clock: clk, AdaptiveRecovery: 2 * time.Second, AdaptiveStart: 1})
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fast.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3)); err != nil {
+	throttledAt := clk.Now()
+	if err := clk.run(func() error {
+		_, err := fast.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; a.Factor >= 0.9 {
+	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; a.Factor >= 0.9 || a.Slowdowns != 1 {
 		t.Fatalf("no slow-down: %+v", a)
 	}
-	time.Sleep(2100 * time.Millisecond)
+	clk.SetTime(throttledAt.Add(2 * time.Second))
 	if a := actionOf(t, fast.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; a.Factor != 1 || a.Size != 50 {
 		t.Errorf("after the recovery time: %+v, want factor 1 and 50 tokens", a)
 	}
@@ -116,22 +127,36 @@ func TestAdaptiveLearnsNeighboursShare(t *testing.T) {
 // the moment a held-back call is let go, and nothing else moves it.
 type pacedClock struct {
 	*testingclock.FakeClock
+	// mu orders arming a timer and moving the time, so that a recorded
+	// deadline is the one the fake clock fires at.
 	mu      sync.Mutex
 	pending []time.Time // AfterFunc deadlines not yet stepped past
 }
 
 func newPacedClock() *pacedClock {
-	return &pacedClock{FakeClock: testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	return &pacedClock{FakeClock: newFakeClock()}
 }
 
-// AfterFunc records the deadline and runs f in its own goroutine (the fake
-// clock calls it holding its lock, and the budget's dispatch reads the
-// time).
+// AfterFunc records the deadline, for run, and arms the fake clock's timer.
 func (c *pacedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.pending = append(c.pending, c.Now().Add(d))
-	c.mu.Unlock()
-	return c.FakeClock.AfterFunc(d, func() { go f() })
+	return c.FakeClock.AfterFunc(d, f)
+}
+
+// Step moves the time by d (see mu).
+func (c *pacedClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.FakeClock.Step(d)
+}
+
+// SetTime moves the time to at (see mu).
+func (c *pacedClock) SetTime(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.FakeClock.SetTime(at)
 }
 
 // run calls call and, while it has not returned and the budget holds it
@@ -160,23 +185,28 @@ func (c *pacedClock) run(call func() error) error {
 			}
 		}
 		c.pending = kept
-		c.mu.Unlock()
 		if !next.IsZero() {
-			c.SetTime(next)
+			c.FakeClock.SetTime(next)
 		}
+		c.mu.Unlock()
 	}
 }
 
 // TestAdaptiveSlowStart: a new budget starts at half its configured share
 // and grows to all of it over the recovery time.
 func TestAdaptiveSlowStart(t *testing.T) {
+	clk := newFakeClock()
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	api := newLimited(t, e, budget.Options{AdaptiveRecovery: time.Second})
+	api := newLimited(t, e, budget.Options{Clock: clk, AdaptiveRecovery: time.Second})
 	a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating)
-	if math.Abs(a.Adaptive.Factor-budget.DefaultAdaptiveStart) > 0.05 || a.Adaptive.Size != 12 || a.Tokens > 12.5 || a.Adaptive.LastSlowdown != nil {
+	if a.Adaptive.Factor != budget.DefaultAdaptiveStart || a.Adaptive.Size != 12 || a.Tokens != 12 || a.Adaptive.LastSlowdown != nil {
 		t.Errorf("new CreateFleet bucket %+v, want the slow start's 12 of 25 tokens", a)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clk.Step(time.Second / 2)
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 0.75 || a.Adaptive.Size != 18 {
+		t.Errorf("half-way through the recovery time: %+v, want factor 0.75 and 18 tokens", a.Adaptive)
+	}
+	clk.Step(time.Second / 2)
 	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 1 || a.Adaptive.Size != 25 {
 		t.Errorf("after the recovery time: %+v, want all 25 tokens", a.Adaptive)
 	}

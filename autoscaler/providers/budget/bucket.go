@@ -210,5 +210,8 @@ func (b *bucket) scheduleLocked(now time.Time) {
 		}
 		b.timer.Stop()
 	}
-	b.timer, b.timerAt = b.clock.AfterFunc(delay, b.dispatch), at
+	// dispatch runs in a goroutine of its own: a fake clock
+	// (k8s.io/utils/clock/testing) calls AfterFunc's function while it holds
+	// its lock, which dispatch's reading of the time would wait for forever.
+	b.timer, b.timerAt = b.clock.AfterFunc(delay, func() { go b.dispatch() }), at
 }

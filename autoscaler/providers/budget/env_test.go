@@ -1,8 +1,11 @@
 package budget_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -76,4 +79,37 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name string, want map[s
 		}
 	}
 	return sum
+}
+
+// newFakeClock returns a fake clock at a fixed date, for the budget and the
+// simulator of a test.
+func newFakeClock() *testingclock.FakeClock {
+	return testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// waitUntil polls cond until it holds. Tests on a fake clock use it to let
+// goroutines reach a state the clock alone cannot change (a call queued at
+// the budget, a burst answered); the minute's deadline only stops a hung
+// test, the outcome does not depend on it.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: not %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// whileQueued starts call, waits until l holds queued calls of action
+// (call's among them), runs then (a step of the fake clock, a cancel) and
+// returns call's error.
+func whileQueued(t testing.TB, l *budget.Limiter, action string, queued int, call func() error, then func()) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	waitUntil(t, fmt.Sprintf("%d calls of %s queued", queued, action), func() bool { return l.Queued(action) == queued })
+	then()
+	return <-done
 }

@@ -59,90 +59,35 @@ func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
 // process's id replaces the old in the pid file, so that Stop still stops
 // it.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
-	dir := filepath.Join(c.workdir, "clusters", c.Name)
-	pidFile := filepath.Join(dir, "pids", "kube-apiserver.pid")
-	raw, err := os.ReadFile(pidFile)
+	pid, err := c.pid("kube-apiserver")
 	if err != nil {
 		return err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", pidFile, err)
-	}
-	proc := fmt.Sprintf("/proc/%d", pid)
-	cmdline, err := os.ReadFile(proc + "/cmdline")
+	proc, err := readProcess(pid)
 	if err != nil {
 		return fmt.Errorf("kube-apiserver (pid %d) not running: %w", pid, err)
 	}
-	environ, err := os.ReadFile(proc + "/environ")
-	if err != nil {
-		return err
-	}
-	cwd, err := os.Readlink(proc + "/cwd")
-	if err != nil {
-		return err
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("killing kube-apiserver: %w", err)
 	}
 	// Not our child: wait until /proc no longer shows it running.
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		st, err := os.ReadFile(proc + "/stat")
-		return err != nil || strings.Contains(string(st), ") Z "), nil
+		return !alive(pid), nil
 	}); err != nil {
 		return fmt.Errorf("kube-apiserver (pid %d) did not exit: %w", pid, err)
 	}
-	// Hold the API server's port while it is down, answering every
-	// connection by closing it (clients see a reset, as from a crashed
-	// server), so that a cluster starting meanwhile cannot take it; only
-	// the new process's start-up is left as a window.
 	u, err := url.Parse(c.RESTConfig.Host)
 	if err != nil {
 		return err
 	}
-	// The killed process's threads may still hold the socket for a
-	// moment after its leader shows as a zombie: retry for up to 10 s.
-	var ln net.Listener
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		ln, err = net.Listen("tcp", ":"+u.Port())
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("holding the API server's port %s while it is down: %w", u.Port(), err)
-	}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	select {
-	case <-ctx.Done():
-		ln.Close()
-		return ctx.Err()
-	case <-time.After(down):
-	}
-	ln.Close()
-	logFile, err := os.OpenFile(filepath.Join(dir, "logs", "kube-apiserver.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := holdPort(ctx, u.Port(), down); err != nil {
 		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = cwd
-	cmd.Env = strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, as kwokctl starts it: a signal to the test's
-	// group does not reach it; Stop (kwokctl) kills it by its pid file.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	newPid, err := c.startProcess("kube-apiserver", proc)
+	if err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
-	go func() { _ = cmd.Wait() }() // reap it when it exits
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(c.pidFile("kube-apiserver"), []byte(strconv.Itoa(newPid)), 0o644); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -158,24 +103,124 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	return nil
 }
 
+// process is what it takes to start a process again as it was started:
+// its command line, environment and working directory.
+type process struct {
+	args, env []string
+	dir       string
+}
+
+// readProcess reads pid's command line, environment and working directory
+// from /proc; it returns an error when pid is not running.
+func readProcess(pid int) (process, error) {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	cmdline, err := os.ReadFile(dir + "/cmdline")
+	if err != nil {
+		return process{}, err
+	}
+	environ, err := os.ReadFile(dir + "/environ")
+	if err != nil {
+		return process{}, err
+	}
+	cwd, err := os.Readlink(dir + "/cwd")
+	if err != nil {
+		return process{}, err
+	}
+	split := func(b []byte) []string { return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") }
+	return process{args: split(cmdline), env: split(environ), dir: cwd}, nil
+}
+
+// holdPort holds port for down while the API server is down, answering
+// every connection by closing it (clients see a reset, as from a crashed
+// server), so that a cluster starting meanwhile cannot take it; only the
+// new process's start-up is left as a window. The killed process's threads
+// may still hold the socket for a moment after its leader shows as a
+// zombie, so it retries the listen for up to 10 s. It returns the listen's
+// error or ctx's.
+func holdPort(ctx context.Context, port string, down time.Duration) error {
+	var ln net.Listener
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		ln, err = net.Listen("tcp", ":"+port)
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("holding the API server's port %s while it is down: %w", port, err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+		return nil
+	}
+}
+
+// startProcess starts p again as component, logging to the component's
+// log file (logs/<component>.log, appended), in its own process group as
+// kwokctl starts it (a signal to the test's group does not reach it; Stop,
+// through kwokctl, kills it by its pid file), and reaps it when it exits.
+// It returns the new process's id.
+func (c *Cluster) startProcess(component string, p process) (int, error) {
+	logFile, err := os.OpenFile(filepath.Join(c.workdir, "clusters", c.Name, "logs", component+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(p.args[0], p.args[1:]...)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process.Pid, nil
+}
+
+// pidFile is the path of the pid file kwokctl writes for component.
+func (c *Cluster) pidFile(component string) string {
+	return filepath.Join(c.workdir, "clusters", c.Name, "pids", component+".pid")
+}
+
+// pid reads component's process id from its pid file; it returns the read
+// or parse error.
+func (c *Cluster) pid(component string) (int, error) {
+	path := c.pidFile(component)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return pid, nil
+}
+
+// alive reports whether pid is a running process, not a zombie.
+func alive(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(st), ") Z ")
+}
+
 // Running reports whether the control-plane component (kube-apiserver,
 // kube-scheduler, kube-controller-manager, etcd, kwok-controller) that
 // kwokctl started is still running: its pid file (pids/<component>.pid in
 // the cluster's directory) names a live process that is not a zombie. It
 // returns an error when the pid file cannot be read.
 func (c *Cluster) Running(component string) (bool, error) {
-	pidFile := filepath.Join(c.workdir, "clusters", c.Name, "pids", component+".pid")
-	raw, err := os.ReadFile(pidFile)
+	pid, err := c.pid(component)
 	if err != nil {
 		return false, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", pidFile, err)
-	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false, nil
-	}
-	return !strings.Contains(string(st), ") Z "), nil
+	return alive(pid), nil
 }

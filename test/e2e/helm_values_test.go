@@ -117,6 +117,7 @@ func helmValuesMatrix() []valuesCase {
 // karpx-crd is rendered and applied first (its CRDs must be established).
 // One line per case: objects rendered, applied and read back.
 func TestHelmValuesMatrix(t *testing.T) {
+	runInParallel(t)
 	c := cluster.StartForTest(t)
 	ctx := context.Background()
 	apply := func(yaml string) error {

@@ -162,6 +162,7 @@ func p2Persistent(ctx context.Context, e *env, seen map[types.UID]bool, found ma
 // /readyz false until the catalogue is loaded, and then provisions the
 // pending pods.
 func TestScenarioP2StartupHydration(t *testing.T) {
+	runInParallel(t)
 	obs := p2Run(t, true)
 	if obs.hydratedAfter < p2Delay {
 		t.Errorf("hydrated %.1fs after the restart, before the simulator's %s delay: the fault did not apply", obs.hydratedAfter.Seconds(), p2Delay)
@@ -186,6 +187,7 @@ func TestScenarioP2StartupHydration(t *testing.T) {
 // hydration ordering acts on the empty catalogue and reports a premature
 // persistent error ("no instance type ...").
 func TestScenarioP2StartupHydrationControl(t *testing.T) {
+	runInParallel(t)
 	obs := p2Run(t, false)
 	premature := 0
 	for _, p := range obs.persistent {

@@ -19,4 +19,9 @@
 //     ceiling of any spot price;
 //   - Available: false while the (type, zone, capacity type) is in the
 //     UnavailableOfferings cache after an InsufficientInstanceCapacity.
+//
+// Files: instancetype.go (the Provider, List and the catalogue refresh),
+// info.go (Info: labels, capacity and allocatable of one type), spot.go
+// (spot prices, refreshed page by page within the EC2 API budget),
+// unavailable.go (the ICE cache).
 package instancetype

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,39 +11,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/providers/ami"
 	"github.com/karpx/karpx/autoscaler/providers/budget"
 	"github.com/karpx/karpx/autoscaler/providers/cache"
-	"github.com/karpx/karpx/autoscaler/providers/capacity"
 	"github.com/karpx/karpx/autoscaler/providers/ec2api"
 	"github.com/karpx/karpx/autoscaler/providers/hydration"
-	"github.com/karpx/karpx/catalog"
 )
-
-// Info is the static part of an instance type: what it is and holds, not
-// where it is sold. Labels, Capacity and Allocatable are shared between
-// callers and must not be modified.
-type Info struct {
-	// Name is the EC2 instance type, for example "m5.large".
-	Name string
-	// Labels are the single-valued node labels of the type.
-	Labels map[string]string
-	// Capacity is the node's status.capacity.
-	Capacity corev1.ResourceList
-	// Allocatable is the node's status.allocatable.
-	Allocatable corev1.ResourceList
-	// OnDemandPriceUSDPerHour is the hourly on-demand price, nil if unknown.
-	OnDemandPriceUSDPerHour *float64
-	// CapacityTypes are the purchase options EC2 sells the type with
-	// ("on-demand", "spot").
-	CapacityTypes []string
-	// Zones are the zones EC2 offers the type in, sorted.
-	Zones []string
-}
 
 // Provider lists instance types and their offerings. It is safe for
 // concurrent use.
@@ -319,196 +291,4 @@ func (p *Provider) describeCatalogue(ctx context.Context) ([]Info, int, error) {
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	return infos, offerings, nil
-}
-
-// spotPages is a spot-price refresh in progress: the pages read so far and
-// the token of the next one, so that a refresh the budget refused part-way
-// resumes where it stopped instead of restarting from page 1.
-type spotPages struct {
-	input  ec2.DescribeSpotPriceHistoryInput
-	token  *string
-	prices map[string]float64
-	newest map[string]time.Time
-}
-
-// spotPrices returns "type/zone" → current Linux spot price in USD/hour:
-// the last complete answer while it is younger than ttls.SpotPrice, else
-// after a refresh. A price refresh is speculative (it only re-ranks
-// offerings), so it runs at Speculative priority; when the budget refuses
-// it, or EC2 fails, the last prices (or, before any, none: offeringPrice
-// falls back to on-demand prices) serve until the next try, which resumes
-// from the page where this one stopped. It never waits behind another
-// refresh, and never fails.
-func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
-	p.stateMu.Lock()
-	last, at := p.lastSpot, p.spotAt
-	p.stateMu.Unlock()
-	if !at.IsZero() && p.now().Sub(at) < p.ttls.SpotPrice {
-		return last, nil
-	}
-	if !p.spotMu.TryLock() {
-		return orEmpty(last), nil
-	}
-	defer p.spotMu.Unlock()
-	if err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative)); err != nil {
-		p.opts.Registry.Failed(hydration.SpotPrices, err)
-		if !budget.IsExhausted(err) {
-			p.opts.Logger.Info("spot price refresh failed; serving the last prices", "transient", true, "error", err.Error())
-		}
-	}
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	return orEmpty(p.lastSpot), nil
-}
-
-func orEmpty(m map[string]float64) map[string]float64 {
-	if m == nil {
-		return map[string]float64{}
-	}
-	return m
-}
-
-// RefreshSpotPrices refreshes spot prices now (the Hydrator's Source); it
-// returns the refresh's error, the last prices staying in use.
-func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
-	p.spotMu.Lock()
-	defer p.spotMu.Unlock()
-	err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative))
-	if err != nil {
-		p.opts.Registry.Failed(hydration.SpotPrices, err)
-	}
-	return err
-}
-
-// refreshSpot reads the remaining pages of the refresh in progress (or
-// starts one); spotMu is held.
-func (p *Provider) refreshSpot(ctx context.Context) error {
-	pg := p.spotPages
-	if pg == nil {
-		pg = &spotPages{
-			input:  ec2.DescribeSpotPriceHistoryInput{ProductDescriptions: []string{"Linux/UNIX"}, StartTime: aws.Time(p.now())},
-			prices: map[string]float64{}, newest: map[string]time.Time{},
-		}
-		p.spotPages = pg
-	}
-	for {
-		in := pg.input
-		in.NextToken = pg.token
-		out, err := p.api.DescribeSpotPriceHistory(ctx, &in)
-		if err != nil {
-			return fmt.Errorf("describing spot price history: %w", err)
-		}
-		for _, sp := range out.SpotPriceHistory {
-			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil || price <= 0 {
-				continue
-			}
-			key := string(sp.InstanceType) + "/" + aws.ToString(sp.AvailabilityZone)
-			ts := aws.ToTime(sp.Timestamp)
-			if _, seen := pg.prices[key]; !seen || ts.After(pg.newest[key]) {
-				pg.prices[key], pg.newest[key] = price, ts
-			}
-		}
-		pg.token = out.NextToken
-		if aws.ToString(pg.token) == "" {
-			break
-		}
-	}
-	p.spotPages = nil
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	if len(pg.prices) == 0 && len(p.lastSpot) > 0 {
-		p.spotAt = p.now() // retry after a TTL, not on every call
-		err := fmt.Errorf("suspect empty answer (%d spot prices before): kept the last prices", len(p.lastSpot))
-		p.opts.Logger.Info("WARNING: spot price refresh returned no prices; keeping the last ones", "kept", len(p.lastSpot))
-		return err
-	}
-	p.lastSpot, p.spotAt = pg.prices, p.now()
-	p.opts.Registry.Succeeded(hydration.SpotPrices, len(pg.prices))
-	return nil
-}
-
-// NewInfo builds the static description of an EC2 instance type from its
-// catalogue entry, or from the DescribeInstanceTypes answer when the
-// catalogue lacks it. It returns false for architectures karpx cannot boot.
-func NewInfo(t ec2types.InstanceTypeInfo) (Info, bool) {
-	name := string(t.InstanceType)
-	info := Info{Name: name}
-	for _, uc := range t.SupportedUsageClasses {
-		switch uc {
-		case ec2types.UsageClassTypeOnDemand:
-			info.CapacityTypes = append(info.CapacityTypes, cloudprovider.CapacityTypeOnDemand)
-		case ec2types.UsageClassTypeSpot:
-			info.CapacityTypes = append(info.CapacityTypes, cloudprovider.CapacityTypeSpot)
-		}
-	}
-	if len(t.SupportedUsageClasses) == 0 {
-		info.CapacityTypes = []string{cloudprovider.CapacityTypeOnDemand, cloudprovider.CapacityTypeSpot}
-	}
-	if c, ok := catalog.Get(name); ok {
-		info.Labels, info.Capacity, info.Allocatable, info.OnDemandPriceUSDPerHour = c.Labels, c.Capacity(), c.Allocatable, c.OnDemandPriceUSDPerHour
-	} else {
-		info.Labels, info.Capacity, info.Allocatable = derive(t)
-	}
-	if a := info.Labels[corev1.LabelArchStable]; a != "amd64" && a != "arm64" {
-		return Info{}, false
-	}
-	return info, true
-}
-
-// derive computes labels, capacity and allocatable for a type missing from
-// the catalogue. Pods follow the EKS max-pods formula
-// (ENIs × (IPv4 per ENI − 1) + 2); the reserved cpu and memory follow the
-// EKS AMI's kube-reserved formula and a 100Mi hard eviction threshold, so
-// derived types are comparable to catalogue ones.
-func derive(t ec2types.InstanceTypeInfo) (map[string]string, corev1.ResourceList, corev1.ResourceList) {
-	name := string(t.InstanceType)
-	family, size, _ := strings.Cut(name, ".")
-	arch := ""
-	if t.ProcessorInfo != nil && len(t.ProcessorInfo.SupportedArchitectures) > 0 {
-		arch = ami.KubernetesArch(string(t.ProcessorInfo.SupportedArchitectures[0]))
-	}
-	var vcpus, memMiB int64
-	if t.VCpuInfo != nil {
-		vcpus = int64(aws.ToInt32(t.VCpuInfo.DefaultVCpus))
-	}
-	if t.MemoryInfo != nil {
-		memMiB = aws.ToInt64(t.MemoryInfo.SizeInMiB)
-	}
-	labels := map[string]string{
-		corev1.LabelInstanceTypeStable:    name,
-		corev1.LabelArchStable:            arch,
-		corev1.LabelOSStable:              "linux",
-		catalog.LabelInstanceCPU:          strconv.FormatInt(vcpus, 10),
-		catalog.LabelInstanceMemory:       strconv.FormatInt(memMiB, 10),
-		catalog.LabelInstanceFamily:       family,
-		catalog.LabelInstanceCategory:     family[:max(strings.IndexAny(family, "0123456789"), 0)],
-		"karpenter.k8s.aws/instance-size": size,
-	}
-	var gpus int64
-	if t.GpuInfo != nil {
-		for _, g := range t.GpuInfo.Gpus {
-			gpus += int64(aws.ToInt32(g.Count))
-			labels[catalog.LabelInstanceGPUName] = strings.ToLower(aws.ToString(g.Name))
-		}
-	}
-	pods := int64(110)
-	if n := t.NetworkInfo; n != nil && aws.ToInt32(n.MaximumNetworkInterfaces) > 0 {
-		pods = int64(aws.ToInt32(n.MaximumNetworkInterfaces))*(int64(aws.ToInt32(n.Ipv4AddressesPerInterface))-1) + 2
-	}
-	capa := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(vcpus, resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*1024*1024, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
-	}
-	if gpus > 0 {
-		labels[catalog.LabelInstanceGPUCount] = strconv.FormatInt(gpus, 10)
-		capa["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
-	}
-	alloc := capa.DeepCopy()
-	alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000-capacity.DefaultKubeReservedMilliCPU(vcpus), resource.DecimalSI)
-	alloc[corev1.ResourceMemory] = *resource.NewQuantity((memMiB-(11*pods+255)-100)*1024*1024, resource.BinarySI)
-	alloc[corev1.ResourceEphemeralStorage] = resource.MustParse("17Gi")
-	return labels, capa, alloc
 }

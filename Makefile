@@ -37,8 +37,9 @@ KUBE_LDFLAGS := -s -w \
 KARPX_LDFLAGS := -X github.com/karpx/karpx/plugin.Version=$(KARPX_VERSION)
 
 # Test budget: CI has 90 minutes for everything, the control-plane build included;
-# the end-to-end package (about 30 tests, one at a time, sharing one control
-# plane) took 19 minutes on 2 cores at load average 13-22 (docs/performance.md).
+# the end-to-end package (37 tests, the waiting ones E2E_PARALLEL at a time,
+# on a pool of shared control planes) took 13 minutes on 2 cores at load
+# average 0-5.5 (docs/performance.md).
 TEST_TIMEOUT ?= 50m
 
 # E2E_PARALLEL: how many of test/e2e's waiting scenarios (runInParallel) run

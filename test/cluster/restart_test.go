@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // An API server down for longer than the renew deadline of the
@@ -26,11 +28,28 @@ func TestSchedulerAndControllerManagerSurviveAPIServerOutage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			c, err := Start(ctx, Options{Name: "karpx-outage-" + tc.name[:7], LeaderElection: tc.leaderElection})
+			// Probed: the scheduler has placed a pod.
+			c, err := StartProbed(ctx, Options{Name: "karpx-outage-" + tc.name[:7], LeaderElection: tc.leaderElection}, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() { _ = c.Stop() }()
+			// The outage must come after both finished starting: the
+			// controller manager gives up at start-up when the API server is
+			// gone (whatever its leader election), and a component still
+			// waiting for its first Lease has none to lose. The controller
+			// manager's service account controller has run once the default
+			// namespace's ServiceAccount exists.
+			ready := []string{"serviceaccount/default", "-n", "default"}
+			if tc.leaderElection {
+				ready = []string{"lease/kube-scheduler", "lease/kube-controller-manager", "-n", "kube-system"}
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				_, err := c.Kubectl(ctx, nil, append([]string{"get", "-o", "name"}, ready...)...)
+				return err == nil, nil
+			}); err != nil {
+				t.Fatalf("waiting for %v: %v", ready, err)
+			}
 			if err := c.RestartAPIServer(ctx, down); err != nil {
 				t.Fatal(err)
 			}

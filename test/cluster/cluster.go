@@ -94,23 +94,25 @@ type Options struct {
 
 // kwokctlConfig is the KwokctlConfiguration (kwok v0.8.0's
 // config.kwok.x-k8s.io/v1alpha1) every cluster starts with: kube-scheduler
-// and kube-controller-manager run without leader election. Each runs as a
-// single process that nothing restarts (kwokctl's binary runtime has no
-// kubelet to do it), and with leader election on, each exits for good when
-// it cannot renew its Lease within its renew deadline (10 s, the
-// components' default), which an API server restart under load
-// (RestartAPIServer) can exceed: the cluster would then schedule no pod
-// and clear no not-ready taint again.
-const kwokctlConfig = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+// and kube-controller-manager run with leader election as leaderElect says,
+// off unless Options.LeaderElection. Each runs as a single process that
+// nothing restarts (kwokctl's binary runtime has no kubelet to do it), and
+// with leader election on, each exits for good when it cannot renew its
+// Lease within its renew deadline (10 s, the components' default), which an
+// API server restart under load (RestartAPIServer) can exceed: the cluster
+// would then schedule no pod and clear no not-ready taint again.
+func kwokctlConfig(leaderElect bool) string {
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 componentsPatches:
 - name: kube-scheduler
   extraArgs:
-  - {key: leader-elect, value: "false"}
+  - {key: leader-elect, value: "%[1]t"}
 - name: kube-controller-manager
   extraArgs:
-  - {key: leader-elect, value: "false"}
-`
+  - {key: leader-elect, value: "%[1]t"}
+`, leaderElect)
+}
 
 // Start creates and starts a cluster. It returns an error naming the
 // missing binaries (fix: `make tools`), or kwokctl's output when the start
@@ -153,11 +155,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		audit = []string{"--kube-audit-policy", policy}
 	}
 	config := filepath.Join(opts.Workdir, opts.Name+"-kwokctl.yaml")
-	conf := kwokctlConfig
-	if opts.LeaderElection {
-		conf = strings.ReplaceAll(conf, `value: "false"`, `value: "true"`)
-	}
-	if err := os.WriteFile(config, []byte(conf), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection)), 0o600); err != nil {
 		return nil, err
 	}
 	_, err := c.kwokctl(ctx, append([]string{"create", "cluster",

@@ -35,17 +35,24 @@ func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
 	if _, err := c.kwokctl(ctx, "start", "cluster"); err != nil {
 		return err
 	}
+	if err := c.awaitAPIServer(ctx, 500*time.Millisecond); err != nil {
+		return fmt.Errorf("API server not back after restart: %w", err)
+	}
+	return nil
+}
+
+// awaitAPIServer polls the API server's version every interval until it
+// answers, for at most 2 minutes; it returns the client's or the poll's
+// error.
+func (c *Cluster) awaitAPIServer(ctx context.Context, interval time.Duration) error {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, interval, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cs.Discovery().ServerVersion()
 		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("API server not back after restart: %w", err)
-	}
-	return nil
+	})
 }
 
 // RestartAPIServer restarts kube-apiserver alone: it SIGKILLs the process
@@ -90,14 +97,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	if err := os.WriteFile(c.pidFile("kube-apiserver"), []byte(strconv.Itoa(newPid)), 0o644); err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.Discovery().ServerVersion()
-		return err == nil, nil
-	}); err != nil {
+	if err := c.awaitAPIServer(ctx, 250*time.Millisecond); err != nil {
 		return fmt.Errorf("kube-apiserver not back after restart: %w", err)
 	}
 	return nil

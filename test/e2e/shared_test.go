@@ -124,22 +124,22 @@ func sharedControlPlane(t *testing.T, root string) *cluster.Cluster {
 		m = &sharedMember{}
 		shared.pool = append(shared.pool, m)
 	}
+	m.inUse = true
 	if m.cluster == nil {
 		name := "karpx-e2e-shared"
 		if i := slices.Index(shared.pool, m); i > 0 {
 			name = fmt.Sprintf("%s-%d", name, i+1)
 		}
-		m.inUse = true // while it starts, outside the lock
+		// Started outside the lock; m is held meanwhile.
 		shared.Unlock()
 		c, base, err := startShared(name, root, t.Logf)
 		shared.Lock()
-		m.inUse = false
 		if err != nil {
+			m.inUse = false
 			t.Fatal(err)
 		}
 		m.cluster, m.base = c, base
 	}
-	m.inUse = true
 	c := m.cluster
 	// Registered before the simulator's and the autoscaler's cleanups, so
 	// it runs after them.

@@ -68,6 +68,7 @@ type Cluster struct {
 
 	bin     string
 	workdir string
+	ports   Ports
 }
 
 // Options configure Start.
@@ -100,10 +101,18 @@ type Options struct {
 // with leader election on, each exits for good when it cannot renew its
 // Lease within its renew deadline (10 s, the components' default), which an
 // API server restart under load (RestartAPIServer) can exceed: the cluster
-// would then schedule no pod and clear no not-ready taint again.
-func kwokctlConfig(leaderElect bool) string {
+// would then schedule no pod and clear no not-ready taint again. The
+// components listen on ports (pickPorts), not on kwokctl's own choice.
+func kwokctlConfig(leaderElect bool, ports Ports) string {
 	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
+options:
+  etcdPort: %[2]d
+  etcdPeerPort: %[3]d
+  kubeApiserverPort: %[4]d
+  kubeControllerManagerPort: %[5]d
+  kubeSchedulerPort: %[6]d
+  kwokControllerPort: %[7]d
 componentsPatches:
 - name: kube-scheduler
   extraArgs:
@@ -111,7 +120,8 @@ componentsPatches:
 - name: kube-controller-manager
   extraArgs:
   - {key: leader-elect, value: "%[1]t"}
-`, leaderElect)
+`, leaderElect, ports.Etcd, ports.EtcdPeer, ports.APIServer,
+		ports.ControllerManager, ports.Scheduler, ports.KwokController)
 }
 
 // Start creates and starts a cluster. It returns an error naming the
@@ -141,7 +151,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		opts.Workdir = dir
 	}
-	c := &Cluster{Name: opts.Name, bin: opts.BinDir, workdir: opts.Workdir,
+	ports, err := pickPorts()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Name: opts.Name, bin: opts.BinDir, workdir: opts.Workdir, ports: ports,
 		Kubeconfig: filepath.Join(opts.Workdir, "kubeconfig")}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -155,10 +169,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		audit = []string{"--kube-audit-policy", policy}
 	}
 	config := filepath.Join(opts.Workdir, opts.Name+"-kwokctl.yaml")
-	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection, ports)), 0o600); err != nil {
 		return nil, err
 	}
-	_, err := c.kwokctl(ctx, append([]string{"create", "cluster",
+	_, err = c.kwokctl(ctx, append([]string{"create", "cluster",
 		"--config", config,
 		"--runtime", "binary",
 		"--kubeconfig", c.Kubeconfig,

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,18 +17,16 @@ import (
 
 // Restart stops every component of the control plane (kube-apiserver,
 // etcd, kube-controller-manager, kube-scheduler, kwok) with `kwokctl stop
-// cluster`, keeps it down for down, starts it again with `kwokctl start
-// cluster` (same ports, same etcd data) and waits until the API server
-// answers. Clients see connection errors meanwhile, as in a control-plane
-// upgrade or an API server crash.
+// cluster`, keeps it down for down while holding its ports (holdPorts),
+// starts it again with `kwokctl start cluster` (same ports, same etcd data)
+// and waits until the API server answers. Clients see connection resets
+// meanwhile, as in a control-plane upgrade or an API server crash.
 func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
 	if _, err := c.kwokctl(ctx, "stop", "cluster"); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(down):
+	if err := holdPorts(ctx, down, c.ports.list()...); err != nil {
+		return err
 	}
 	if _, err := c.kwokctl(ctx, "start", "cluster"); err != nil {
 		return err
@@ -61,8 +57,7 @@ func (c *Cluster) awaitAPIServer(ctx context.Context, interval time.Duration) er
 // working directory and environment, logging to the same file, then waits
 // until it answers. etcd, the scheduler, the controller manager and kwok
 // keep running and see the API server gone, as in an API server crash.
-// Unlike Restart, no port is left free while the API server is down (the
-// test holds it), only during the new process's start-up; the new
+// As in Restart, its port is held while it is down (holdPorts); the new
 // process's id replaces the old in the pid file, so that Stop still stops
 // it.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
@@ -83,11 +78,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	}); err != nil {
 		return fmt.Errorf("kube-apiserver (pid %d) did not exit: %w", pid, err)
 	}
-	u, err := url.Parse(c.RESTConfig.Host)
-	if err != nil {
-		return err
-	}
-	if err := holdPort(ctx, u.Port(), down); err != nil {
+	if err := holdPorts(ctx, down, c.ports.APIServer); err != nil {
 		return err
 	}
 	newPid, err := c.startProcess("kube-apiserver", proc)
@@ -128,40 +119,6 @@ func readProcess(pid int) (process, error) {
 	}
 	split := func(b []byte) []string { return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") }
 	return process{args: split(cmdline), env: split(environ), dir: cwd}, nil
-}
-
-// holdPort holds port for down while the API server is down, answering
-// every connection by closing it (clients see a reset, as from a crashed
-// server), so that a cluster starting meanwhile cannot take it; only the
-// new process's start-up is left as a window. The killed process's threads
-// may still hold the socket for a moment after its leader shows as a
-// zombie, so it retries the listen for up to 10 s. It returns the listen's
-// error or ctx's.
-func holdPort(ctx context.Context, port string, down time.Duration) error {
-	var ln net.Listener
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		ln, err = net.Listen("tcp", ":"+port)
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("holding the API server's port %s while it is down: %w", port, err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(down):
-		return nil
-	}
 }
 
 // startProcess starts p again as component, logging to the component's

@@ -48,7 +48,7 @@ func generated(t *testing.T) (manifest, []byte) {
 	t.Helper()
 	data, err := os.ReadFile("karpx.yaml")
 	if errors.Is(err, os.ErrNotExist) {
-		t.Skip("krew/karpx.yaml missing: run `make krew` (make test does)")
+		t.Skip("krew/karpx.yaml missing: run `make krew` (.ci/run does, before make test)")
 	}
 	if err != nil {
 		t.Fatal(err)

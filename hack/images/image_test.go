@@ -454,7 +454,7 @@ func TestReleaseImages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(imagesDir, name)
 			if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-				t.Skipf("%s missing: run `make images` (make test does)", dir)
+				t.Skipf("%s missing: run `make images` (.ci/run does, before make test)", dir)
 			}
 			l, err := layout.ImageIndexFromPath(dir)
 			if err != nil {

@@ -76,8 +76,16 @@ type summary struct {
 	passed, failedCount, skipped int
 	failedPackages, failedBuilds int
 	packageOrder, testOrder      []string
-	unfinished                   map[string]bool
-	sawEvent                     bool
+	// skips are the skipped top-level tests ("package TestName") with the
+	// reason their t.Skip gave, in the order they ended.
+	skips      []skip
+	unfinished map[string]bool
+	sawEvent   bool
+}
+
+// skip is a skipped top-level test and the last line its t.Skip logged.
+type skip struct {
+	key, reason string
 }
 
 // result is one package's or test's outcome and wall time in seconds.
@@ -158,9 +166,13 @@ func (s *summary) handle(e event, out io.Writer) {
 		if e.Action == "fail" {
 			fmt.Fprint(out, strings.Join(s.buffered[key], ""))
 		}
+		logged := s.buffered[key]
 		delete(s.buffered, key)
 		if strings.Contains(e.Test, "/") {
 			return // subtests count within their top-level test
+		}
+		if e.Action == "skip" {
+			s.skips = append(s.skips, skip{key, skipReason(logged)})
 		}
 		switch e.Action {
 		case "pass":
@@ -211,6 +223,25 @@ func (s *summary) write(w io.Writer, n int) {
 		pkg, name, _ := strings.Cut(k, " ")
 		fmt.Fprintf(w, "%8.1f  %-4s  %s %s\n", r.elapsed, r.action, name, pkg)
 	}
+	// Every skip is listed, so a test newly skipped (a missing tool, an
+	// input a step before make test should have written) shows in the log.
+	fmt.Fprintf(w, "--- skipped top-level tests (%d) ---\n", len(s.skips))
+	for _, sk := range s.skips {
+		pkg, name, _ := strings.Cut(sk.key, " ")
+		fmt.Fprintf(w, "%s %s: %s\n", name, pkg, sk.reason)
+	}
+}
+
+// skipReason returns the last line a skipped test logged before its
+// "--- SKIP" line (its t.Skip message), trimmed, or "" when it logged none.
+func skipReason(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "--- SKIP") && !strings.HasPrefix(l, "=== ") {
+			return l
+		}
+	}
+	return ""
 }
 
 // sortedByElapsed returns keys ordered by elapsed time, longest first,

@@ -17,6 +17,9 @@ const events = `{"Action":"start","Package":"example.com/a"}
 {"Action":"pass","Package":"example.com/a","Test":"TestFast/sub","Elapsed":0.5}
 {"Action":"pass","Package":"example.com/a","Test":"TestFast","Elapsed":1.5}
 {"Action":"run","Package":"example.com/a","Test":"TestSkipped"}
+{"Action":"output","Package":"example.com/a","Test":"TestSkipped","Output":"=== RUN   TestSkipped\n"}
+{"Action":"output","Package":"example.com/a","Test":"TestSkipped","Output":"    a_test.go:9: needs bin/kwok: run make tools\n"}
+{"Action":"output","Package":"example.com/a","Test":"TestSkipped","Output":"--- SKIP: TestSkipped (0.00s)\n"}
 {"Action":"skip","Package":"example.com/a","Test":"TestSkipped","Elapsed":0}
 {"Action":"output","Package":"example.com/a","Output":"PASS\n"}
 {"Action":"output","Package":"example.com/a","Output":"ok  \texample.com/a\t2.0s\n"}
@@ -66,13 +69,19 @@ func TestSummary(t *testing.T) {
 	if strings.Contains(r, "TestFast/sub") {
 		t.Errorf("subtest listed among top-level tests:\n%s", r)
 	}
+	if !strings.Contains(r, "--- skipped top-level tests (1) ---\nTestSkipped example.com/a: a_test.go:9: needs bin/kwok: run make tools\n") {
+		t.Errorf("skipped test or its reason not listed:\n%s", r)
+	}
+	if strings.Contains(got, "needs bin/kwok") {
+		t.Errorf("a skipped test's log shown in the plain output:\n%s", got)
+	}
 }
 
 // TestSummaryPassingRun is TestSummary's control: a run with only passing
 // packages is not failed, and an empty input (go test never ran) is.
 func TestSummaryPassingRun(t *testing.T) {
 	s := newSummary()
-	pass := strings.Join(strings.Split(events, "\n")[:12], "\n")
+	pass := strings.Join(strings.Split(events, "\n")[:15], "\n")
 	if err := s.read(strings.NewReader(pass), &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,7 @@ func (c *chaosEnv) instanceFates(ids []string) (adopted, terminated, orphaned in
 // NodeClaim) and EC2 answers with the instance already launched: the
 // NodeClaim adopts it, no second instance is launched, nothing leaks.
 func TestChaosKillAfterCreateFleet(t *testing.T) {
+	runInParallel(t)
 	c := newChaosProcessEnv(t, "karpx-chaos-kill-launch")
 	p := c.controller("chaos-0")
 	n := int32(2)
@@ -164,6 +165,7 @@ func (c *chaosEnv) heldFates(held []ec2sim.HeldCall) string {
 // removed), instances terminated, no other node touched, the evicted pods
 // Running again elsewhere.
 func TestChaosKillDuringTermination(t *testing.T) {
+	runInParallel(t)
 	c := newChaosProcessEnv(t, "karpx-chaos-kill-termination")
 	p := c.controller("chaos-0")
 	// Two pods fit a c5.xlarge: at least chaosScale()+1 NodeClaims.
@@ -245,7 +247,9 @@ func replicaOf(userAgent string, names ...string) string {
 // maxTakeover of the kill), finishes the scale-up,
 // and the workload scales down and up again. Only one replica ever calls
 // CreateFleet at a time: the simulator records each call's caller by the
-// SDK's User-Agent app id.
+// SDK's User-Agent app id. It runs alone, not beside the parallel
+// scenarios: its takeover bound measures leader election's timing, which
+// their CPU use would stretch.
 func TestChaosLeaderChange(t *testing.T) {
 	c := newChaosProcessEnv(t, "karpx-chaos-leader")
 	a := c.controller("chaos-a", "--leader-elect=true")
@@ -322,6 +326,7 @@ func TestChaosLeaderChange(t *testing.T) {
 // running) before a fresh controller process starts. Then the faults heal and the
 // workload scales up again: nothing leaked, duplicated, lost or deleted.
 func TestChaosCombined(t *testing.T) {
+	runInParallel(t)
 	c := newChaosProcessEnv(t, "karpx-chaos-combined")
 	p := c.controller("chaos-0")
 	n := int32(2 * chaosScale())

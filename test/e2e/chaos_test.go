@@ -276,6 +276,7 @@ func (c *chaosEnv) replicas() int {
 // runChaos scales to base pods, injects the fault, scales up by more pods
 // while it lasts, heals it, scales up once more, and checks the invariants.
 func runChaos(t *testing.T, fault string, inject func(c *chaosEnv), heal func(c *chaosEnv), extra func(c *chaosEnv) string) {
+	runInParallel(t)
 	c := newChaosEnv(t, "karpx-chaos-"+strings.ToLower(fault))
 	n := int32(2 * chaosScale())
 	c.scale(n, 90*time.Second)

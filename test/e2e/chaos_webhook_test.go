@@ -104,6 +104,7 @@ func webhookUnsafeNodeClass(cluster string) string {
 // Once the webhook is back, EC2NodeClasses are admitted or denied on their
 // content again and the workload converges.
 func TestChaosWebhookDown(t *testing.T) {
+	runInParallel(t)
 	c := newChaosEnv(t, "karpx-chaos-webhook")
 	w := c.startWebhook()
 	n := int32(2 * chaosScale())

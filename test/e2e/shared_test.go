@@ -69,13 +69,17 @@ var ownControlPlaneTests = map[string]string{
 // runInParallel marks t parallel: the package's long scenarios that spend
 // most of their time waiting (for consolidateAfter, for EC2's token
 // buckets to refill over minutes, for a spot notice to run out, for a
-// window in which nothing may launch) run beside each other, once every
+// window in which nothing may launch) and the chaos suite's fault
+// scenarios (waiting for pods through a fault, then for garbage
+// collection) run beside each other, once every
 // sequential test has finished, at most -parallel at a time (the Makefile
 // sets E2E_PARALLEL), each on a member of the shared pool
 // (sharedControlPlane). KARPX_E2E_SERIAL=1 runs them one after the other
 // (to rule parallelism out when one fails, or to measure what it saves).
 // A test that calls it must not change process-wide state (t.Setenv, the
-// working directory) nor assert on another test's in-process metrics.
+// working directory) nor assert on another test's in-process metrics, nor
+// bound a duration that CPU contention stretches (TestChaosLeaderChange's
+// Lease takeover stays sequential).
 func runInParallel(t *testing.T) {
 	if os.Getenv("KARPX_E2E_SERIAL") == "" {
 		t.Parallel()

@@ -49,9 +49,7 @@ func TestRestartHoldsPortsFromClustersStartingMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, port := range a.ports.list() {
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return portFree(port), nil
-		}); err != nil {
+		if err := awaitPortFree(ctx, port, true); err != nil {
 			t.Fatalf("control: port %d still taken after `kwokctl stop cluster`: %v", port, err)
 		}
 	}
@@ -73,9 +71,7 @@ func TestRestartHoldsPortsFromClustersStartingMeanwhile(t *testing.T) {
 	}
 	// Restart takes each port once its process has exited.
 	for _, port := range a.ports.list() {
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return !portFree(port), nil
-		}); err != nil {
+		if err := awaitPortFree(ctx, port, false); err != nil {
 			t.Fatalf("port %d of the stopped cluster is free: Restart does not hold it", port)
 		}
 	}
@@ -100,4 +96,13 @@ func TestRestartHoldsPortsFromClustersStartingMeanwhile(t *testing.T) {
 		t.Fatalf("restarted cluster does not work: %v", err)
 	}
 	t.Logf("restarted %s ports=%+v; started %s meanwhile ports=%+v", a.Name, a.ports, b.Name, b.ports)
+}
+
+// awaitPortFree polls portFree every 50 ms, for up to 10 s (a stopped
+// process's socket may outlive it for a moment), until it reports free;
+// it returns the poll's error.
+func awaitPortFree(ctx context.Context, port uint32, free bool) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return portFree(port) == free, nil
+	})
 }

@@ -16,11 +16,13 @@ import (
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -81,7 +83,9 @@ func LoadRBAC(dir string) ([]runtime.Object, error) {
 // ApplyRBAC creates, with the admin configuration admin, the Namespaces,
 // ServiceAccounts, Roles, ClusterRoles and their bindings found in dir (see
 // LoadRBAC), namespaces first; objects that already exist are left as they
-// are. It returns the first error from the API server.
+// are. It then waits until the API server's authorizer grants what the
+// bindings bind (WaitForRBAC). It returns the first error from the API
+// server, or WaitForRBAC's.
 func ApplyRBAC(ctx context.Context, admin *rest.Config, dir string) error {
 	objs, err := LoadRBAC(dir)
 	if err != nil {
@@ -129,7 +133,150 @@ func ApplyRBAC(ctx context.Context, admin *rest.Config, dir string) error {
 			return fmt.Errorf("creating %s %s/%s: %w", o.GetObjectKind().GroupVersionKind().Kind, m.GetNamespace(), m.GetName(), err)
 		}
 	}
+	return WaitForRBAC(ctx, cs, objs)
+}
+
+// rbacSettleTimeout bounds WaitForRBAC: the API server's RBAC authorizer
+// reads Roles and bindings from its informers, a watch event behind the
+// write (milliseconds when idle, seconds on a loaded 2-core machine).
+const rbacSettleTimeout = 30 * time.Second
+
+// WaitForRBAC waits until the API server authorizes, for every
+// ServiceAccount subject of the RoleBindings and ClusterRoleBindings in
+// objs, the first resource permission of each rule of the Role or
+// ClusterRole it binds (when objs holds that role), as a
+// SubjectAccessReview answers it. A process started under a
+// ServiceAccount right after its RBAC was created would otherwise see
+// Forbidden until the authorizer's informers catch up, which the tests
+// count as a permission manifests/ lacks. It returns an error naming the
+// ServiceAccount and the permission still refused after 30 s or when ctx
+// ends.
+func WaitForRBAC(ctx context.Context, cs kubernetes.Interface, objs []runtime.Object) error {
+	roles := map[string][]rbacv1.PolicyRule{} // "Role/ns/name" or "ClusterRole//name"
+	for _, o := range objs {
+		switch r := o.(type) {
+		case *rbacv1.Role:
+			roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole//"+r.Name] = r.Rules
+		}
+	}
+	var reviews []authorizationv1.SubjectAccessReviewSpec
+	add := func(namespace string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
+		key := ref.Kind + "/" + namespace + "/" + ref.Name
+		if ref.Kind == "ClusterRole" {
+			key = "ClusterRole//" + ref.Name
+		}
+		for _, rule := range roles[key] {
+			if len(rule.Verbs) == 0 || len(rule.APIGroups) == 0 || len(rule.Resources) == 0 {
+				continue // a nonResourceURLs rule
+			}
+			resource, subresource, _ := strings.Cut(rule.Resources[0], "/")
+			attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: rule.Verbs[0], Group: rule.APIGroups[0],
+				Resource: resource, Subresource: subresource}
+			if len(rule.ResourceNames) > 0 {
+				attrs.Name = rule.ResourceNames[0]
+			}
+			for _, sub := range subjects {
+				if sub.Kind != rbacv1.ServiceAccountKind {
+					continue
+				}
+				reviews = append(reviews, authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs,
+					User:   "system:serviceaccount:" + sub.Namespace + ":" + sub.Name,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sub.Namespace, "system:authenticated"}})
+			}
+		}
+	}
+	for _, o := range objs {
+		switch b := o.(type) {
+		case *rbacv1.RoleBinding:
+			add(b.Namespace, b.RoleRef, b.Subjects)
+		case *rbacv1.ClusterRoleBinding:
+			add("", b.RoleRef, b.Subjects)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, rbacSettleTimeout)
+	defer cancel()
+	start := time.Now()
+	for _, spec := range reviews {
+		var last string
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			last = r.Status.Reason
+			return r.Status.Allowed, nil
+		})
+		if err != nil {
+			a := spec.ResourceAttributes
+			return fmt.Errorf("RBAC not in effect after %s: %s may not %s %s (group %q) in namespace %q: %s",
+				time.Since(start).Round(time.Millisecond), spec.User, a.Verb, strings.TrimSuffix(a.Resource+"/"+a.Subresource, "/"), a.Group, a.Namespace, last)
+		}
+	}
 	return nil
+}
+
+// WaitForServiceAccountRBAC is WaitForRBAC for what the cluster already
+// grants ServiceAccount namespace/name (e.g. the RBAC a Helm chart
+// created): every RoleBinding and ClusterRoleBinding naming it, with the
+// Role or ClusterRole each binds. It returns the API server's error when
+// listing or reading them fails, or WaitForRBAC's.
+func WaitForServiceAccountRBAC(ctx context.Context, admin *rest.Config, namespace, name string) error {
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	return waitForServiceAccountRBAC(ctx, cs, namespace, name)
+}
+
+func waitForServiceAccountRBAC(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
+	names := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && s.Name == name
+		})
+	}
+	var objs []runtime.Object
+	role := func(bindingNamespace string, ref rbacv1.RoleRef) error {
+		if ref.Kind == "ClusterRole" {
+			r, err := cs.RbacV1().ClusterRoles().Get(ctx, ref.Name, metav1.GetOptions{})
+			if err == nil {
+				objs = append(objs, r)
+			}
+			return err
+		}
+		r, err := cs.RbacV1().Roles(bindingNamespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err == nil {
+			objs = append(objs, r)
+		}
+		return err
+	}
+	crbs, err := cs.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing ClusterRoleBindings: %w", err)
+	}
+	for i := range crbs.Items {
+		if b := &crbs.Items[i]; names(b.Subjects) {
+			if err := role("", b.RoleRef); err != nil {
+				return fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
+			}
+			objs = append(objs, b)
+		}
+	}
+	rbs, err := cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing RoleBindings: %w", err)
+	}
+	for i := range rbs.Items {
+		if b := &rbs.Items[i]; names(b.Subjects) {
+			if err := role(b.Namespace, b.RoleRef); err != nil {
+				return fmt.Errorf("RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
+			}
+			objs = append(objs, b)
+		}
+	}
+	return WaitForRBAC(ctx, cs, objs)
 }
 
 // ServiceAccountConfig returns a client configuration for the

@@ -209,11 +209,17 @@ func (e *env) helmSystemNode() {
 
 // chartServiceAccountKubeconfig writes a kubeconfig for ServiceAccount
 // namespace/name as the chart created it (no RBAC applied by the test):
-// a token from the TokenRequest API, valid for an hour.
+// a token from the TokenRequest API, valid for an hour. It returns once
+// the API server's authorizer grants what the chart's bindings bind
+// (cluster.WaitForServiceAccountRBAC), so a process started with it is
+// not refused while the authorizer catches up.
 func (e *env) chartServiceAccountKubeconfig(namespace, name string) string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
+	if err := cluster.WaitForServiceAccountRBAC(ctx, e.cluster.RESTConfig, namespace, name); err != nil {
+		e.t.Fatalf("the chart's RBAC for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
 	cfg, err := cluster.ServiceAccountConfig(ctx, e.cluster.RESTConfig, namespace, name, time.Hour)
 	if err != nil {
 		e.t.Fatalf("ServiceAccount %s/%s (created by the chart?): %v", namespace, name, err)

@@ -163,7 +163,7 @@ func (e *env) startProcess(binary, name string, args, env []string) *process {
 		}
 		if t.Failed() {
 			if out, err := os.ReadFile(p.logPath); err == nil {
-				t.Logf("%s %s log (last 8 KiB):\n%s", binary, name, tail(out, 8<<10))
+				failureLog(t, binary+" "+name, out)
 			}
 		}
 	})

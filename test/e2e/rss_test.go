@@ -134,7 +134,7 @@ func TestControllerRSS(t *testing.T) {
 		_ = cmd.Wait()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("karpx-controller log (last 4 KiB):\n%s", tail(b, 4096))
+				failureLog(t, "karpx-controller", b)
 			}
 		}
 	})

@@ -193,7 +193,7 @@ func releaseShared(t *testing.T, m *sharedMember) {
 	}
 	if t.Failed() {
 		for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
-			t.Logf("--- %s log (tail) ---\n%s", comp, c.Logs(comp))
+			failureLog(t, comp, []byte(c.Logs(comp)))
 		}
 	}
 	start := time.Now()

@@ -1,6 +1,7 @@
 // Command testtimes reads `go test -json` events (cmd/test2json's format)
 // on standard input, prints what plain `go test` would (each package's
-// ok/FAIL line, build errors, and the full output of failing tests only),
+// ok/FAIL line, build errors, and the full output of failing tests only,
+// each closed by a recap of its last lines from test code: withRecap),
 // and writes a timing report: every package's wall time, every top-level
 // test's wall time (slowest first), and one closing line
 // "tests: N passed, N failed, N skipped".
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -164,7 +166,7 @@ func (s *summary) handle(e event, out io.Writer) {
 	case "pass", "fail", "skip":
 		delete(s.unfinished, key)
 		if e.Action == "fail" {
-			fmt.Fprint(out, strings.Join(s.buffered[key], ""))
+			fmt.Fprint(out, strings.Join(withRecap(e.Test, s.buffered[key]), ""))
 		}
 		logged := s.buffered[key]
 		delete(s.buffered, key)
@@ -187,6 +189,47 @@ func (s *summary) handle(e event, out io.Writer) {
 		}
 		s.tests[key] = result{e.Action, e.Elapsed}
 	}
+}
+
+// recapLines is how many of a failing test's own lines withRecap repeats.
+const recapLines = 12
+
+// testCodeLine matches a line that testing's Log, Error or Fatal wrote
+// from a _test.go file ("    dashboard_test.go:187: ..."), at any
+// subtest depth.
+var testCodeLine = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
+
+// withRecap returns a failing test's output with its last recapLines lines
+// written by test code repeated just before its "--- FAIL" line. What a
+// test prints after its t.Error (process logs, cleanup chatter) can run to
+// hundreds of lines, and a CI log excerpt shows the last few lines before
+// "--- FAIL"; the recap keeps the reason there. Output without a
+// "--- FAIL" line or without test-code lines is returned as it is.
+func withRecap(test string, lines []string) []string {
+	end := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "--- FAIL: "+test+" ") {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return lines
+	}
+	var own []string
+	for _, l := range lines[:end] {
+		if testCodeLine.MatchString(l) {
+			own = append(own, l)
+		}
+	}
+	if len(own) == 0 {
+		return lines
+	}
+	own = own[max(0, len(own)-recapLines):]
+	out := slices.Clone(lines[:end])
+	out = append(out, fmt.Sprintf("    --- recap of %s: its last lines from test code, repeated (its t.Error and t.Fatal among them) ---\n", test))
+	out = append(out, own...)
+	return append(out, lines[end:]...)
 }
 
 // failed reports whether any test, package or build failed, or no event

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,63 @@ func TestSummaryPassingRun(t *testing.T) {
 	}
 	if empty := newSummary(); !empty.failed() {
 		t.Error("a run without any event reported as passing")
+	}
+}
+
+// TestRecapPutsTheReasonBeforeFail: a failing test whose error is followed
+// by 40 lines of logs (its processes' shutdown) gets its test-code lines
+// repeated right before "--- FAIL", so the last 16 lines hold the reason;
+// log lines from non-test files are not repeated, and a passing test's
+// output is not shown at all.
+func TestRecapPutsTheReasonBeforeFail(t *testing.T) {
+	var b strings.Builder
+	ev := func(action, test, output string) {
+		fmt.Fprintf(&b, `{"Action":%q,"Package":"example.com/e2e","Test":%q,"Output":%q}`+"\n", action, test, output)
+	}
+	ev("run", "TestDashboard", "")
+	ev("output", "TestDashboard", "=== RUN   TestDashboard\n")
+	ev("output", "TestDashboard", "    dashboard_test.go:120: provisioned 2 nodes\n")
+	ev("output", "TestDashboard", "    dashboard_test.go:201: webhook: decisions = 0, want ≥ 1\n")
+	for i := range 40 {
+		ev("output", "TestDashboard", fmt.Sprintf("    controller.go:326: shutdown line %d\n", i))
+	}
+	ev("output", "TestDashboard", "    shared_test.go:210: shared control plane reset in 6.7s\n")
+	ev("output", "TestDashboard", "--- FAIL: TestDashboard (21.31s)\n")
+	fmt.Fprintln(&b, `{"Action":"fail","Package":"example.com/e2e","Test":"TestDashboard","Elapsed":21.31}`)
+	s := newSummary()
+	var out bytes.Buffer
+	if err := s.read(strings.NewReader(b.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; last != "--- FAIL: TestDashboard (21.31s)" {
+		t.Fatalf("last line %q, want the FAIL line", last)
+	}
+	excerpt := strings.Join(lines[max(0, len(lines)-16):], "\n")
+	if !strings.Contains(excerpt, "dashboard_test.go:201: webhook: decisions = 0, want ≥ 1") {
+		t.Errorf("the reason is not among the 16 lines before --- FAIL:\n%s", excerpt)
+	}
+	if strings.Count(out.String(), "shutdown line 39") != 1 {
+		t.Errorf("a non-test log line repeated in the recap:\n%s", out.String())
+	}
+	if strings.Count(out.String(), "dashboard_test.go:201") != 2 {
+		t.Errorf("the error line should appear twice (in place and in the recap):\n%s", out.String())
+	}
+
+	// Control: the output as the test wrote it does not have the reason
+	// among those 16 lines; the recap is what puts it there.
+	var raw []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		var e event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Action == "output" {
+			raw = append(raw, strings.TrimSuffix(e.Output, "\n"))
+		}
+	}
+	if strings.Contains(strings.Join(raw[len(raw)-16:], "\n"), "dashboard_test.go:201") {
+		t.Errorf("control: the reason is already among the last 16 raw lines; the test does not show the recap matters")
+	}
+	// A failing test without test-code lines is printed as it is.
+	if got := withRecap("TestX", []string{"boom\n", "--- FAIL: TestX (1.00s)\n"}); len(got) != 2 {
+		t.Errorf("withRecap without test-code lines = %q, want the two lines unchanged", got)
 	}
 }

@@ -186,7 +186,7 @@ require (
 	honnef.co/go/tools v0.8.1 // indirect
 	k8s.io/cloud-provider v0.35.0 // indirect
 	k8s.io/component-base v0.35.4 // indirect
-	k8s.io/csi-translation-lib v0.35.0 // indirect
+	k8s.io/csi-translation-lib v0.35.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20251125145642-4e65d59e963e // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/krew v0.5.0 // indirect

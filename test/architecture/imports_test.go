@@ -59,8 +59,14 @@ func shippedForbidden(pkg string) bool {
 // goList runs go list in the module root with args and returns its lines.
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
+	return goListIn(t, "../..", args...)
+}
+
+// goListIn runs go list in dir with args and returns its lines.
+func goListIn(t *testing.T, dir string, args ...string) []string {
+	t.Helper()
 	cmd := exec.Command("go", append([]string{"list"}, args...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,7 +1,10 @@
 // Module controlplane pins the Kubernetes control-plane components that the
 // Makefile builds from source into bin/ (kube-apiserver, kube-scheduler,
 // kube-controller-manager). It is separate from the product module so that
-// k8s.io/kubernetes never leaks into karpx's own dependency graph.
+// k8s.io/kubernetes never leaks into karpx's own dependency graph. Modules
+// it shares with karpx (x/sys, x/net, protobuf, kube-openapi, ...) are
+// required at karpx's versions, so Go's build cache compiles those packages
+// once (test/architecture: TestControlPlaneSharesKarpxModuleVersions).
 module github.com/karpx/karpx/hack/controlplane
 
 go 1.25.0

@@ -30,21 +30,22 @@ func compiledFrom(t *testing.T, dir string, args ...string) map[string]string {
 	return out
 }
 
-// sharedPackageSkew returns, for the packages both builds compile, the
-// module versions that differ between them ("module: A in hack/controlplane,
-// B in karpx"), sorted, with how many shared packages each holds back.
-func sharedPackageSkew(controlPlane, karpx map[string]string) (shared int, skew []string) {
+// sharedPackageSkew returns, for the packages both builds a and b compile
+// (package → "module@version", from compiledFrom), the module versions
+// that differ ("module: A in aName, B in bName (N packages)"), sorted, and
+// how many packages both compile.
+func sharedPackageSkew(a, b map[string]string, aName, bName string) (shared int, skew []string) {
 	count := map[string]int{}
-	for pkg, cp := range controlPlane {
-		kx, ok := karpx[pkg]
+	for pkg, av := range a {
+		bv, ok := b[pkg]
 		if !ok {
 			continue
 		}
 		shared++
-		if cp != kx {
-			cpMod, cpVer, _ := strings.Cut(cp, "@")
-			_, kxVer, _ := strings.Cut(kx, "@")
-			count[fmt.Sprintf("%s: %s in hack/controlplane, %s in karpx", cpMod, cpVer, kxVer)]++
+		if av != bv {
+			mod, aVer, _ := strings.Cut(av, "@")
+			_, bVer, _ := strings.Cut(bv, "@")
+			count[fmt.Sprintf("%s: %s in %s, %s in %s", mod, aVer, aName, bVer, bName)]++
 		}
 	}
 	for s, n := range count {
@@ -56,24 +57,34 @@ func sharedPackageSkew(controlPlane, karpx map[string]string) (shared int, skew 
 
 // TestControlPlaneSharesKarpxModuleVersions: every package that both the
 // control-plane build (hack/controlplane) and karpx's own build and tests
-// compile comes from the same module version in both, so Go's build cache
-// compiles it once on a fresh machine: k8s.io/api, apimachinery,
-// client-go, apiserver, protobuf, golang.org/x/... are about half of the
-// control plane's source files. One differing version (golang.org/x/sys,
-// say) is enough to compile everything above it twice. Skipped with
-// -short: it lists the packages of k8s.io/kubernetes.
+// compile comes from the same module version in both, and so does every
+// package that both etcd's build (hack/etcd) and the control plane's
+// compile. Go's build cache then compiles each once on a fresh machine:
+// k8s.io/api, apimachinery, client-go, protobuf, golang.org/x/... are
+// about half of the control plane's source files, and grpc, otel and the
+// etcd client about two thirds of etcd's. One differing version
+// (golang.org/x/sys, say) is enough to compile everything above it twice.
+// Skipped with -short: it lists the packages of k8s.io/kubernetes.
 func TestControlPlaneSharesKarpxModuleVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lists k8s.io/kubernetes' packages; run without -short (make test does)")
 	}
 	cp := compiledFrom(t, "../../hack/controlplane", controlPlaneCommands...)
-	kx := compiledFrom(t, "../..", "-test", "./...")
-	shared, skew := sharedPackageSkew(cp, kx)
-	t.Logf("%d packages compiled by the control-plane build, %d by karpx's, %d by both", len(cp), len(kx), shared)
-	if len(skew) > 0 {
-		t.Errorf("%d modules have other versions in hack/controlplane/go.mod than in go.mod, so the packages both builds compile are compiled twice; "+
-			"require karpx's version in hack/controlplane (cd hack/controlplane && go get MODULE@VERSION) or the reverse:\n  %s",
-			len(skew), strings.Join(skew, "\n  "))
+	builds := []struct {
+		name string
+		pkgs map[string]string
+	}{
+		{"go.mod", compiledFrom(t, "../..", "-test", "./...")},
+		{"hack/etcd/go.mod", compiledFrom(t, "../../hack/etcd", "go.etcd.io/etcd/server/v3")},
+	}
+	for _, b := range builds {
+		shared, skew := sharedPackageSkew(cp, b.pkgs, "hack/controlplane/go.mod", b.name)
+		t.Logf("%d packages compiled by the control-plane build, %d by %s's, %d by both", len(cp), len(b.pkgs), b.name, shared)
+		if len(skew) > 0 {
+			t.Errorf("%d modules have other versions in hack/controlplane/go.mod than in %s, so the packages both builds compile are compiled twice; "+
+				"require the newer version in the other module (go get MODULE@VERSION there):\n  %s",
+				len(skew), b.name, strings.Join(skew, "\n  "))
+		}
 	}
 }
 
@@ -93,13 +104,13 @@ func TestSharedPackageSkewNamesTheModule(t *testing.T) {
 		"k8s.io/api/core/v1":     "k8s.io/api@v0.35.4",
 		"github.com/karpx/karpx": "github.com/karpx/karpx@",
 	}
-	shared, skew := sharedPackageSkew(cp, kx)
-	want := []string{"golang.org/x/sys: v0.38.0 in hack/controlplane, v0.47.0 in karpx (2 packages)"}
+	shared, skew := sharedPackageSkew(cp, kx, "hack/controlplane/go.mod", "go.mod")
+	want := []string{"golang.org/x/sys: v0.38.0 in hack/controlplane/go.mod, v0.47.0 in go.mod (2 packages)"}
 	if shared != 3 || !slices.Equal(skew, want) {
 		t.Errorf("sharedPackageSkew = %d, %q; want 3, %q", shared, skew, want)
 	}
 	kx["golang.org/x/sys/unix"], kx["golang.org/x/sys/cpu"] = "golang.org/x/sys@v0.38.0", "golang.org/x/sys@v0.38.0"
-	if _, skew := sharedPackageSkew(cp, kx); len(skew) != 0 {
+	if _, skew := sharedPackageSkew(cp, kx, "a", "b"); len(skew) != 0 {
 		t.Errorf("same versions: skew %q, want none", skew)
 	}
 }

@@ -406,6 +406,28 @@ func (c *Cluster) InstallCRDs(ctx context.Context, dir string) error {
 	if _, err := c.Kubectl(ctx, nil, "apply", "--server-side", "-f", dir); err != nil {
 		return err
 	}
-	_, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", dir)
-	return err
+	return c.WaitEstablished(ctx, "-f", dir)
+}
+
+// WaitEstablished waits up to 60 s until the CRDs that target names
+// ("-f DIR", "crd --all", "crd NAME") are Established, with kubectl wait.
+// kubectl wait gives up at once with ".status.conditions accessor error:
+// <nil> is of the type <nil>" on a CRD so new that the API server has not
+// written its status yet; that answer is retried until the 60 s are up.
+// It returns kubectl's error and output otherwise.
+func (c *Cluster) WaitEstablished(ctx context.Context, target ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	args := append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, target...)
+	for {
+		out, err := c.Kubectl(ctx, nil, args...)
+		if err == nil || !strings.Contains(out, ".status.conditions accessor error") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

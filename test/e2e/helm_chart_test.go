@@ -185,8 +185,7 @@ func installCRDChart(t *testing.T, ch *chart.Chart) func(ctx context.Context, c 
 
 // waitCRDs waits until every CRD of c is established.
 func waitCRDs(ctx context.Context, c *cluster.Cluster) error {
-	_, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-	return err
+	return c.WaitEstablished(ctx, "crd", "--all")
 }
 
 // helmSystemNode creates the kwok Node the chart's pods run on (labelled

@@ -10,7 +10,7 @@ import (
 )
 
 // failureLogDir is where failureLog writes, under the repository root
-// (`make clean` removes _output/).
+// (`make test` empties it when it starts).
 const failureLogDir = "_output/e2e-logs"
 
 // unsafeFileChars are the characters of a test's name that failureLog

@@ -108,15 +108,6 @@ func UsedPermissions(auditLog, user string) (used, forbidden map[Permission]int,
 // through the RoleBindings and ClusterRoleBindings among objs. Wildcards
 // are returned as written ("*"); the manifests test forbids them.
 func GrantedPermissions(objs []runtime.Object, namespace, name string) map[Permission]bool {
-	roles := map[string][]rbacv1.PolicyRule{} // "Kind/namespace/name"
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *rbacv1.Role:
-			roles["Role/"+o.Namespace+"/"+o.Name] = o.Rules
-		case *rbacv1.ClusterRole:
-			roles["ClusterRole//"+o.Name] = o.Rules
-		}
-	}
 	bound := func(subjects []rbacv1.Subject) bool {
 		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
 			return (s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && s.Name == name) ||
@@ -124,8 +115,11 @@ func GrantedPermissions(objs []runtime.Object, namespace, name string) map[Permi
 		})
 	}
 	out := map[Permission]bool{}
-	add := func(key string) {
-		for _, r := range roles[key] {
+	eachBinding(objs, func(_ string, subjects []rbacv1.Subject, rules []rbacv1.PolicyRule) {
+		if !bound(subjects) {
+			return
+		}
+		for _, r := range rules {
 			for _, v := range r.Verbs {
 				for _, g := range r.APIGroups {
 					for _, res := range r.Resources {
@@ -134,23 +128,7 @@ func GrantedPermissions(objs []runtime.Object, namespace, name string) map[Permi
 				}
 			}
 		}
-	}
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *rbacv1.RoleBinding:
-			if bound(o.Subjects) {
-				ns := o.Namespace
-				if o.RoleRef.Kind == "ClusterRole" {
-					ns = ""
-				}
-				add(o.RoleRef.Kind + "/" + ns + "/" + o.RoleRef.Name)
-			}
-		case *rbacv1.ClusterRoleBinding:
-			if bound(o.Subjects) {
-				add("ClusterRole//" + o.RoleRef.Name)
-			}
-		}
-	}
+	})
 	return out
 }
 

@@ -152,22 +152,9 @@ const rbacSettleTimeout = 30 * time.Second
 // ServiceAccount and the permission still refused after 30 s or when ctx
 // ends.
 func WaitForRBAC(ctx context.Context, cs kubernetes.Interface, objs []runtime.Object) error {
-	roles := map[string][]rbacv1.PolicyRule{} // "Role/ns/name" or "ClusterRole//name"
-	for _, o := range objs {
-		switch r := o.(type) {
-		case *rbacv1.Role:
-			roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
-		case *rbacv1.ClusterRole:
-			roles["ClusterRole//"+r.Name] = r.Rules
-		}
-	}
 	var reviews []authorizationv1.SubjectAccessReviewSpec
-	add := func(namespace string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
-		key := ref.Kind + "/" + namespace + "/" + ref.Name
-		if ref.Kind == "ClusterRole" {
-			key = "ClusterRole//" + ref.Name
-		}
-		for _, rule := range roles[key] {
+	eachBinding(objs, func(namespace string, subjects []rbacv1.Subject, rules []rbacv1.PolicyRule) {
+		for _, rule := range rules {
 			if len(rule.Verbs) == 0 || len(rule.APIGroups) == 0 || len(rule.Resources) == 0 {
 				continue // a nonResourceURLs rule
 			}
@@ -186,15 +173,7 @@ func WaitForRBAC(ctx context.Context, cs kubernetes.Interface, objs []runtime.Ob
 					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sub.Namespace, "system:authenticated"}})
 			}
 		}
-	}
-	for _, o := range objs {
-		switch b := o.(type) {
-		case *rbacv1.RoleBinding:
-			add(b.Namespace, b.RoleRef, b.Subjects)
-		case *rbacv1.ClusterRoleBinding:
-			add("", b.RoleRef, b.Subjects)
-		}
-	}
+	})
 	ctx, cancel := context.WithTimeout(ctx, rbacSettleTimeout)
 	defer cancel()
 	start := time.Now()
@@ -216,6 +195,41 @@ func WaitForRBAC(ctx context.Context, cs kubernetes.Interface, objs []runtime.Ob
 		}
 	}
 	return nil
+}
+
+// eachBinding calls fn for every RoleBinding and ClusterRoleBinding among
+// objs whose Role or ClusterRole objs holds too, with the binding's
+// namespace ("" for a ClusterRoleBinding), its subjects and the rules of
+// the role it binds (a RoleBinding may bind a ClusterRole: its rules then
+// apply in the binding's namespace).
+func eachBinding(objs []runtime.Object, fn func(namespace string, subjects []rbacv1.Subject, rules []rbacv1.PolicyRule)) {
+	roles := map[string][]rbacv1.PolicyRule{} // "Role/namespace/name" or "ClusterRole//name"
+	for _, o := range objs {
+		switch r := o.(type) {
+		case *rbacv1.Role:
+			roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole//"+r.Name] = r.Rules
+		}
+	}
+	key := func(namespace string, ref rbacv1.RoleRef) string {
+		if ref.Kind == "ClusterRole" {
+			return "ClusterRole//" + ref.Name
+		}
+		return ref.Kind + "/" + namespace + "/" + ref.Name
+	}
+	for _, o := range objs {
+		switch b := o.(type) {
+		case *rbacv1.RoleBinding:
+			if rules, ok := roles[key(b.Namespace, b.RoleRef)]; ok {
+				fn(b.Namespace, b.Subjects, rules)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if rules, ok := roles[key("", b.RoleRef)]; ok {
+				fn("", b.Subjects, rules)
+			}
+		}
+	}
 }
 
 // WaitForServiceAccountRBAC is WaitForRBAC for what the cluster already

@@ -64,6 +64,25 @@ func (a *sarAuthorizer) react(action k8stesting.Action) (bool, runtime.Object, e
 	return true, out, nil
 }
 
+// checkAskedEach fails t unless exactly the reviews of rbacObjects'
+// two ServiceAccount bindings were asked, each times times (why says
+// what the answers were).
+func (a *sarAuthorizer) checkAskedEach(t *testing.T, times int, why string) {
+	t.Helper()
+	want := map[string]int{
+		"system:serviceaccount:karpx:karpx  patch karpenter.sh nodeclaims status ":             times,
+		"system:serviceaccount:karpx:karpx karpx get coordination.k8s.io leases  karpx-leader": times,
+	}
+	if len(a.asked) != len(want) {
+		t.Errorf("asked %v, want %v", a.asked, want)
+	}
+	for k, n := range want {
+		if a.asked[k] != n {
+			t.Errorf("review %q asked %d times, want %d (%s)", k, a.asked[k], n, why)
+		}
+	}
+}
+
 func fakeAuthorizer(deniedFirst int, objs ...runtime.Object) (kubernetes.Interface, *sarAuthorizer) {
 	cs := fake.NewClientset(objs...)
 	a := &sarAuthorizer{deniedFirst: deniedFirst, asked: map[string]int{}}
@@ -80,18 +99,7 @@ func TestWaitForRBACAsksUntilEachBindingIsAllowed(t *testing.T) {
 	if err := WaitForRBAC(context.Background(), cs, rbacObjects()); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{
-		"system:serviceaccount:karpx:karpx  patch karpenter.sh nodeclaims status ":             3,
-		"system:serviceaccount:karpx:karpx karpx get coordination.k8s.io leases  karpx-leader": 3,
-	}
-	if len(a.asked) != len(want) {
-		t.Errorf("asked %v, want %v", a.asked, want)
-	}
-	for k, n := range want {
-		if a.asked[k] != n {
-			t.Errorf("review %q asked %d times, want %d (denied twice, then allowed)", k, a.asked[k], n)
-		}
-	}
+	a.checkAskedEach(t, 3, "denied twice, then allowed")
 }
 
 // TestWaitForServiceAccountRBACReadsTheClustersBindings: the bindings
@@ -105,18 +113,7 @@ func TestWaitForServiceAccountRBACReadsTheClustersBindings(t *testing.T) {
 	if err := waitForServiceAccountRBAC(context.Background(), cs, "karpx", "karpx"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{
-		"system:serviceaccount:karpx:karpx  patch karpenter.sh nodeclaims status ":             2,
-		"system:serviceaccount:karpx:karpx karpx get coordination.k8s.io leases  karpx-leader": 2,
-	}
-	if len(a.asked) != len(want) {
-		t.Errorf("asked %v, want %v", a.asked, want)
-	}
-	for k, n := range want {
-		if a.asked[k] != n {
-			t.Errorf("review %q asked %d times, want %d (denied once, then allowed)", k, a.asked[k], n)
-		}
-	}
+	a.checkAskedEach(t, 2, "denied once, then allowed")
 	// Control: a ServiceAccount no binding names is not asked about.
 	cs, a = fakeAuthorizer(0, rbacObjects()...)
 	if err := waitForServiceAccountRBAC(context.Background(), cs, "karpx", "nobody"); err != nil || len(a.asked) != 0 {
@@ -148,15 +145,10 @@ func TestWaitForRBACNamesWhatIsRefused(t *testing.T) {
 // and deleting it again (what every test on a shared control plane does:
 // the reset between tests deletes the RBAC the last test created).
 func TestApplyRBACInEffectOnReturn(t *testing.T) {
-	bin := SkipWithoutControlPlane(t)
+	c := StartForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := StartProbed(ctx, Options{Name: "karpx-rbac"}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop() }()
-	dir := filepath.Join(filepath.Dir(bin), "manifests", "controller")
+	dir := filepath.Join(filepath.Dir(c.bin), "manifests", "controller")
 	objs, err := LoadRBAC(dir)
 	if err != nil {
 		t.Fatal(err)

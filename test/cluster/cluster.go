@@ -230,6 +230,16 @@ func (c *Cluster) Logs(component string) string {
 	return strings.Join(lines, "\n")
 }
 
+// FailureLogs writes the last lines of kube-scheduler's and the kwok
+// controller's logs (Logs) for t with FailureLog: what a failed test on
+// this control plane needs from it.
+func (c *Cluster) FailureLogs(t testing.TB) {
+	t.Helper()
+	for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
+		FailureLog(t, comp, []byte(c.Logs(comp)))
+	}
+}
+
 func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {
 	args = append(args, "--name", c.Name)
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "kwokctl"), args...)
@@ -370,9 +380,7 @@ func StartForTestAudited(t testing.TB, auditUsers ...string) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
-				t.Logf("--- %s log (tail) ---\n%s", comp, c.Logs(comp))
-			}
+			c.FailureLogs(t)
 		}
 		if err := c.Stop(); err != nil {
 			t.Logf("stopping control plane: %v", err)

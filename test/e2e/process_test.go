@@ -163,7 +163,7 @@ func (e *env) startProcess(binary, name string, args, env []string) *process {
 		}
 		if t.Failed() {
 			if out, err := os.ReadFile(p.logPath); err == nil {
-				failureLog(t, binary+" "+name, out)
+				cluster.FailureLog(t, binary+" "+name, out)
 			}
 		}
 	})
@@ -183,14 +183,6 @@ func (p *process) signal(sig syscall.Signal) {
 
 // kill SIGKILLs the process and waits until it is gone.
 func (p *process) kill() { p.signal(syscall.SIGKILL) }
-
-// tail returns the last n bytes of b.
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
 
 // lease returns the leader-election Lease's holder identity and last
 // renewal time ("" and zero when there is none).

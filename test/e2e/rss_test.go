@@ -134,7 +134,7 @@ func TestControllerRSS(t *testing.T) {
 		_ = cmd.Wait()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
-				failureLog(t, "karpx-controller", b)
+				cluster.FailureLog(t, "karpx-controller", b)
 			}
 		}
 	})

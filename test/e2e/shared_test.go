@@ -192,9 +192,7 @@ func releaseShared(t *testing.T, m *sharedMember) {
 		return
 	}
 	if t.Failed() {
-		for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
-			failureLog(t, comp, []byte(c.Logs(comp)))
-		}
+		c.FailureLogs(t)
 	}
 	start := time.Now()
 	err := m.base.Reset(context.Background(), t.Logf)

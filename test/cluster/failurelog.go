@@ -1,23 +1,21 @@
-package e2e
+package cluster
 
 import (
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
-
-	"github.com/karpx/karpx/test/cluster"
 )
 
-// failureLogDir is where failureLog writes, under the repository root
+// FailureLogDir is where FailureLog writes, under the repository root
 // (`make test` empties it when it starts).
-const failureLogDir = "_output/e2e-logs"
+const FailureLogDir = "_output/e2e-logs"
 
-// unsafeFileChars are the characters of a test's name that failureLog
+// unsafeFileChars are the characters of a test's name that FailureLog
 // does not put in a path (a subtest's "/" among them).
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// failureLog writes a log that t gathered because it failed (a process's
+// FailureLog writes a log that t gathered because it failed (a process's
 // output, a control-plane component's log) whole to
 // _output/e2e-logs/<test>/<name>.log and logs one line with its path and
 // size. Printing such logs into the test's output put hundreds of lines
@@ -25,11 +23,11 @@ var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // last lines of a failing test's output, so the reason it failed was not
 // among them. When the file cannot be written, the last 8 KiB of content
 // are logged instead.
-func failureLog(t *testing.T, name string, content []byte) {
+func FailureLog(t testing.TB, name string, content []byte) {
 	t.Helper()
-	bin, err := cluster.BinDir()
+	bin, err := BinDir()
 	if err == nil {
-		dir := filepath.Join(filepath.Dir(bin), failureLogDir, unsafeFileChars.ReplaceAllString(t.Name(), "_"))
+		dir := filepath.Join(filepath.Dir(bin), FailureLogDir, unsafeFileChars.ReplaceAllString(t.Name(), "_"))
 		path := filepath.Join(dir, unsafeFileChars.ReplaceAllString(name, "_")+".log")
 		if err = os.MkdirAll(dir, 0o755); err == nil {
 			if err = os.WriteFile(path, content, 0o644); err == nil {
@@ -38,5 +36,5 @@ func failureLog(t *testing.T, name string, content []byte) {
 			}
 		}
 	}
-	t.Logf("%s log (last 8 KiB; writing it to %s failed: %v):\n%s", name, failureLogDir, err, tail(content, 8<<10))
+	t.Logf("%s log (last 8 KiB; writing it to %s failed: %v):\n%s", name, FailureLogDir, err, content[max(0, len(content)-8<<10):])
 }

@@ -153,6 +153,13 @@ func CheckLeastPrivilege(t testing.TB, component string, granted map[Permission]
 		if p.Verb == "list" && used[Permission{Verb: "watch", Group: p.Group, Resource: p.Resource}] > 0 {
 			continue
 		}
+		// client-go's event recorder creates an event and patches it
+		// (its count and lastTimestamp) when the same event repeats
+		// within the correlator's window: whether a run repeats one
+		// depends on its timing, so a used create needs the patch.
+		if p.Verb == "patch" && p.Resource == "events" && used[Permission{Verb: "create", Group: p.Group, Resource: p.Resource}] > 0 {
+			continue
+		}
 		if _, ok := allowed[p]; !ok && used[p] == 0 {
 			unused = append(unused, p.String())
 		}

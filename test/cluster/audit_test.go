@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,5 +70,45 @@ func TestGrantedPermissions(t *testing.T) {
 	}
 	if got := GrantedPermissions(objs, "karpx", "karpx"); !reflect.DeepEqual(got, want) {
 		t.Errorf("granted = %v, want %v", got, want)
+	}
+}
+
+// recordingTB records what CheckLeastPrivilege reports instead of failing
+// the test that calls it.
+type recordingTB struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recordingTB) Helper()             {}
+func (r *recordingTB) Logf(string, ...any) {}
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+// A granted "patch events" counts as used when "create events" was used
+// (the event recorder patches only a repeated event), and only then: a
+// run without any event still names it unused.
+func TestCheckLeastPrivilegeEventPatchFollowsCreate(t *testing.T) {
+	create := Permission{Verb: "create", Resource: "events"}
+	patch := Permission{Verb: "patch", Resource: "events"}
+	get := Permission{Verb: "get", Resource: "nodes"}
+	granted := map[Permission]bool{create: true, patch: true, get: true}
+	for _, tc := range []struct {
+		name string
+		used map[Permission]int
+		want []string
+	}{
+		{"event created, never repeated", map[Permission]int{create: 1, get: 1}, nil},
+		{"no event at all", map[Permission]int{get: 1}, []string{
+			`manifests/x grants permissions the component never used (remove them, or allowlist with the reason): create /events, patch /events`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recordingTB{TB: t}
+			CheckLeastPrivilege(r, "manifests/x", granted, tc.used, nil, nil)
+			if !reflect.DeepEqual(r.errors, tc.want) {
+				t.Errorf("reported %q, want %q", r.errors, tc.want)
+			}
+		})
 	}
 }

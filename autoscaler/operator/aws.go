@@ -2,7 +2,10 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr"
@@ -36,7 +39,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		return nil, err
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	discoverClusterSettings(ctx, log, cfg, &opts)
+	if err := discoverClusterSettings(ctx, log, cfg, &opts); err != nil {
+		return nil, err
+	}
 	budgetOpts := opts.Budget
 	budgetOpts.Registerer = crmetrics.Registry
 	budgetOpts.Logger = log // budget.New names it "budget"
@@ -91,15 +96,30 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	})
 }
 
+// DiscoveryTimeout is how long the operator waits at start for an API
+// server that answers transiently (restarting, overloaded, unreachable)
+// before it gives up on discovering the cluster settings and exits.
+const DiscoveryTimeout = 2 * time.Minute
+
 // discoverClusterSettings fills the CA bundle, Kubernetes version and
 // service CIDR that no flag set from the cluster (package clusterinfo);
-// what cannot be discovered keeps the cloud provider's defaults, logged.
-func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Config, opts *Options) {
+// what the API server definitely cannot tell keeps the cloud provider's
+// default, logged. It returns an error, and the controller does not
+// start, when the API server answered only transiently for
+// DiscoveryTimeout: a default taken on a blip would give this process
+// other launch templates than the process before it (problem: a second
+// instance for a NodeClaim whose launch a restart interrupted).
+func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Config, opts *Options) error {
 	if opts.ClusterCABundle != "" && opts.KubernetesVersion != "" && opts.ClusterCIDR != "" {
-		return
+		return nil
 	}
-	info, err := clusterinfo.Discover(ctx, cfg)
+	dctx, cancel := context.WithTimeout(logr.NewContext(ctx, log), DiscoveryTimeout)
+	defer cancel()
+	info, err := clusterinfo.Discover(dctx, cfg)
 	if err != nil {
+		if errors.Is(err, clusterinfo.ErrNoAnswer) {
+			return fmt.Errorf("the API server did not answer within %s; not starting with default cluster settings (set --cluster-ca-bundle, --kubernetes-version and --cluster-cidr to start without asking): %w", DiscoveryTimeout, err)
+		}
 		log.Info("some cluster settings were not discovered; using defaults (set the flags to override)", "error", err.Error())
 	}
 	if opts.ClusterCABundle == "" {
@@ -112,4 +132,5 @@ func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Con
 		opts.ClusterCIDR = info.ServiceCIDR
 	}
 	log.Info("cluster settings", "kubernetesVersion", opts.KubernetesVersion, "serviceCIDR", opts.ClusterCIDR, "caBundle", opts.ClusterCABundle != "")
+	return nil
 }

@@ -91,15 +91,21 @@ func (c *Collector) Pass(ctx context.Context) {
 }
 
 // collectInstances terminates the instances no NodeClaim in claims claims
-// (by providerID or name) once they have been unclaimed for Grace, and
-// returns the providerIDs of every listed instance.
+// once they have been unclaimed for Grace, and returns the providerIDs of
+// every listed instance. A NodeClaim claims the instance of its
+// providerID; until it has one (CreateFleet returned, status not written
+// yet), it also claims the instances tagged with its name. Once it has
+// one, another instance tagged with its name is a second launch for it
+// (an earlier launch whose answer was lost, with another request) and is
+// an orphan like any other.
 func (c *Collector) collectInstances(ctx context.Context, log logr.Logger, claims []karpv1.NodeClaim, instances []*karpv1.NodeClaim, now time.Time) map[string]bool {
-	byName := map[string]bool{}
+	launching := map[string]bool{}
 	byProviderID := map[string]bool{}
 	for i := range claims {
-		byName[claims[i].Name] = true
 		if id := claims[i].Status.ProviderID; id != "" {
 			byProviderID[id] = true
+		} else {
+			launching[claims[i].Name] = true
 		}
 	}
 
@@ -111,7 +117,7 @@ func (c *Collector) collectInstances(ctx context.Context, log logr.Logger, claim
 	for _, in := range instances {
 		id := in.Status.ProviderID
 		live[id] = true
-		if byProviderID[id] || (in.Name != "" && byName[in.Name]) {
+		if byProviderID[id] || (in.Name != "" && launching[in.Name]) {
 			continue
 		}
 		if c.terminated[id] {

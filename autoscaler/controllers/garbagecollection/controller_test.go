@@ -68,11 +68,11 @@ func setup(t *testing.T, claims ...client.Object) (*Collector, *fakeCloud, clien
 }
 
 func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
-	c, cloud, _, now := setup(t, instance("claimed", "aws:///a/i-1"))
+	c, cloud, _, now := setup(t, instance("claimed", "aws:///a/i-1"), instance("launching", ""))
 	cloud.instances["aws:///a/i-1"] = instance("claimed", "aws:///a/i-1")
 	cloud.instances["aws:///a/i-2"] = instance("leaked", "aws:///a/i-2")
 	// Claimed by name only: CreateFleet returned, status not written yet.
-	cloud.instances["aws:///a/i-3"] = instance("claimed", "aws:///a/i-3")
+	cloud.instances["aws:///a/i-3"] = instance("launching", "aws:///a/i-3")
 
 	c.Pass(context.Background())
 	if len(cloud.deleted) != 0 {
@@ -82,6 +82,23 @@ func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
 	c.Pass(context.Background())
 	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-2" {
 		t.Fatalf("deleted %v, want only the unclaimed aws:///a/i-2", cloud.deleted)
+	}
+}
+
+// An instance tagged with the name of a NodeClaim that claims another
+// instance by providerID is a second launch for it (a restarted
+// controller launched again with another request, so EC2's ClientToken
+// did not return the first instance): terminated after Grace, while the
+// NodeClaim's own instance stays.
+func TestSecondInstanceOfALaunchedNodeClaimIsAnOrphan(t *testing.T) {
+	c, cloud, _, now := setup(t, instance("claimed", "aws:///a/i-1"))
+	cloud.instances["aws:///a/i-1"] = instance("claimed", "aws:///a/i-1")
+	cloud.instances["aws:///a/i-9"] = instance("claimed", "aws:///a/i-9")
+	c.Pass(context.Background())
+	*now = now.Add(2 * time.Minute)
+	c.Pass(context.Background())
+	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-9" {
+		t.Fatalf("deleted %v, want only the second instance aws:///a/i-9", cloud.deleted)
 	}
 }
 

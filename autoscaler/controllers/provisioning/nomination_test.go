@@ -88,3 +88,16 @@ func TestWaitForNominationsReservesRoomOnTheClaim(t *testing.T) {
 		t.Fatal("nomination switched off still holds pods back")
 	}
 }
+
+func TestPodNamesForTheLog(t *testing.T) {
+	var pods []*corev1.Pod
+	for _, name := range []string{"a", "b", "c"} {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}})
+	}
+	if got, want := podNames(pods, 5), "ns/a, ns/b, ns/c"; got != want {
+		t.Errorf("podNames = %q, want %q", got, want)
+	}
+	if got, want := podNames(pods, 2), "ns/a, ns/b and 1 more"; got != want {
+		t.Errorf("podNames(max 2) = %q, want %q", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -356,7 +357,7 @@ func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.N
 			p.opts.Latency.Planned(nc.Name, keys)
 		}
 		log.Info("created NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
-			"pods", len(plan.Pods), "instanceTypes", len(plan.InstanceTypes),
+			"pods", len(plan.Pods), "podNames", podNames(plan.Pods, maxLoggedPods), "instanceTypes", len(plan.InstanceTypes),
 			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
 		for _, pod := range plan.Pods {
 			if !p.opts.DisableNomination {
@@ -366,6 +367,23 @@ func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.N
 		}
 	}
 	return errs
+}
+
+// maxLoggedPods is how many pods a "created NodeClaim" line names.
+const maxLoggedPods = 5
+
+// podNames returns "namespace/name" of the first max pods, comma-separated,
+// with "and N more" when there are more.
+func podNames(pods []*corev1.Pod, max int) string {
+	names := make([]string, 0, min(len(pods), max))
+	for _, pod := range pods[:min(len(pods), max)] {
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	out := strings.Join(names, ", ")
+	if len(pods) > max {
+		out += fmt.Sprintf(" and %d more", len(pods)-max)
+	}
+	return out
 }
 
 // waitForNominations returns the pending pods to plan: those nominated to

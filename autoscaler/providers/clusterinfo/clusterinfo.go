@@ -35,18 +35,34 @@ type Info struct {
 // Source: Amazon EKS User Guide, "serviceIpv4Cidr" of CreateCluster.
 var eksServiceCIDRs = []string{"10.100.0.0/16", "172.20.0.0/16"}
 
-// RetryCap is the longest wait between two reads of a setting while the
-// API server answers with a transient error (Transient): the waits double
-// from 250 ms up to it, until the read succeeds or ctx is done.
-const RetryCap = 5 * time.Second
+// retry says how a setting is read again while the API server answers
+// without telling it.
+type retry struct {
+	// Cap is the longest wait between two reads: the waits double from
+	// 250 ms (or Cap, if smaller) up to it.
+	Cap time.Duration
+	// AuthGrace is how long, from the first read, Forbidden and
+	// Unauthorized are taken for a server that has just started (its
+	// RBAC authorizer and authenticators sync their caches after it
+	// serves: the first requests after a restart are refused) rather
+	// than for a definite answer.
+	AuthGrace time.Duration
+}
+
+// defaultRetry is Discover's: waits up to 5 s apart, and 30 s for a
+// restarted API server's authorizer to sync. In the chaos suite a
+// controller started right after an API server restart got Forbidden for
+// /version (client-go prints it as "unknown": the body was not text).
+var defaultRetry = retry{Cap: 5 * time.Second, AuthGrace: 30 * time.Second}
 
 // Discover reads Info through cfg. Each field is discovered on its own; a
-// read the API server answers with a transient error (it is restarting,
-// overloaded, unreachable: Transient) is retried until it is answered or
-// ctx is done, because a setting defaulted on a blip would differ from the
-// one every other controller process wrote into its launch templates (a
-// different template, a different CreateFleet ClientToken, a second
-// instance for a NodeClaim after a restart). The returned error joins the
+// read the API server answers transiently (it is restarting, overloaded or
+// unreachable, or refuses requests while its authorizer syncs after a
+// start) is retried until it is answered or ctx is done, because a setting
+// defaulted on a blip would differ from the one every other controller
+// process wrote into its launch templates (a different template, a
+// different CreateFleet ClientToken, a second instance for a NodeClaim
+// after a restart). The returned error joins the
 // failures (fields that failed stay empty), so the caller can fall back
 // field by field; errors.Is(err, ErrNoAnswer) when ctx ended before the
 // API server gave a definite answer for one of them.
@@ -68,7 +84,7 @@ func Discover(ctx context.Context, cfg *rest.Config) (Info, error) {
 	if err != nil {
 		return info, fmt.Errorf("discovering cluster settings: %w", err)
 	}
-	version, cidr, err := discover(ctx, cs, RetryCap)
+	version, cidr, err := discover(ctx, cs, defaultRetry)
 	info.KubernetesVersion, info.ServiceCIDR = version, cidr
 	if err != nil {
 		errs = append(errs, err)
@@ -80,11 +96,10 @@ func Discover(ctx context.Context, cfg *rest.Config) (Info, error) {
 }
 
 // discover reads the Kubernetes version and the service CIDR through cs,
-// retrying transient answers with waits doubling from 250 ms up to
-// retryCap.
-func discover(ctx context.Context, cs kubernetes.Interface, retryCap time.Duration) (version, cidr string, err error) {
+// retrying transient answers as r says.
+func discover(ctx context.Context, cs kubernetes.Interface, r retry) (version, cidr string, err error) {
 	var errs []error
-	if err := retryTransient(ctx, retryCap, "Kubernetes version", func() error {
+	if err := r.do(ctx, "Kubernetes version", func() error {
 		v, err := cs.Discovery().ServerVersion()
 		if err == nil {
 			version = strings.TrimPrefix(v.Major, "v") + "." + strings.TrimSuffix(v.Minor, "+")
@@ -93,7 +108,7 @@ func discover(ctx context.Context, cs kubernetes.Interface, retryCap time.Durati
 	}); err != nil {
 		errs = append(errs, fmt.Errorf("Kubernetes version: %w", err))
 	}
-	if c, err := serviceCIDR(ctx, cs, retryCap); err != nil {
+	if c, err := serviceCIDR(ctx, cs, r); err != nil {
 		errs = append(errs, fmt.Errorf("service CIDR: %w", err))
 	} else {
 		cidr = c
@@ -108,10 +123,11 @@ var ErrNoAnswer = errors.New("the API server gave no definite answer in time")
 
 // transient reports whether err, the error of one API read, says nothing
 // about the setting: the API server was unreachable, restarting,
-// overloaded or failed (every error but a definite API answer: NotFound,
-// Forbidden, Unauthorized, BadRequest, MethodNotSupported, NotAcceptable,
-// UnsupportedMediaType, Invalid).
-func transient(err error) bool {
+// overloaded or failed, or (startingUp) refused a server that has just
+// started. Definite answers are NotFound, BadRequest, MethodNotSupported,
+// NotAcceptable, UnsupportedMediaType, Invalid, and Forbidden and
+// Unauthorized once the server is no longer starting up.
+func transient(err error, startingUp bool) bool {
 	if err == nil {
 		return false
 	}
@@ -120,24 +136,25 @@ func transient(err error) bool {
 		return true // a transport error: refused, reset, EOF, timeout
 	}
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
-		apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
-		apierrors.IsUnsupportedMediaType(err), apierrors.IsInvalid(err):
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return startingUp
+	case apierrors.IsNotFound(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err),
+		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsInvalid(err):
 		return false
 	}
 	return true
 }
 
-// retryTransient calls read until it returns nil or an error that is not
-// Transient, waiting between calls (doubling from 250 ms, or retryCap if
-// smaller, up to retryCap; 10% jitter), each retry logged through ctx's
-// logger with what. It returns read's last error; when ctx ends first,
-// that error wrapped with ErrNoAnswer and ctx's error.
-func retryTransient(ctx context.Context, retryCap time.Duration, what string, read func() error) error {
-	delay := min(250*time.Millisecond, retryCap)
+// do calls read until it returns nil or an error that is not transient,
+// waiting between calls as r says (10% jitter), each retry logged through
+// ctx's logger with what. It returns read's last error; when ctx ends
+// first, that error wrapped with ErrNoAnswer and ctx's error.
+func (r retry) do(ctx context.Context, what string, read func() error) error {
+	start := time.Now()
+	delay := min(250*time.Millisecond, r.Cap)
 	for {
 		err := read()
-		if err == nil || !transient(err) {
+		if err == nil || !transient(err, time.Since(start) < r.AuthGrace) {
 			return err
 		}
 		logr.FromContextOrDiscard(ctx).Info("API server did not answer; asking again rather than falling back to a default",
@@ -149,18 +166,18 @@ func retryTransient(ctx context.Context, retryCap time.Duration, what string, re
 			return fmt.Errorf("%w (%w): %w", ErrNoAnswer, ctx.Err(), err)
 		case <-timer.C:
 		}
-		delay = min(2*delay, retryCap)
+		delay = min(2*delay, r.Cap)
 	}
 }
 
 // serviceCIDR returns the first IPv4 CIDR of the "kubernetes" ServiceCIDR,
 // else (no such object or API, or no right to read it) the EKS default
 // CIDR that holds the "kubernetes" Service's IP. Transient answers are
-// retried (retryTransient): falling back on one would answer from the
+// retried (retry.do): falling back on one would answer from the
 // Service what the ServiceCIDR says otherwise.
-func serviceCIDR(ctx context.Context, cs kubernetes.Interface, retryCap time.Duration) (string, error) {
+func serviceCIDR(ctx context.Context, cs kubernetes.Interface, r retry) (string, error) {
 	var sc *networkingv1.ServiceCIDR
-	err := retryTransient(ctx, retryCap, "ServiceCIDR kubernetes", func() (err error) {
+	err := r.do(ctx, "ServiceCIDR kubernetes", func() (err error) {
 		sc, err = cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
 		return err
 	})
@@ -172,7 +189,7 @@ func serviceCIDR(ctx context.Context, cs kubernetes.Interface, retryCap time.Dur
 		return "", err
 	}
 	var svc *corev1.Service
-	if err := retryTransient(ctx, retryCap, "Service default/kubernetes", func() (err error) {
+	if err := r.do(ctx, "Service default/kubernetes", func() (err error) {
 		svc, err = cs.CoreV1().Services(corev1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 		return err
 	}); err != nil {

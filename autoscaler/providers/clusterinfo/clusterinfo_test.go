@@ -38,7 +38,7 @@ func TestServiceCIDR(t *testing.T) {
 		{"unknown range", []runtime.Object{svc("10.0.0.1")}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := serviceCIDR(context.Background(), fake.NewClientset(tc.objs...), time.Millisecond)
+			got, err := serviceCIDR(context.Background(), fake.NewClientset(tc.objs...), retry{Cap: time.Millisecond})
 			if got != tc.want || (err != nil) != tc.wantErr || errors.Is(err, ErrNoAnswer) {
 				t.Errorf("serviceCIDR = %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
 			}
@@ -59,13 +59,24 @@ func TestTransientAnswers(t *testing.T) {
 		{apierrors.NewGenericServerResponse(502, "GET", gr, "kubernetes", "unknown", 0, true), true},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, true},
 		{apierrors.NewNotFound(gr, "kubernetes"), false},
-		{apierrors.NewForbidden(gr, "kubernetes", errors.New("no RBAC")), false},
-		{apierrors.NewUnauthorized("token expired"), false},
 		{apierrors.NewMethodNotSupported(gr, "get"), false},
 		{nil, false},
 	} {
-		if got := transient(tc.err); got != tc.want {
-			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		for _, startingUp := range []bool{false, true} {
+			if got := transient(tc.err, startingUp); got != tc.want {
+				t.Errorf("transient(%v, starting up %v) = %v, want %v", tc.err, startingUp, got, tc.want)
+			}
+		}
+	}
+}
+
+// Forbidden and Unauthorized are transient only while the server starts up
+// (its authorizer syncing), definite after.
+func TestRefusalsAreTransientWhileStartingUp(t *testing.T) {
+	gr := schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}
+	for _, err := range []error{apierrors.NewForbidden(gr, "kubernetes", errors.New("no RBAC")), apierrors.NewUnauthorized("token not known yet")} {
+		if !transient(err, true) || transient(err, false) {
+			t.Errorf("transient(%v): want true while starting up, false after", err)
 		}
 	}
 }
@@ -99,7 +110,7 @@ func TestDiscoverWaitsOutATransientAnswer(t *testing.T) {
 	unavailable := apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
 	versionCalls := answerFirst(cs, "version", 2, unavailable)
 	cidrCalls := answerFirst(cs, "servicecidrs", 2, unavailable)
-	version, cidr, err := discover(context.Background(), cs, time.Millisecond)
+	version, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond})
 	if err != nil || version != "1.35" || cidr != "10.0.0.0/24" {
 		t.Errorf("discover = %q, %q, %v; want 1.35, 10.0.0.0/24 and no error", version, cidr, err)
 	}
@@ -113,7 +124,7 @@ func TestDiscoverWaitsOutATransientAnswer(t *testing.T) {
 func TestDiscoverFallsBackOnADefiniteAnswer(t *testing.T) {
 	cs := clusterWithServiceCIDR()
 	calls := answerFirst(cs, "servicecidrs", 1, apierrors.NewNotFound(schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}, "kubernetes"))
-	_, cidr, err := discover(context.Background(), cs, time.Millisecond)
+	_, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond})
 	if err != nil || cidr != "10.100.0.0/16" || *calls != 1 {
 		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want the Service's EKS default 10.100.0.0/16 after 1", cidr, err, *calls)
 	}
@@ -128,8 +139,29 @@ func TestDiscoverGivesUpTransientlyWhenCtxEnds(t *testing.T) {
 	answerFirst(cs, "servicecidrs", 1<<30, apierrors.NewServiceUnavailable("restarting"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	version, cidr, err := discover(ctx, cs, time.Millisecond)
+	version, cidr, err := discover(ctx, cs, retry{Cap: time.Millisecond})
 	if version != "" || cidr != "" || !errors.Is(err, ErrNoAnswer) || !errors.Is(err, context.Canceled) {
 		t.Errorf("discover = %q, %q, %v; want empty settings and ErrNoAnswer", version, cidr, err)
+	}
+}
+
+// A restarted API server refuses the first reads while its RBAC
+// authorizer syncs: within AuthGrace they are asked again, and the
+// settings are the ServiceCIDR's, not the Service fallback's.
+func TestDiscoverWaitsOutARestartedServersRefusals(t *testing.T) {
+	cs := clusterWithServiceCIDR()
+	gr := schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}
+	calls := answerFirst(cs, "servicecidrs", 2, apierrors.NewForbidden(gr, "kubernetes", errors.New("RBAC not synced")))
+	_, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond, AuthGrace: time.Hour})
+	if err != nil || cidr != "10.0.0.0/24" || *calls != 3 {
+		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want 10.0.0.0/24 after 3", cidr, err, *calls)
+	}
+	// The control: past AuthGrace, Forbidden is a definite answer (no
+	// right to read ServiceCIDRs) and the Service is asked instead.
+	cs = clusterWithServiceCIDR()
+	calls = answerFirst(cs, "servicecidrs", 2, apierrors.NewForbidden(gr, "kubernetes", errors.New("no RBAC")))
+	_, cidr, err = discover(context.Background(), cs, retry{Cap: time.Millisecond})
+	if err != nil || cidr != "10.100.0.0/16" || *calls != 1 {
+		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want the Service's 10.100.0.0/16 after 1", cidr, err, *calls)
 	}
 }

@@ -62,10 +62,10 @@ var defaultRetry = retry{Cap: 5 * time.Second, AuthGrace: 30 * time.Second}
 // defaulted on a blip would differ from the one every other controller
 // process wrote into its launch templates (a different template, a
 // different CreateFleet ClientToken, a second instance for a NodeClaim
-// after a restart). The returned error joins the
-// failures (fields that failed stay empty), so the caller can fall back
-// field by field; errors.Is(err, ErrNoAnswer) when ctx ended before the
-// API server gave a definite answer for one of them.
+// after a restart). The returned error joins the failures (fields that
+// failed stay empty), so the caller can fall back field by field;
+// errors.Is(err, ErrNoAnswer) when ctx ended before the API server gave a
+// definite answer for one of them.
 func Discover(ctx context.Context, cfg *rest.Config) (Info, error) {
 	var info Info
 	var errs []error

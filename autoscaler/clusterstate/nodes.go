@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -87,6 +88,26 @@ func Read(ctx context.Context, kube client.Reader) (*Snapshot, error) {
 		s.Pods[p.Spec.NodeName] = append(s.Pods[p.Spec.NodeName], p)
 	}
 	return s, nil
+}
+
+// StillUnbound returns the pods of pods (read before s was) that s still
+// holds unbound and unfinished, in their order. A provisioning pass reads
+// its pending pods before the snapshot: a pod kube-scheduler bound in
+// between is counted on its node in s, and planned again it would get a
+// node of its own (a duplicate launch, problem P4); one deleted or
+// finished in between needs none.
+func (s *Snapshot) StillUnbound(pods []*corev1.Pod) []*corev1.Pod {
+	unbound := make(map[types.UID]bool, len(s.Unbound))
+	for _, p := range s.Unbound {
+		unbound[p.UID] = true
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if unbound[p.UID] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // NodeOf returns the Node of nc, or nil when it has none (yet).

@@ -203,6 +203,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		if p.opts.DisableInitializationGrace {
 			state.Grace.Window = 0
 		}
+		// The pending pods were read before the snapshot: one bound
+		// since is counted on its node there and must not be planned.
+		pending = state.StillUnbound(pending)
 		in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
 		in.Pods, res.Nominated = p.waitForNominations(state, in, pending, now)
 		if len(in.Pods) == 0 {

@@ -23,9 +23,9 @@ import (
 // once it is healed. After each, the invariants of chaosCheck hold: no
 // leaked instance, no NodeClaim with two instances, no healthy node
 // deleted, no NodeClaim lost, every pod Running. Each test logs one line
-// "chaos <fault>: …" with its figures. `make test` runs the short version
-// (chaosPods pods); `make chaos` sets KARPX_CHAOS_LONG=1 for five times
-// more pods and faults.
+// "chaos <fault>: …" with its figures. `make chaos-short` (CI runs it
+// after `make test`) runs the short version (chaosPods pods); `make chaos`
+// sets KARPX_CHAOS_LONG=1 for five times more pods and faults.
 
 // chaosScale is 5 under `make chaos` (KARPX_CHAOS_LONG=1), else 1.
 func chaosScale() int {

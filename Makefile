@@ -126,8 +126,8 @@ build: ## Build karpx's binaries into bin/ (once, for this machine; the tests us
 # The builds run one after another, on purpose: the control plane and
 # karpx compile 771 packages in common (hack/controlplane/go.mod pins the
 # same module versions), and two go commands that start at once compile
-# them twice. Built side by side (make -j3), a fresh `make test` spent
-# about 22.5 min on these prerequisites instead of 19.7 (2026-11-26).
+# them twice. Built side by side (make -j3), the prerequisites of a fresh
+# `make test` took about 1,410 s instead of 1,156 s (docs/performance.md).
 .PHONY: tools
 tools: controlplane kwok ## Build every external binary the tests and the demo need.
 

@@ -106,7 +106,7 @@ func discover(ctx context.Context, cs kubernetes.Interface, r retry) (version, c
 		}
 		return err
 	}); err != nil {
-		errs = append(errs, fmt.Errorf("Kubernetes version: %w", err))
+		errs = append(errs, fmt.Errorf("reading the Kubernetes version: %w", err))
 	}
 	if c, err := serviceCIDR(ctx, cs, r); err != nil {
 		errs = append(errs, fmt.Errorf("service CIDR: %w", err))

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"strings"
@@ -146,28 +147,27 @@ func transient(err error, startingUp bool) bool {
 }
 
 // do calls read until it returns nil or an error that is not transient,
-// waiting between calls as r says (10% jitter), each retry logged through
-// ctx's logger with what. It returns read's last error; when ctx ends
-// first, that error wrapped with ErrNoAnswer and ctx's error.
+// waiting between calls as r says (10% jitter; wait.Backoff's delays,
+// which stay at Cap once there), each retry logged through ctx's logger
+// with what. It returns read's last error; when ctx ends first, that
+// error wrapped with ErrNoAnswer and ctx's error.
 func (r retry) do(ctx context.Context, what string, read func() error) error {
 	start := time.Now()
-	delay := min(250*time.Millisecond, r.Cap)
-	for {
-		err := read()
-		if err == nil || !transient(err, time.Since(start) < r.AuthGrace) {
-			return err
+	backoff := wait.Backoff{Duration: min(250*time.Millisecond, r.Cap), Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: r.Cap}
+	var last error
+	err := backoff.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
+		last = read()
+		if last == nil || !transient(last, time.Since(start) < r.AuthGrace) {
+			return true, nil
 		}
 		logr.FromContextOrDiscard(ctx).Info("API server did not answer; asking again rather than falling back to a default",
-			"setting", what, "retryIn", delay.String(), "error", err.Error())
-		timer := time.NewTimer(wait.Jitter(delay, 0.1))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("%w (%w): %w", ErrNoAnswer, ctx.Err(), err)
-		case <-timer.C:
-		}
-		delay = min(2*delay, r.Cap)
+			"setting", what, "error", last.Error())
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (%w): %w", ErrNoAnswer, err, last)
 	}
+	return last
 }
 
 // serviceCIDR returns the first IPv4 CIDR of the "kubernetes" ServiceCIDR,

@@ -375,16 +375,16 @@ func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.N
 // maxLoggedPods is how many pods a "created NodeClaim" line names.
 const maxLoggedPods = 5
 
-// podNames returns "namespace/name" of the first max pods, comma-separated,
+// podNames returns "namespace/name" of the first limit pods, comma-separated,
 // with "and N more" when there are more.
-func podNames(pods []*corev1.Pod, max int) string {
-	names := make([]string, 0, min(len(pods), max))
-	for _, pod := range pods[:min(len(pods), max)] {
+func podNames(pods []*corev1.Pod, limit int) string {
+	names := make([]string, 0, min(len(pods), limit))
+	for _, pod := range pods[:min(len(pods), limit)] {
 		names = append(names, pod.Namespace+"/"+pod.Name)
 	}
 	out := strings.Join(names, ", ")
-	if len(pods) > max {
-		out += fmt.Sprintf(" and %d more", len(pods)-max)
+	if len(pods) > limit {
+		out += fmt.Sprintf(" and %d more", len(pods)-limit)
 	}
 	return out
 }

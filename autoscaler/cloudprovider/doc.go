@@ -1,9 +1,15 @@
-// Package cloudprovider is the seam between karpx's cloud-agnostic
-// controllers (provisioning, NodeClaim lifecycle, disruption) and the cloud:
-// the CloudProvider interface, the InstanceType and Offering values the
-// scheduler packs pods onto, and the typed errors controllers branch on.
+// Package cloudprovider is the seam between karpx's cloud-neutral code and
+// the cloud: the CloudProvider interface, the InstanceType and Offering
+// values the scheduler packs pods onto, the typed errors controllers branch
+// on, TerminateInstance (what "the instance is gone" means through the
+// interface), and the interruption annotations a cloud's interruption
+// handling writes on NodeClaims for the disruption controller and `kubectl
+// karpx status` to read. It holds cloud-neutral types only and imports no
+// other karpx package.
 //
-// Controllers call a CloudProvider and never an SDK; the AWS implementation
-// lives in autoscaler/aws/cloudprovider, with every EC2 call (and its
-// throttling, batching and caching) below it.
+// The cloud-neutral controllers (autoscaler/controllers: provisioning,
+// NodeClaim lifecycle, termination, disruption, garbage collection) call a
+// CloudProvider and never an SDK; the AWS implementation lives in
+// autoscaler/aws/cloudprovider, with every EC2 call (and its throttling,
+// batching and caching) below it under autoscaler/aws.
 package cloudprovider

@@ -35,6 +35,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/state/cachetransform"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 	"github.com/karpx/karpx/autoscaler/state/podcache"
@@ -134,10 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := karpentermetrics.Register(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("registering karpenter_* metrics: %w", err)
 	}
-	if err := provisioning.IndexFields(ctx, mgr); err != nil {
-		return nil, err
-	}
-	if err := lifecycle.IndexFields(ctx, mgr); err != nil {
+	if err := clusterstate.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	// issue 12: the provisioner's and disruption's passes read every pod

@@ -7,7 +7,7 @@ import (
 
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // interruptionNote returns what the PHASE cell adds for a NodeClaim the
@@ -15,11 +15,11 @@ import (
 // reclaim due Ns ago)" once the time has passed, or " (KIND)" without a
 // reclaim time; "" for a NodeClaim not interrupted.
 func interruptionNote(nc *karpv1.NodeClaim, now time.Time) string {
-	kind := nc.Annotations[disruption.InterruptionAnnotationKey]
+	kind := nc.Annotations[cloudprovider.InterruptionAnnotationKey]
 	if kind == "" {
 		return ""
 	}
-	at, err := time.Parse(time.RFC3339, nc.Annotations[disruption.InterruptionReclaimAtAnnotationKey])
+	at, err := time.Parse(time.RFC3339, nc.Annotations[cloudprovider.InterruptionReclaimAtAnnotationKey])
 	if err != nil {
 		return " (" + kind + ")"
 	}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // TestInterruptedNodeClaimPhase: an interrupted NodeClaim's PHASE cell
@@ -27,11 +27,11 @@ func TestInterruptedNodeClaimPhase(t *testing.T) {
 		want        string
 	}{
 		{nil, "Initialized"},
-		{map[string]string{disruption.InterruptionAnnotationKey: "spot_interrupted",
-			disruption.InterruptionReclaimAtAnnotationKey: now.Add(31500 * time.Millisecond).Format(time.RFC3339)}, "Initialized (spot_interrupted: reclaim in 31s)"},
-		{map[string]string{disruption.InterruptionAnnotationKey: "scheduled_change",
-			disruption.InterruptionReclaimAtAnnotationKey: now.Add(-5 * time.Second).Format(time.RFC3339)}, "Initialized (scheduled_change: reclaim due 5s ago)"},
-		{map[string]string{disruption.InterruptionAnnotationKey: "instance_stopped"}, "Initialized (instance_stopped)"},
+		{map[string]string{cloudprovider.InterruptionAnnotationKey: "spot_interrupted",
+			cloudprovider.InterruptionReclaimAtAnnotationKey: now.Add(31500 * time.Millisecond).Format(time.RFC3339)}, "Initialized (spot_interrupted: reclaim in 31s)"},
+		{map[string]string{cloudprovider.InterruptionAnnotationKey: "scheduled_change",
+			cloudprovider.InterruptionReclaimAtAnnotationKey: now.Add(-5 * time.Second).Format(time.RFC3339)}, "Initialized (scheduled_change: reclaim due 5s ago)"},
+		{map[string]string{cloudprovider.InterruptionAnnotationKey: "instance_stopped"}, "Initialized (instance_stopped)"},
 	} {
 		table := nodeClaimTable([]karpv1.NodeClaim{mk(tc.annotations)}, now)
 		if got := table.Rows[0].Cells[5]; got != tc.want {

@@ -20,7 +20,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
@@ -270,7 +269,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		return nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
 	s.pdbs = pdbs.Items
-	if s.daemonSets, err = provisioning.DaemonSetPods(ctx, c.kube); err != nil {
+	if s.daemonSets, err = clusterstate.DaemonSetPods(ctx, c.kube); err != nil {
 		return nil, err
 	}
 	claims := make([]karpv1.NodeClaim, 0, len(s.cluster.NodeClaims))
@@ -281,7 +280,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		s.pools[pools.Items[i].Name] = &pools.Items[i]
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	s.poolInputs, s.types = provisioning.NodePoolInputs(ctx, c.cloud, pools.Items, claims, nil, func(np *karpv1.NodePool, err error) {
+	s.poolInputs, s.types = clusterstate.NodePoolInputs(ctx, c.cloud, pools.Items, claims, nil, func(np *karpv1.NodePool, err error) {
 		// Without its instance types a pool can neither price its
 		// nodes nor launch replacements; its nodes are left alone.
 		log.V(1).Info("NodePool skipped: instance types not available", "NodePool", np.Name, "error", err.Error())
@@ -382,7 +381,7 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	}
 	// Seen as provisioning sees them: a node that has just initialised but
 	// still carries an agent's taint is where its pending pods will go.
-	s.cluster.Grace = &clusterstate.Grace{Window: NominationGrace, Now: s.now, AgentTaint: provisioning.AgentTaint()}
+	s.cluster.Grace = &clusterstate.Grace{Window: NominationGrace, Now: s.now, AgentTaint: clusterstate.AgentTaint()}
 	existing := s.cluster.ExistingNodes(s.types, nil)
 	s.cluster.Grace = nil
 	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing})

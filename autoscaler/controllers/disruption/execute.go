@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
@@ -194,9 +194,9 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 }
 
 // setDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule
-// through termination.SetDisruptedTaint.
+// through clusterstate.SetDisruptedTaint.
 func (c *Controller) setDisruptedTaint(ctx context.Context, node *corev1.Node, on bool) error {
-	return termination.SetDisruptedTaint(ctx, c.kube, node, on)
+	return clusterstate.SetDisruptedTaint(ctx, c.kube, node, on)
 }
 
 func (c *Controller) untaint(ctx context.Context, cands []*candidate) {

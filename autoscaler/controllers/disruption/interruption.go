@@ -12,28 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
-)
-
-// Annotations the interruption controller (package interruption) writes on
-// a NodeClaim whose instance EC2 is about to take away. They are the state
-// the interruption method and progress act on, so a restarted controller
-// resumes, and they are what `kubectl karpx status` shows.
-const (
-	// InterruptionAnnotationKey is the interruption kind, as the
-	// message_type label of karpenter_interruption_received_messages_total
-	// (spot_interrupted, scheduled_change, instance_stopped,
-	// instance_terminated, rebalance_recommendation when acted on).
-	InterruptionAnnotationKey = "karpx.io/interruption"
-	// InterruptionReclaimAtAnnotationKey is when EC2 is expected to take
-	// the instance away (RFC 3339, UTC).
-	InterruptionReclaimAtAnnotationKey = "karpx.io/interruption-reclaim-at"
-	// InterruptionDrainByAnnotationKey is when the node is drained even if
-	// its replacements are not Initialized yet (RFC 3339, UTC): pods then
-	// wait for the replacements as pending pods instead of dying with the
-	// instance.
-	InterruptionDrainByAnnotationKey = "karpx.io/interruption-drain-by"
 )
 
 // MethodInterruption and ReasonInterrupted name interruption commands in
@@ -46,7 +27,7 @@ const (
 
 // interrupted reports whether nc carries the interruption annotation.
 func interrupted(nc *karpv1.NodeClaim) bool {
-	return nc.Annotations[InterruptionAnnotationKey] != ""
+	return nc.Annotations[cloudprovider.InterruptionAnnotationKey] != ""
 }
 
 // disruptedReason is the reason label of karpenter_nodeclaims_disrupted_total
@@ -55,7 +36,7 @@ func interrupted(nc *karpv1.NodeClaim) bool {
 // ...), as Karpenter v1.13's AWS interruption controller counts its
 // deletions (reason = the message kind), else reason.
 func disruptedReason(nc *karpv1.NodeClaim, reason string) string {
-	if kind := nc.Annotations[InterruptionAnnotationKey]; kind != "" {
+	if kind := nc.Annotations[cloudprovider.InterruptionAnnotationKey]; kind != "" {
 		return kind
 	}
 	return reason
@@ -63,7 +44,7 @@ func disruptedReason(nc *karpv1.NodeClaim, reason string) string {
 
 // drainBy returns the NodeClaim's drain deadline, or the zero time.
 func drainBy(nc *karpv1.NodeClaim) time.Time {
-	t, err := time.Parse(time.RFC3339, nc.Annotations[InterruptionDrainByAnnotationKey])
+	t, err := time.Parse(time.RFC3339, nc.Annotations[cloudprovider.InterruptionDrainByAnnotationKey])
 	if err != nil {
 		return time.Time{}
 	}
@@ -100,7 +81,7 @@ func (c *Controller) interruption(ctx context.Context, s *state) (*command, erro
 		if node == nil || pool == nil || types == nil || !node.DeletionTimestamp.IsZero() ||
 			!nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 			log.Info("interrupted NodeClaim has no pods to move first; deleting it", "NodeClaim", name,
-				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "interruption", nc.Annotations[InterruptionAnnotationKey])
+				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "interruption", nc.Annotations[cloudprovider.InterruptionAnnotationKey])
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("deleting interrupted NodeClaim %s: %w", name, err))
 			} else if err == nil {
@@ -126,7 +107,7 @@ func (c *Controller) interruption(ctx context.Context, s *state) (*command, erro
 	cmd.replacements = holdingMoved(res.NewNodeClaims, cmd.candidates)
 	kinds := map[string]bool{}
 	for _, cand := range cmd.candidates {
-		kinds[cand.nc.Annotations[InterruptionAnnotationKey]] = true
+		kinds[cand.nc.Annotations[cloudprovider.InterruptionAnnotationKey]] = true
 	}
 	var kindList []string
 	for k := range kinds {
@@ -152,7 +133,7 @@ func interruptionProgress(nc *karpv1.NodeClaim, ready, total int, failed string,
 	case failed != "":
 		return true, failed + "; draining anyway before EC2 reclaims the instance"
 	case !drainBy(nc).IsZero() && !now.Before(drainBy(nc)):
-		return true, "drain deadline " + nc.Annotations[InterruptionDrainByAnnotationKey] + " reached before the replacements initialized"
+		return true, "drain deadline " + nc.Annotations[cloudprovider.InterruptionDrainByAnnotationKey] + " reached before the replacements initialized"
 	}
 	return false, ""
 }

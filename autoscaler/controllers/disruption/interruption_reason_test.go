@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // TestDisruptedReasonIsTheInterruptionKind: an interrupted NodeClaim is
@@ -16,7 +18,7 @@ func TestDisruptedReasonIsTheInterruptionKind(t *testing.T) {
 	if got := disruptedReason(nc, ReasonEmpty); got != ReasonEmpty {
 		t.Errorf("not interrupted: %q, want %q", got, ReasonEmpty)
 	}
-	nc.Annotations = map[string]string{InterruptionAnnotationKey: "scheduled_change"}
+	nc.Annotations = map[string]string{cloudprovider.InterruptionAnnotationKey: "scheduled_change"}
 	if got := disruptedReason(nc, ReasonInterrupted); got != "scheduled_change" {
 		t.Errorf("interrupted: %q, want scheduled_change", got)
 	}

@@ -9,14 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 )
 
 func (c *cluster) interruptedAnnotations(drainIn time.Duration) map[string]string {
 	return map[string]string{
-		disruption.InterruptionAnnotationKey:          "spot_interrupted",
-		disruption.InterruptionReclaimAtAnnotationKey: c.now.Add(2 * drainIn).Format(time.RFC3339),
-		disruption.InterruptionDrainByAnnotationKey:   c.now.Add(drainIn).Format(time.RFC3339),
+		cloudprovider.InterruptionAnnotationKey:          "spot_interrupted",
+		cloudprovider.InterruptionReclaimAtAnnotationKey: c.now.Add(2 * drainIn).Format(time.RFC3339),
+		cloudprovider.InterruptionDrainByAnnotationKey:   c.now.Add(drainIn).Format(time.RFC3339),
 	}
 }
 

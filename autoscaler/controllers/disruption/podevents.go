@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
@@ -80,7 +80,7 @@ func (p *PodEvents) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	var list karpv1.NodeClaimList
-	if err := p.kube.List(ctx, &list, client.MatchingFields{termination.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+	if err := p.kube.List(ctx, &list, client.MatchingFields{clusterstate.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing NodeClaims of Node %s: %w", node.Name, err)
 	}
 	if len(list.Items) == 0 {

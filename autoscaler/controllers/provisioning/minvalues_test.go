@@ -16,6 +16,7 @@ import (
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // twoFamilies serves m5.large and c5.large: two instance families.
@@ -59,7 +60,7 @@ func TestMinValuesPolicy(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}}})
 			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(np, pod).
-				WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 			rec := record.NewFakeRecorder(10)
 			p := NewProvisioner(kube, twoFamilies{}, rec, nil, Options{MinValuesPolicy: tc.policy})
 			res, err := p.Schedule(context.Background())
@@ -105,7 +106,7 @@ func TestOptionsMinValuesPolicyDefault(t *testing.T) {
 		Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpExists, MinValues: new(3)}}
 	pod := unschedulable(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "web"}})
 	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(np, pod).
-		WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	res, err := NewProvisioner(kube, twoFamilies{}, record.NewFakeRecorder(10), nil, Options{}).Schedule(context.Background())
 	if err != nil {
 		t.Fatal(err)

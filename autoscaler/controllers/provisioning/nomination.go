@@ -13,23 +13,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
-	"github.com/karpx/karpx/webhook"
 )
-
-// AgentTaint reports whether a taint is one a node agent puts on new nodes
-// and removes once it is ready: the keys of the webhook's built-in startup
-// taint rules (Cilium's node.cilium.io/agent-not-ready, the EBS and EFS CSI
-// node plugins, Istio CNI). A NodePool that does not declare them as
-// startupTaints still gets them on its nodes (problem P4).
-func AgentTaint() func(corev1.Taint) bool {
-	keys := map[string]bool{}
-	for _, r := range webhook.BuiltinTaintRules() {
-		for _, t := range r.Taints {
-			keys[t.Key] = true
-		}
-	}
-	return func(t corev1.Taint) bool { return keys[t.Key] }
-}
 
 // NominatedReason is the reason of the pod event that records a
 // nomination ("Pod should schedule on: nodeclaim/<name>"), as Karpenter's.

@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/apis/scheme"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // bindsBetweenReads is a client whose pod lists, from the bindAt-th on,
@@ -80,7 +81,7 @@ func TestPodBoundDuringThePassGetsNoNodeClaim(t *testing.T) {
 						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}})
 			}
 			inner := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-				WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 			kube := &bindsBetweenReads{Client: inner, pod: "web", node: "n1", bindAt: tc.bindAt}
 			if tc.bindAt == 0 {
 				kube.bindAt = 1 << 30

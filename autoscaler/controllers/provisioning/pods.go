@@ -1,8 +1,6 @@
 package provisioning
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,20 +12,6 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
-
-// PodNodeNameField indexes pods by spec.nodeName in the manager's cache.
-const PodNodeNameField = "spec.nodeName"
-
-// IndexFields registers the cache indexes the Provisioner needs. It returns
-// the indexer's error (a duplicate registration).
-func IndexFields(ctx context.Context, mgr manager.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodNodeNameField, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	})
-}
 
 // IsProvisionable reports whether the autoscaler should find room for the
 // pod: not bound, not terminating, not finished, not a DaemonSet pod (those

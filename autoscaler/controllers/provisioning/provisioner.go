@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
@@ -110,13 +107,14 @@ type Provisioner struct {
 }
 
 // NewProvisioner returns a Provisioner. kube must be a cached client of a
-// manager whose cache indexes pods by spec.nodeName (see IndexFields).
+// manager whose cache indexes pods by spec.nodeName (see
+// clusterstate.IndexFields).
 // NodePools whose (NodePool, EC2NodeClass) pair health reports paused are
 // skipped until the pause ends.
 func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
 	clk := clock.RealClock{}
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: trigger.New(clk), clk: clk, agentTaint: AgentTaint()}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: trigger.New(clk), clk: clk, agentTaint: clusterstate.AgentTaint()}
 }
 
 // Trigger asks for a provisioning pass on behalf of key, the object whose
@@ -267,7 +265,7 @@ func (p *Provisioner) input(ctx context.Context, pending []*corev1.Pod) (schedul
 		return in, nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var err error
-	if in.DaemonSetPods, err = DaemonSetPods(ctx, p.kube); err != nil {
+	if in.DaemonSetPods, err = clusterstate.DaemonSetPods(ctx, p.kube); err != nil {
 		return in, nil, err
 	}
 	for _, pod := range pending {
@@ -318,7 +316,7 @@ func (p *Provisioner) input(ctx context.Context, pending []*corev1.Pod) (schedul
 		unavailable(np, "its instance types are not available: "+err.Error())
 	}
 	var typesByPool map[string][]*cloudprovider.InstanceType
-	in.NodePools, typesByPool = NodePoolInputs(ctx, p.cloud, nodePools.Items, nodeClaims.Items, admit, failed)
+	in.NodePools, typesByPool = clusterstate.NodePoolInputs(ctx, p.cloud, nodePools.Items, nodeClaims.Items, admit, failed)
 	return in, typesByPool, nil
 }
 
@@ -415,41 +413,6 @@ func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in schedu
 	return plan, waiting
 }
 
-// Remaining is the NodePool's spec.limits minus the capacity of its
-// NodeClaims (their requested resources before launch), per resource (cpu
-// in cores, memory in bytes, "nodes" as a count); nil when the pool has no
-// limits.
-func Remaining(np *karpv1.NodePool, nodeClaims []karpv1.NodeClaim) corev1.ResourceList {
-	if len(np.Spec.Limits) == 0 {
-		return nil
-	}
-	left := corev1.ResourceList(np.Spec.Limits).DeepCopy()
-	for i := range nodeClaims {
-		nc := &nodeClaims[i]
-		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
-			continue
-		}
-		used := nc.Status.Capacity
-		if len(used) == 0 {
-			used = nc.Spec.Resources.Requests
-		}
-		subtract(left, used)
-		if _, ok := left["nodes"]; ok {
-			subtract(left, corev1.ResourceList{"nodes": *resource.NewQuantity(1, resource.DecimalSI)})
-		}
-	}
-	return left
-}
-
-func subtract(from, what corev1.ResourceList) {
-	for k, q := range what {
-		if cur, ok := from[k]; ok {
-			cur.Sub(q)
-			from[k] = cur
-		}
-	}
-}
-
 func (p *Provisioner) waitForCache(ctx context.Context, names []string) error {
 	if len(names) == 0 {
 		return nil
@@ -491,23 +454,4 @@ func (p *Provisioner) reportUnschedulable(pending []*corev1.Pod, out scheduling.
 			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedProvisioning", "karpx cannot launch a node for this pod: %v", err)
 		}
 	}
-}
-
-// DaemonSetPods returns one pod per DaemonSet, built from its template, so
-// that every new node reserves room for the DaemonSets that will run on it.
-// It returns the list error.
-func DaemonSetPods(ctx context.Context, kube client.Reader) ([]*corev1.Pod, error) {
-	var list appsv1.DaemonSetList
-	if err := kube.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing DaemonSets: %w", err)
-	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		ds := &list.Items[i]
-		pods = append(pods, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
-			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
-		})
-	}
-	return pods, nil
 }

@@ -15,12 +15,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
-
-// PodNodeNameField is the cache index of pods by spec.nodeName the Drainer
-// lists with (registered by provisioning.IndexFields).
-const PodNodeNameField = "spec.nodeName"
 
 // DrainStatus says where a drain stands after one Drain call.
 type DrainStatus struct {
@@ -45,7 +42,7 @@ type Drainer struct {
 }
 
 // NewDrainer returns a Drainer. kube must be a client whose cache indexes
-// pods by PodNodeNameField.
+// pods by clusterstate.PodNodeNameField.
 func NewDrainer(kube client.Client, recorder record.EventRecorder, clk clock.PassiveClock) *Drainer {
 	return &Drainer{kube: kube, recorder: recorder, clock: clk}
 }
@@ -61,7 +58,7 @@ func NewDrainer(kube client.Client, recorder record.EventRecorder, clk clock.Pas
 func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, deadline *time.Time) (DrainStatus, error) {
 	var st DrainStatus
 	var pods corev1.PodList
-	if err := d.kube.List(ctx, &pods, client.MatchingFields{PodNodeNameField: node.Name}); err != nil {
+	if err := d.kube.List(ctx, &pods, client.MatchingFields{clusterstate.PodNodeNameField: node.Name}); err != nil {
 		return st, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
 	var first, last []*corev1.Pod

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 func pod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
@@ -28,7 +30,7 @@ func pod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 func newDrainer(t *testing.T, now time.Time, objs ...client.Object) (*Drainer, client.Client) {
 	t.Helper()
 	kube := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	return NewDrainer(kube, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(now)), kube
 }
 

@@ -23,16 +23,8 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
-
-// NodeClaimProviderIDField is the cache index of NodeClaims by
-// status.providerID (registered by lifecycle.IndexFields).
-const NodeClaimProviderIDField = "status.providerID"
-
-// DrainRequeue is how often a draining Node is looked at again while pods
-// are leaving or a PodDisruptionBudget blocks them. Pod deletions wake the
-// controller sooner.
-const DrainRequeue = 2 * time.Second
 
 // NodeController drains and terminates Nodes that are being deleted and
 // carry the karpenter.sh/termination finalizer.
@@ -45,8 +37,8 @@ type NodeController struct {
 }
 
 // NewNodeController returns a NodeController. kube must be a cached client
-// whose cache indexes pods by PodNodeNameField and NodeClaims by
-// NodeClaimProviderIDField.
+// whose cache indexes pods by clusterstate.PodNodeNameField and NodeClaims by
+// clusterstate.NodeClaimProviderIDField.
 func NewNodeController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.PassiveClock) *NodeController {
 	return &NodeController{kube: kube, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk)}
 }
@@ -99,7 +91,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	// 2. Nothing new lands on the Node.
-	if err := SetDisruptedTaint(ctx, c.kube, node, true); err != nil {
+	if err := clusterstate.SetDisruptedTaint(ctx, c.kube, node, true); err != nil {
 		return reconcile.Result{}, err
 	}
 	// 3. Drain.
@@ -113,16 +105,16 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	if !st.Done {
 		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting)
-		return reconcile.Result{RequeueAfter: DrainRequeue}, nil
+		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 	}
 	// 4. Terminate the instance.
 	if node.Spec.ProviderID != "" {
-		gone, err := TerminateInstance(ctx, c.cloud, nc, node.Spec.ProviderID)
+		gone, err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, node.Spec.ProviderID)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if !gone {
-			return reconcile.Result{RequeueAfter: DrainRequeue}, nil
+			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 		}
 	}
 	// 5. Release the Node.
@@ -133,65 +125,6 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
-}
-
-// TerminateInstance terminates the instance behind providerID (nc may be
-// nil when the NodeClaim is already gone) and reports whether EC2 reports
-// it shutting-down or terminated. It returns cloud errors other than "not
-// found" so the caller retries; the instance is never assumed gone on an
-// error.
-func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, nc *karpv1.NodeClaim, providerID string) (bool, error) {
-	view := nc
-	if view == nil || view.Status.ProviderID == "" {
-		view = &karpv1.NodeClaim{Status: karpv1.NodeClaimStatus{ProviderID: providerID}}
-		if nc != nil {
-			view.Name, view.Labels = nc.Name, nc.Labels
-		}
-	}
-	if err := cloud.Delete(ctx, view); err != nil {
-		if cloudprovider.IsNodeClaimNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("terminating instance %s: %w", providerID, err)
-	}
-	got, err := cloud.Get(ctx, providerID)
-	if err != nil {
-		if cloudprovider.IsNodeClaimNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("checking instance %s: %w", providerID, err)
-	}
-	// The cloud view of a shutting-down instance has a deletion timestamp.
-	return !got.DeletionTimestamp.IsZero(), nil
-}
-
-// SetDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule
-// on node, with an optimistic lock, and does nothing when node already is
-// as asked (any taint with the disrupted key counts). It returns the
-// patch's error. Termination and disruption both taint through it.
-func SetDisruptedTaint(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
-	has := false
-	var kept []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if t.Key == karpv1.DisruptedTaintKey {
-			has = true
-			continue
-		}
-		kept = append(kept, t)
-	}
-	if has == on {
-		return nil
-	}
-	stored := node.DeepCopy()
-	if on {
-		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	} else {
-		node.Spec.Taints = kept
-	}
-	if err := kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("setting %s on Node %s to %v: %w", karpv1.DisruptedTaintKey, node.Name, on, err)
-	}
-	return nil
 }
 
 // deadline is when the remaining pods are deleted rather than evicted: the
@@ -225,7 +158,7 @@ func (c *NodeController) nodeClaimFor(ctx context.Context, node *corev1.Node) (*
 		return nil, nil
 	}
 	var list karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &list, client.MatchingFields{NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+	if err := c.kube.List(ctx, &list, client.MatchingFields{clusterstate.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims with providerID %s: %w", node.Spec.ProviderID, err)
 	}
 	if len(list.Items) == 0 {

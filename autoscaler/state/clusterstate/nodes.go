@@ -17,10 +17,6 @@ import (
 	"github.com/karpx/karpx/requirements"
 )
 
-// PodNodeNameField is the cache index of pods by spec.nodeName (registered
-// by provisioning.IndexFields).
-const PodNodeNameField = "spec.nodeName"
-
 // Snapshot is the cluster as one pass sees it.
 type Snapshot struct {
 	// Nodes are all Nodes, by name.

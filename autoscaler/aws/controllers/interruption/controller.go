@@ -19,7 +19,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption/messages"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 )
 
@@ -269,7 +269,7 @@ func (c *Controller) actOn(ctx context.Context, m messages.Message, id string, n
 			c.offerings.MarkUnavailable(it, zone, karpv1.CapacityTypeSpot)
 		}
 	}
-	if !nc.DeletionTimestamp.IsZero() || nc.Annotations[disruption.InterruptionAnnotationKey] != "" || !c.once(id, "act") {
+	if !nc.DeletionTimestamp.IsZero() || nc.Annotations[cloudprovider.InterruptionAnnotationKey] != "" || !c.once(id, "act") {
 		log.V(1).Info("interruption already being handled; nothing more to do")
 		return false, nil
 	}
@@ -283,9 +283,9 @@ func (c *Controller) actOn(ctx context.Context, m messages.Message, id string, n
 		drainBy = now.Add(reclaim.Sub(now) / 2)
 	}
 	stored := nc.DeepCopy()
-	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, disruption.InterruptionAnnotationKey, string(m.Kind))
-	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, disruption.InterruptionReclaimAtAnnotationKey, reclaim.UTC().Format(time.RFC3339))
-	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, disruption.InterruptionDrainByAnnotationKey, drainBy.UTC().Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, cloudprovider.InterruptionAnnotationKey, string(m.Kind))
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, cloudprovider.InterruptionReclaimAtAnnotationKey, reclaim.UTC().Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, cloudprovider.InterruptionDrainByAnnotationKey, drainBy.UTC().Format(time.RFC3339))
 	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		c.acted.Remove(id + "/act")
 		return false, client.IgnoreNotFound(fmt.Errorf("marking NodeClaim %s interrupted: %w", nc.Name, err))

@@ -22,7 +22,7 @@ import (
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption/messages"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // fakeQueue serves batches of messages (or errors) in order and records
@@ -166,12 +166,12 @@ func TestSpotInterruptionMarksOnceAndDeletesTheMessage(t *testing.T) {
 	nc := e.nodeClaim("nc-1")
 	reclaim := eventTime.Add(messages.SpotNotice)
 	drainBy := e.clock.Now().Add(reclaim.Sub(e.clock.Now()) / 2)
-	if nc.Annotations[disruption.InterruptionAnnotationKey] != "spot_interrupted" ||
-		nc.Annotations[disruption.InterruptionReclaimAtAnnotationKey] != reclaim.Format(time.RFC3339) ||
-		nc.Annotations[disruption.InterruptionDrainByAnnotationKey] != drainBy.Format(time.RFC3339) {
+	if nc.Annotations[cloudprovider.InterruptionAnnotationKey] != "spot_interrupted" ||
+		nc.Annotations[cloudprovider.InterruptionReclaimAtAnnotationKey] != reclaim.Format(time.RFC3339) ||
+		nc.Annotations[cloudprovider.InterruptionDrainByAnnotationKey] != drainBy.Format(time.RFC3339) {
 		t.Fatalf("annotations %v; want spot_interrupted, reclaim %s, drain by %s", nc.Annotations, reclaim, drainBy)
 	}
-	if e.nodeClaim("nc-2").Annotations[disruption.InterruptionAnnotationKey] != "" {
+	if e.nodeClaim("nc-2").Annotations[cloudprovider.InterruptionAnnotationKey] != "" {
 		t.Fatal("the other NodeClaim was marked")
 	}
 	if got := strings.Join(e.offerings.marked, ","); got != "spot/us-east-1b/m5.xlarge,spot/us-east-1b/m5.xlarge" {
@@ -271,7 +271,7 @@ func TestRebalanceIsAnEventUnlessActedOn(t *testing.T) {
 	}
 	e = newEnv(t, Options{ActOnRebalance: true}, nil)
 	e.handle(rebalance)
-	if nc := e.nodeClaim("nc-1"); nc.Annotations[disruption.InterruptionAnnotationKey] != "rebalance_recommendation" || e.triggers != 1 {
+	if nc := e.nodeClaim("nc-1"); nc.Annotations[cloudprovider.InterruptionAnnotationKey] != "rebalance_recommendation" || e.triggers != 1 {
 		t.Fatalf("rebalance not acted on with the flag: %v", nc.Annotations)
 	}
 	if len(e.offerings.marked) != 0 {
@@ -296,7 +296,7 @@ func TestFailedHandlingLeavesTheMessage(t *testing.T) {
 	}
 	fail = false
 	e.handle(spot(inst1))
-	if got := e.queue.deletedIDs(); len(got) != 1 || e.nodeClaim("nc-1").Annotations[disruption.InterruptionAnnotationKey] == "" {
+	if got := e.queue.deletedIDs(); len(got) != 1 || e.nodeClaim("nc-1").Annotations[cloudprovider.InterruptionAnnotationKey] == "" {
 		t.Fatalf("redelivery: deleted %v, annotations %v; want acted on and deleted", got, e.nodeClaim("nc-1").Annotations)
 	}
 }
@@ -349,7 +349,7 @@ func TestQueueErrorsNeverTouchTheCluster(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := e.queue.deletedIDs(); len(got) != 1 || e.nodeClaim("nc-2").Annotations[disruption.InterruptionAnnotationKey] != "spot_interrupted" {
+	if got := e.queue.deletedIDs(); len(got) != 1 || e.nodeClaim("nc-2").Annotations[cloudprovider.InterruptionAnnotationKey] != "spot_interrupted" {
 		t.Fatalf("after recovery: deleted %v, annotations %v", got, e.nodeClaim("nc-2").Annotations)
 	}
 	if e.nodeClaim("nc-1") == nil || len(e.nodeClaim("nc-1").Annotations) != 0 {

@@ -12,7 +12,7 @@
 //     shutting-down: the spot offering (instance type, zone, spot) goes
 //     into the unavailable-offerings cache, so nothing launches into the
 //     doomed pool again; the NodeClaim is marked with the
-//     disruption.Interruption* annotations (kind, when EC2 reclaims the
+//     cloudprovider.Interruption* annotations (kind, when EC2 reclaims the
 //     instance, when it is drained at the latest: halfway there) and
 //     SpotInterrupted / InstanceUnhealthy / InstanceStopping /
 //     InstanceTerminating events on it and its Node; and the disruption

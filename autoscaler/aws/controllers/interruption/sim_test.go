@@ -18,7 +18,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -105,7 +105,7 @@ func TestAgainstTheSimulatedQueue(t *testing.T) {
 		t.Errorf("no failed receive counted (the SDK's retries absorbed the faults?)")
 	}
 	var nc1 karpv1.NodeClaim
-	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &nc1); err != nil || nc1.Annotations[disruption.InterruptionAnnotationKey] != "spot_interrupted" {
+	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &nc1); err != nil || nc1.Annotations[cloudprovider.InterruptionAnnotationKey] != "spot_interrupted" {
 		t.Fatalf("nc-1: %v %v, want marked spot_interrupted", err, nc1.Annotations)
 	}
 	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-2"}, &karpv1.NodeClaim{}); err == nil {

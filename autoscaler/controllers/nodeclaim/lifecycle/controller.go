@@ -21,18 +21,10 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
-)
-
-// Index names registered by IndexFields.
-const (
-	// NodeProviderIDField indexes Nodes by spec.providerID.
-	NodeProviderIDField = "spec.providerID"
-	// NodeClaimProviderIDField indexes NodeClaims by status.providerID.
-	NodeClaimProviderIDField = "status.providerID"
 )
 
 // MaxConcurrentReconciles is how many NodeClaims the controller works on at
@@ -107,24 +99,6 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	return &Controller{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
 }
 
-// IndexFields registers the providerID indexes on Nodes and NodeClaims.
-func IndexFields(ctx context.Context, mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDField, func(o client.Object) []string {
-		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDField, func(o client.Object) []string {
-		if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
-	})
-}
-
 // Register adds the controller to mgr: it reconciles NodeClaims and is woken
 // by changes to the Node with the same providerID.
 func (c *Controller) Register(mgr manager.Manager) error {
@@ -145,7 +119,7 @@ func (c *Controller) nodeToNodeClaim(ctx context.Context, o client.Object) []rec
 		return nil
 	}
 	var list karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &list, client.MatchingFields{NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+	if err := c.kube.List(ctx, &list, client.MatchingFields{clusterstate.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -267,16 +241,16 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 				log.Info("NodeClaim deleted; draining its Node", "Node", node.Name)
 			}
 			// The Node watch wakes us when the drain releases it.
-			return reconcile.Result{RequeueAfter: termination.DrainRequeue}, nil
+			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 		}
-		gone, err := termination.TerminateInstance(ctx, c.cloud, nc, nc.Status.ProviderID)
+		gone, err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, nc.Status.ProviderID)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if !gone {
 			// Keep the finalizer until EC2 reports the instance
 			// shutting-down, so no instance outlives its NodeClaim.
-			return reconcile.Result{RequeueAfter: termination.DrainRequeue}, nil
+			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 		}
 		log.Info("terminated", "providerID", nc.Status.ProviderID)
 	}
@@ -298,7 +272,7 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 		return nil, nil
 	}
 	var nodes corev1.NodeList
-	if err := c.kube.List(ctx, &nodes, client.MatchingFields{NodeProviderIDField: nc.Status.ProviderID}); err != nil {
+	if err := c.kube.List(ctx, &nodes, client.MatchingFields{clusterstate.NodeProviderIDField: nc.Status.ProviderID}); err != nil {
 		return nil, fmt.Errorf("listing Nodes with providerID %s: %w", nc.Status.ProviderID, err)
 	}
 	switch len(nodes.Items) {

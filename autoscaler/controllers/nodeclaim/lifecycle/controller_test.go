@@ -16,6 +16,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	ec2v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
@@ -23,7 +24,7 @@ func newTestController(t *testing.T, now time.Time, objs ...client.Object) (*Con
 	t.Helper()
 	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&karpv1.NodeClaim{}).
-		WithIndex(&corev1.Node{}, NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+		WithIndex(&corev1.Node{}, clusterstate.NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 		Build()
 	health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
 	c := New(kube, nil, record.NewFakeRecorder(100), health, Options{})

@@ -15,7 +15,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/aws/capacity"
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // Observer records a Node's allocatable; the AWS CloudProvider
@@ -65,7 +65,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// once; issue 12). The cache's objects are not copied; only the
 	// matching one is, before it is changed.
 	var claims karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &claims, client.MatchingFields{termination.NodeClaimProviderIDField: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.kube.List(ctx, &claims, client.MatchingFields{clusterstate.NodeClaimProviderIDField: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	for i := range claims.Items {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/aws/capacity"
-	"github.com/karpx/karpx/autoscaler/controllers/termination"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 type observer struct{ seen []string }
@@ -41,7 +41,7 @@ func TestRecordsAllocatableOnTheNodesNodeClaim(t *testing.T) {
 			Status: corev1.NodeStatus{Allocatable: observed.DeepCopy()}}
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme.New()).
-		WithIndex(&karpv1.NodeClaim{}, termination.NodeClaimProviderIDField, func(o client.Object) []string {
+		WithIndex(&karpv1.NodeClaim{}, clusterstate.NodeClaimProviderIDField, func(o client.Object) []string {
 			return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
 		}).
 		WithStatusSubresource(&karpv1.NodeClaim{}).

@@ -6,7 +6,8 @@
 // controller and no AWS SDK service client (also checked on
 // `go list -deps ./cmd/kubectl-karpx`); no controller depends on another
 // controller (autoscaler/controllers and autoscaler/aws/controllers, but
-// for its own subpackages) or on the webhook; scheduling never reaches the
+// for its own subpackages) or on the webhook; the cloud-neutral
+// controllers reach no AWS code or SDK; scheduling never reaches the
 // AWS SDK, the AWS code (autoscaler/aws) or controllers; the seam
 // (autoscaler/cloudprovider) imports no other karpx package and state
 // (autoscaler/state) no cloud and no controller; the AWS cloud provider,

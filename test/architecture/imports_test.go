@@ -49,6 +49,11 @@ var rules = []rule{
 		why:  "kubectl karpx reads the cluster and the controller's endpoints; it shares state and seam types, never a controller or an AWS SDK client (TestPluginLinksNoControllerOrAWSSDK checks the binary)",
 	},
 	{
+		from: []string{module + "/autoscaler/controllers"},
+		to:   []string{module + "/autoscaler/aws", "github.com/aws/aws-sdk-go-v2"},
+		why:  "the cloud-neutral controllers reach the cloud through the seam (autoscaler/cloudprovider) only; AWS code and its controllers live under autoscaler/aws",
+	},
+	{
 		from: controllerRoots,
 		to:   []string{module + "/webhook"},
 		why:  "the webhook is its own binary; what a controller shares with it lives below both (catalog/startuptaints, lint)",

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 )
 
@@ -31,7 +31,7 @@ type BatcherOptions[T, U any] struct {
 	Weight func(in *T) int
 	// Execute runs a batch and returns one result per input, in order. It
 	// runs with a context that carries the values of the batch's first
-	// request and the highest budget.Priority of its requests.
+	// request and the highest cloudprovider.Priority of its requests.
 	Execute func(ctx context.Context, inputs []*T) []Result[U]
 	// Single runs a request that cannot be batched.
 	Single func(ctx context.Context, in *T) (*U, error)
@@ -191,11 +191,11 @@ func (b *Batcher[T, U]) run(bt *batch[T, U]) {
 // request's context, the highest budget priority of the batch, and,
 // unless RunToCompletion, cancelled once every caller has left.
 func (b *Batcher[T, U]) context(reqs []*request[T, U]) (context.Context, context.CancelFunc) {
-	prio := budget.PriorityFrom(reqs[0].ctx)
+	prio := cloudprovider.PriorityFrom(reqs[0].ctx)
 	for _, r := range reqs[1:] {
-		prio = higher(prio, budget.PriorityFrom(r.ctx))
+		prio = higher(prio, cloudprovider.PriorityFrom(r.ctx))
 	}
-	ctx := budget.WithPriority(context.WithoutCancel(reqs[0].ctx), prio)
+	ctx := cloudprovider.WithPriority(context.WithoutCancel(reqs[0].ctx), prio)
 	// A merged call issues every caller's NodeClaim launch (provisioning
 	// latency, package launchlatency).
 	ctxs := make([]context.Context, len(reqs))
@@ -229,7 +229,7 @@ func (b *Batcher[T, U]) context(reqs []*request[T, U]) (context.Context, context
 }
 
 // higher returns the priority the budget serves first.
-func higher(a, b budget.Priority) budget.Priority {
+func higher(a, b cloudprovider.Priority) cloudprovider.Priority {
 	if b.Outranks(a) {
 		return b
 	}

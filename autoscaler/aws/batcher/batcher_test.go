@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/karpx/karpx/autoscaler/aws/batcher"
-	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -181,7 +181,7 @@ func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
 	launchTemplate(t, e, "lt-a")
 	api := batcher.New(e.Client, batcher.Options{})
 	ids := oneEach(t, launch(t, api, 8, func(int) string { return "lt-a" }, noTags))
-	critical := budget.WithPriority(context.Background(), budget.Critical)
+	critical := cloudprovider.WithPriority(context.Background(), cloudprovider.PriorityCritical)
 
 	var wg sync.WaitGroup
 	for _, id := range ids {

@@ -14,6 +14,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -54,7 +55,7 @@ func scaleUp(b *testing.B, nodes int, deferred bool) {
 		opts.DeferredTagKeys = instance.NodeClaimTagKeys
 	}
 	api := batcher.New(limited, opts)
-	ctx := budget.WithPriority(context.Background(), budget.Critical)
+	ctx := cloudprovider.WithPriority(context.Background(), cloudprovider.PriorityCritical)
 	before := e.Sim.Stats()
 	b.StartTimer()
 

@@ -16,6 +16,6 @@
 //
 //	callers → batcher.New → ec2api.Client (budget.Limiter on its stack)
 //
-// A merged call runs with the highest budget.Priority of its callers and
-// the other context values of its first caller.
+// A merged call runs with the highest cloudprovider.Priority of its
+// callers and the other context values of its first caller.
 package batcher

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/catalog/awsquota"
 )
 
@@ -38,13 +39,13 @@ type bucket struct {
 	clock clock.WithDelayedExecution
 
 	mu      sync.Mutex
-	queues  [len(priorities)][]*waiter
+	queues  [cloudprovider.NumPriorities][]*waiter
 	timer   clock.Timer
 	timerAt time.Time
 }
 
 type waiter struct {
-	prio  Priority
+	prio  cloudprovider.Priority
 	ready chan struct{} // closed once the waiter holds a token
 }
 
@@ -68,8 +69,8 @@ func newBucket(action string, cat awsquota.Category, unfiltered bool, aws awsquo
 func (b *bucket) tokens() float64 { return b.lim.TokensAt(b.clock.Now()) }
 
 // need is the number of tokens the bucket must hold to serve p.
-func (b *bucket) need(p Priority) float64 {
-	if p == Speculative {
+func (b *bucket) need(p cloudprovider.Priority) float64 {
+	if p == cloudprovider.PrioritySpeculative {
 		return 1 + b.reserve
 	}
 	return 1
@@ -78,7 +79,7 @@ func (b *bucket) need(p Priority) float64 {
 // acquire takes one token for a call of priority p. It returns how long
 // the call waited, and ctx's error when ctx ends first or *ExhaustedError
 // when a Speculative call cannot be served in time.
-func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error) {
+func (b *bucket) acquire(ctx context.Context, p cloudprovider.Priority) (time.Duration, error) {
 	start := b.clock.Now()
 	b.mu.Lock()
 	b.recoverLocked(start)
@@ -87,7 +88,7 @@ func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error)
 		b.mu.Unlock()
 		return 0, nil
 	}
-	if p == Speculative && b.specWait <= 0 {
+	if p == cloudprovider.PrioritySpeculative && b.specWait <= 0 {
 		tokens := b.lim.TokensAt(start)
 		b.mu.Unlock()
 		return 0, b.exhausted(p, tokens, 0)
@@ -97,12 +98,12 @@ func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error)
 		return 0, err
 	}
 	w := &waiter{prio: p, ready: make(chan struct{})}
-	b.queues[p.rank()] = append(b.queues[p.rank()], w)
+	b.queues[p.Rank()] = append(b.queues[p.Rank()], w)
 	b.scheduleLocked(start)
 	b.mu.Unlock()
 
 	var timeout <-chan time.Time
-	if p == Speculative {
+	if p == cloudprovider.PrioritySpeculative {
 		t := b.clock.NewTimer(b.specWait)
 		defer t.Stop()
 		timeout = t.C()
@@ -123,15 +124,15 @@ func (b *bucket) acquire(ctx context.Context, p Priority) (time.Duration, error)
 	}
 }
 
-func (b *bucket) exhausted(p Priority, tokens float64, waited time.Duration) *ExhaustedError {
+func (b *bucket) exhausted(p cloudprovider.Priority, tokens float64, waited time.Duration) *ExhaustedError {
 	return &ExhaustedError{Action: b.action, Category: b.category, Priority: p, Tokens: tokens, Reserve: b.reserve, Waited: waited}
 }
 
 // queuedAtOrAbove returns the number of calls waiting with priority p or
 // a priority served before p.
-func (b *bucket) queuedAtOrAbove(p Priority) int {
+func (b *bucket) queuedAtOrAbove(p cloudprovider.Priority) int {
 	n := 0
-	for r := 0; r <= p.rank(); r++ {
+	for r := 0; r <= p.Rank(); r++ {
 		n += len(b.queues[r])
 	}
 	return n
@@ -142,12 +143,12 @@ func (b *bucket) queuedAtOrAbove(p Priority) int {
 func (b *bucket) dequeue(w *waiter) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q := b.queues[w.prio.rank()]
+	q := b.queues[w.prio.Rank()]
 	i := slices.Index(q, w)
 	if i < 0 {
 		return false
 	}
-	b.queues[w.prio.rank()] = slices.Delete(q, i, i+1)
+	b.queues[w.prio.Rank()] = slices.Delete(q, i, i+1)
 	b.scheduleLocked(b.clock.Now())
 	return true
 }
@@ -166,7 +167,7 @@ func (b *bucket) dispatch() {
 			break
 		}
 		b.lim.AllowN(now, 1)
-		r := w.prio.rank()
+		r := w.prio.Rank()
 		b.queues[r] = b.queues[r][1:]
 		close(w.ready)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -258,7 +259,7 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	// AdaptiveStart 1: the bucket starts with its 4 tokens (no slow start).
 	api := newLimited(t, e, budget.Options{Fraction: 1, Registerer: reg, Clock: clk, AdaptiveStart: 1,
 		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: {Size: 4, RefillPerSecond: 1}}})
-	critical := budget.WithPriority(context.Background(), budget.Critical)
+	critical := cloudprovider.WithPriority(context.Background(), cloudprovider.PriorityCritical)
 	describe := func(ctx context.Context) func() error {
 		return func() error {
 			_, err := api.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}, ec2apitest.Loopback)
@@ -271,13 +272,13 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 		}
 	}
 	before := e.Sim.Counts()["DescribeSubnets"]
-	err := whileQueued(t, api.Limiter, "DescribeSubnets", 1, describe(budget.WithPriority(context.Background(), budget.Speculative)),
+	err := whileQueued(t, api.Limiter, "DescribeSubnets", 1, describe(cloudprovider.WithPriority(context.Background(), cloudprovider.PrioritySpeculative)),
 		func() { clk.Step(budget.DefaultSpeculativeMaxWait) })
 	var exhausted *budget.ExhaustedError
 	if !errors.As(err, &exhausted) || !budget.IsExhausted(err) {
 		t.Fatalf("speculative call on an empty bucket: %v, want *budget.ExhaustedError", err)
 	}
-	if exhausted.Action != "DescribeSubnets" || exhausted.Category != awsquota.NonMutating || exhausted.Priority != budget.Speculative ||
+	if exhausted.Action != "DescribeSubnets" || exhausted.Category != awsquota.NonMutating || exhausted.Priority != cloudprovider.PrioritySpeculative ||
 		exhausted.Waited != budget.DefaultSpeculativeMaxWait {
 		t.Errorf("ExhaustedError %+v, want DescribeSubnets, non-mutating, speculative, after %v", exhausted, budget.DefaultSpeculativeMaxWait)
 	}
@@ -339,7 +340,7 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 		go record("normal", context.Background())
 	}
 	waitUntil(t, "3 normal calls queued", func() bool { return api.Queued("DescribeImages") == 3 })
-	go record("critical", budget.WithPriority(context.Background(), budget.Critical))
+	go record("critical", cloudprovider.WithPriority(context.Background(), cloudprovider.PriorityCritical))
 	waitUntil(t, "the critical call queued", func() bool { return api.Queued("DescribeImages") == 4 })
 	oneToken := time.Duration(float64(time.Second) / bucket.RefillPerSecond)
 	for n := 1; n <= 4; n++ {

@@ -16,11 +16,13 @@
 // DescribeInstances and DescribeSecurityGroups called without filters, ids
 // or MaxResults use a second, smaller bucket, as EC2 does.
 //
-// A call that finds its bucket empty waits according to its Priority, set
-// on the context with WithPriority: Critical calls are served first,
-// Normal calls (the default for an unmarked context) next, in arrival
-// order; both wait as long as their context allows. Speculative calls
-// (catalogue and spot price refreshes) never dig into the last
+// A call that finds its bucket empty waits according to its priority, set
+// on the context with cloudprovider.WithPriority (the seam's, so that the
+// cloud-neutral controllers mark their calls without importing this
+// package): PriorityCritical calls are served first, PriorityNormal calls
+// (the default for an unmarked context) next, in arrival order; both wait
+// as long as their context allows. PrioritySpeculative calls (catalogue
+// and spot price refreshes) never dig into the last
 // Options.SpeculativeReserve of a bucket and fail fast with *ExhaustedError
 // when they would wait longer than Options.SpeculativeMaxWait, so they
 // cannot starve the others.

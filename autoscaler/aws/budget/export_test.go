@@ -1,5 +1,7 @@
 package budget
 
+import "github.com/karpx/karpx/autoscaler/cloudprovider"
+
 // Queued returns the number of calls of action waiting for a token of its
 // filtered bucket, at every priority: a test on a fake clock waits until
 // each call of a burst is answered or queued before it moves the time.
@@ -7,5 +9,5 @@ func (l *Limiter) Queued(action string) int {
 	b := l.buckets[bucketKey{action: action}]
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.queuedAtOrAbove(Speculative)
+	return b.queuedAtOrAbove(cloudprovider.PrioritySpeculative)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // The Limiter works as two smithy-go middlewares on an SDK client's
@@ -51,7 +52,7 @@ type call struct {
 	l        *Limiter
 	b        *bucket
 	st       *counters
-	prio     Priority
+	prio     cloudprovider.Priority
 	attempts atomic.Int32
 }
 
@@ -72,7 +73,7 @@ func (m admission) HandleInitialize(ctx context.Context, in middleware.Initializ
 	if !ok {
 		return next.HandleInitialize(ctx, in) // not an operation of ec2api.API
 	}
-	c := &call{l: m.l, b: b, st: m.l.stats[k], prio: PriorityFrom(ctx)}
+	c := &call{l: m.l, b: b, st: m.l.stats[k], prio: cloudprovider.PriorityFrom(ctx)}
 	if err := c.take(ctx); err != nil {
 		return middleware.InitializeOutput{}, middleware.Metadata{}, err
 	}

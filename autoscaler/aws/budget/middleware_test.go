@@ -19,6 +19,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -95,7 +96,7 @@ func TestMiddlewareOnSDKClientStack(t *testing.T) {
 		}
 	}
 
-	speculative := budget.WithPriority(ctx, budget.Speculative)
+	speculative := cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative)
 	if _, err := client.DescribeImages(speculative, &ec2.DescribeImagesInput{}); err != nil {
 		t.Fatal(err)
 	}

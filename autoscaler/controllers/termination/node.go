@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
@@ -78,7 +77,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if nc != nil {
 		log = log.WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
 	}
-	ctx = budget.WithPriority(logr.NewContext(ctx, log), budget.Critical)
+	ctx = cloudprovider.WithPriority(logr.NewContext(ctx, log), cloudprovider.PriorityCritical)
 
 	// 1. The NodeClaim leaves with its Node.
 	if nc != nil && nc.DeletionTimestamp.IsZero() {

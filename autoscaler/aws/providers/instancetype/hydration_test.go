@@ -16,6 +16,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // catalogueAPI answers the catalogue calls with types (in one zone each),
@@ -26,14 +27,14 @@ type catalogueAPI struct {
 	types      []string
 	err        error
 	calls      int
-	priorities []budget.Priority
+	priorities []cloudprovider.Priority
 }
 
 func (c *catalogueAPI) DescribeInstanceTypeOfferings(ctx context.Context, _ *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	c.priorities = append(c.priorities, budget.PriorityFrom(ctx))
+	c.priorities = append(c.priorities, cloudprovider.PriorityFrom(ctx))
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -128,7 +129,7 @@ func TestStaleCatalogueKeptOnFailureAndSuspectEmpty(t *testing.T) {
 	if got := names(t, p); len(got) != 2 {
 		t.Fatal(got)
 	}
-	if api.priorities[0] == budget.Speculative {
+	if api.priorities[0] == cloudprovider.PrioritySpeculative {
 		t.Error("first load ran Speculative; it must not be refused by the budget")
 	}
 	for i, tc := range []struct {
@@ -140,7 +141,7 @@ func TestStaleCatalogueKeptOnFailureAndSuspectEmpty(t *testing.T) {
 		if got := names(t, p); len(got) != 2 {
 			t.Errorf("case %d: %v, want the last good 2 types", i, got)
 		}
-		if pr := api.priorities[len(api.priorities)-1]; pr != budget.Speculative {
+		if pr := api.priorities[len(api.priorities)-1]; pr != cloudprovider.PrioritySpeculative {
 			t.Errorf("case %d: refresh at %v, want Speculative", i, pr)
 		}
 		if st := reg.States(); st[0].Items != 2 || st[0].LastError == "" {
@@ -169,7 +170,7 @@ func (s *pagedSpotAPI) DescribeSpotPriceHistory(_ context.Context, in *ec2.Descr
 	}
 	if page == s.refuseAt {
 		s.refuseAt = -1
-		return nil, &budget.ExhaustedError{Action: "DescribeSpotPriceHistory", Priority: budget.Speculative}
+		return nil, &budget.ExhaustedError{Action: "DescribeSpotPriceHistory", Priority: cloudprovider.PrioritySpeculative}
 	}
 	s.pages = append(s.pages, page)
 	out := &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: []ec2types.SpotPrice{{

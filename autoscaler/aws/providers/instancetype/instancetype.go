@@ -12,7 +12,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
 
-	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
@@ -192,7 +191,7 @@ func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 		if p.catalogueMu.TryLock() {
 			// Stale: refresh in the background of this call's budget,
 			// yielding to launches; the copy serves meanwhile.
-			_ = p.refreshCatalogue(budget.WithPriority(ctx, budget.Speculative))
+			_ = p.refreshCatalogue(cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative))
 			p.catalogueMu.Unlock()
 		}
 		p.stateMu.Lock()

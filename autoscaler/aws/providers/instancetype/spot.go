@@ -11,6 +11,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // spotPages is a spot-price refresh in progress: the pages read so far and
@@ -42,7 +43,7 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 		return orEmpty(last), nil
 	}
 	defer p.spotMu.Unlock()
-	if err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative)); err != nil {
+	if err := p.refreshSpot(cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative)); err != nil {
 		p.opts.Registry.Failed(hydration.SpotPrices, err)
 		if !budget.IsExhausted(err) {
 			p.opts.Logger.Info("spot price refresh failed; serving the last prices", "transient", true, "error", err.Error())
@@ -65,7 +66,7 @@ func orEmpty(m map[string]float64) map[string]float64 {
 func (p *Provider) RefreshSpotPrices(ctx context.Context) error {
 	p.spotMu.Lock()
 	defer p.spotMu.Unlock()
-	err := p.refreshSpot(budget.WithPriority(ctx, budget.Speculative))
+	err := p.refreshSpot(cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative))
 	if err != nil {
 		p.opts.Registry.Failed(hydration.SpotPrices, err)
 	}

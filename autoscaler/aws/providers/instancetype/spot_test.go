@@ -12,6 +12,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
 
 // spotAPI answers DescribeSpotPriceHistory with one price, or with the
@@ -19,13 +20,13 @@ import (
 type spotAPI struct {
 	ec2api.API
 	exhausted bool
-	priority  budget.Priority
+	priority  cloudprovider.Priority
 }
 
 func (s *spotAPI) DescribeSpotPriceHistory(ctx context.Context, _ *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
-	s.priority = budget.PriorityFrom(ctx)
+	s.priority = cloudprovider.PriorityFrom(ctx)
 	if s.exhausted {
-		return nil, &budget.ExhaustedError{Action: "DescribeSpotPriceHistory", Priority: budget.Speculative}
+		return nil, &budget.ExhaustedError{Action: "DescribeSpotPriceHistory", Priority: cloudprovider.PrioritySpeculative}
 	}
 	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: []ec2types.SpotPrice{{
 		InstanceType: "m5.large", AvailabilityZone: aws.String("us-east-1a"), SpotPrice: aws.String("0.031"), Timestamp: aws.Time(time.Now()),
@@ -42,7 +43,7 @@ func TestSpotRefreshIsSpeculativeAndServesLastPricesWhenRefused(t *testing.T) {
 	if err != nil || first["m5.large/us-east-1a"] != 0.031 {
 		t.Fatalf("spotPrices = %v, %v", first, err)
 	}
-	if api.priority != budget.Speculative {
+	if api.priority != cloudprovider.PrioritySpeculative {
 		t.Fatalf("spot refresh ran at priority %v, want Speculative", api.priority)
 	}
 	time.Sleep(20 * time.Millisecond) // let the cached answer expire

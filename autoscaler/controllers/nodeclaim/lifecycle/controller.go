@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
@@ -138,7 +137,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := logr.FromContextOrDiscard(ctx).WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
 	// Launching, registering and terminating NodeClaims come first in the
 	// EC2 API budget: they wait for tokens instead of failing fast.
-	ctx = budget.WithPriority(logr.NewContext(ctx, log), budget.Critical)
+	ctx = cloudprovider.WithPriority(logr.NewContext(ctx, log), cloudprovider.PriorityCritical)
 
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)

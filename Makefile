@@ -92,6 +92,10 @@ KARPENTER_KWOK_STAMP := $(BIN)/.karpenter-kwok-$(KARPENTER_VERSION)
 demo: tools build ## Run the demo: control plane, EC2 simulator, karpx provisioning a Deployment's pods.
 	PATH="$(BIN):$$PATH" go run ./hack/demo up
 
+.PHONY: demo-check
+demo-check: ## Check a running demo as its user would: every pod Running, every command it printed working as printed.
+	PATH="$(BIN):$$PATH" go run ./hack/demo check
+
 .PHONY: demo-down
 demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
@@ -224,11 +228,43 @@ dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) 
 	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
 
 .PHONY: krew
-krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml (DIST_PLATFORMS=linux/amd64: that platform's alone).
+
+# HOST_PLATFORM: this machine's GOOS/GOARCH; CI builds the release artefacts
+# for it alone (release-host), a release for every platform (release).
+HOST_PLATFORM := $(shell go env GOOS)/$(shell go env GOARCH)
+
+.PHONY: release
+release: ## Build every release artefact: the archives and krew manifest of DIST_PLATFORMS, the images of IMAGE_PLATFORMS.
+	$(MAKE) krew
+	$(MAKE) images
+
+.PHONY: release-host
+release-host: ## Build and validate the release artefacts of this machine's platform only: its archive, a krew manifest naming it, its images (what CI runs).
+	$(MAKE) krew DIST_PLATFORMS=$(HOST_PLATFORM)
+	$(MAKE) images IMAGE_PLATFORMS=linux/$(shell go env GOARCH)
 
 # KREW_MANIFEST: where krew-manifest writes (krew's unit test writes to a
 # temporary directory from fake sums).
 KREW_MANIFEST ?= krew/karpx.yaml
+
+# KREW_PLATFORMS_AWK keeps the template's platform entries (each from its
+# "  - selector:" line to the next; platforms stays the template's last
+# key) whose os/arch is one of DIST_PLATFORMS, so a manifest built with
+# DIST_PLATFORMS=linux/amd64 (CI) names only the archive it has.
+define KREW_PLATFORMS_AWK
+BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
+function flush() { if (entry != "" && (plat in want)) printf "%s", entry; entry = ""; plat = "" }
+/^  - selector:/ { flush(); inplatforms = 1 }
+inplatforms {
+	entry = entry $$0 "\n"
+	if (match($$0, /os: [a-z0-9]+, arch: [a-z0-9]+/)) { p = substr($$0, RSTART + 4, RLENGTH - 4); sub(/, arch: /, "/", p); plat = p }
+	next
+}
+{ print }
+END { flush() }
+endef
+export KREW_PLATFORMS_AWK
 
 .PHONY: krew-manifest
 krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
@@ -237,7 +273,7 @@ krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha25
 		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
 		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
 	done < $(DIST_DIR)/SHA256SUMS; \
-	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > $(KREW_MANIFEST)
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' | awk -v keep="$(DIST_PLATFORMS)" "$$KREW_PLATFORMS_AWK" > $(KREW_MANIFEST)
 	@! grep -n '@[A-Z0-9_a-z]*@' $(KREW_MANIFEST) || { echo "$(KREW_MANIFEST): placeholder left unfilled"; exit 1; }
 	go tool validate-krew-manifest -skip-install -manifest $(KREW_MANIFEST)
 
@@ -252,6 +288,7 @@ images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image
 		echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook || exit 1; \
 	done
+	@mkdir -p $(IMAGES_DIR) && printf '%s\n' $(IMAGE_PLATFORMS) > $(IMAGES_DIR)/platforms
 	go run ./hack/images -version $(DIST_VERSION) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
 		-bin-dir $(IMAGES_DIR)/bin -platforms "$(IMAGE_PLATFORMS)" -components karpx-controller,karpx-webhook
 	@# Kustomize overlays deploying exactly these tags: kubectl apply -k _output/images/manifests/controller

@@ -138,7 +138,7 @@ func TestChartRendersDefaults(t *testing.T) {
 		"ServiceAccount kube-system/karpx", "ServiceAccount kube-system/karpx-webhook",
 		"ClusterRole /karpx-controller", "ClusterRoleBinding /karpx-controller", "ClusterRole /karpx-webhook",
 		"Service kube-system/karpx-controller", "Service kube-system/karpx-webhook",
-		"PodDisruptionBudget kube-system/karpx-webhook", "Secret kube-system/karpx-webhook-cert",
+		"PodDisruptionBudget kube-system/karpx-webhook", "PodDisruptionBudget kube-system/karpx-controller", "Secret kube-system/karpx-webhook-cert",
 		"MutatingWebhookConfiguration /karpx-webhook", "ValidatingWebhookConfiguration /karpx-webhook",
 	}
 	for _, k := range want {

@@ -4,6 +4,6 @@
 // scheduler packs pods onto, and the typed errors controllers branch on.
 //
 // Controllers call a CloudProvider and never an SDK; the AWS implementation
-// lives in autoscaler/cloudprovider/aws, with every EC2 call (and its
+// lives in autoscaler/aws/cloudprovider, with every EC2 call (and its
 // throttling, batching and caching) below it.
 package cloudprovider

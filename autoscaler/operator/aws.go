@@ -13,16 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/karpx/karpx/autoscaler/batcher"
+	"github.com/karpx/karpx/autoscaler/aws/batcher"
+	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/aws/capacity"
+	awscloud "github.com/karpx/karpx/autoscaler/aws/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/aws/clusterinfo"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
+	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	awscloud "github.com/karpx/karpx/autoscaler/cloudprovider/aws"
-	"github.com/karpx/karpx/autoscaler/providers/budget"
-	"github.com/karpx/karpx/autoscaler/providers/capacity"
-	"github.com/karpx/karpx/autoscaler/providers/clusterinfo"
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
-	"github.com/karpx/karpx/autoscaler/providers/hydration"
-	"github.com/karpx/karpx/autoscaler/providers/instance"
-	"github.com/karpx/karpx/autoscaler/providers/sqs"
 )
 
 // NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this

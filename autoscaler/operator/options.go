@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/karpx/karpx/autoscaler/controllers/interruption"
-	"github.com/karpx/karpx/autoscaler/providers/budget"
-	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
 
@@ -81,7 +81,7 @@ type Options struct {
 	// for the P1 control scenario, which shows what happens without it.
 	LaunchHealth bool
 	// EC2Caches caches Describe and SSM answers (TTLs in
-	// autoscaler/providers/cache). Default true; false only for the P1
+	// autoscaler/aws/cache). Default true; false only for the P1
 	// control scenario.
 	EC2Caches bool
 	// CountInFlight lets pods that fit on NodeClaims still launching,

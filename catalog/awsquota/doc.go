@@ -2,7 +2,7 @@
 // token bucket (size in requests, refill rate in requests per second) of
 // every throttling category, and the category each AWS action is charged
 // to. It is the one place these figures live: the client-side budget
-// (autoscaler/providers/budget) scales them to karpx's share, and the EC2
+// (autoscaler/aws/budget) scales them to karpx's share, and the EC2
 // simulator (ec2sim) throttles with them, so the two cannot drift.
 //
 // Sources: EC2, "Request throttling for the Amazon EC2 API", Amazon EC2

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/karpx/karpx/autoscaler/providers/capacity"
+	"github.com/karpx/karpx/autoscaler/aws/capacity"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/status"

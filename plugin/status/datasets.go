@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/karpx/karpx/autoscaler/providers/hydration"
+	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/plugin/table"
 	"github.com/karpx/karpx/plugin/throttle"
 )

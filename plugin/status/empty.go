@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	podset "github.com/karpx/karpx/autoscaler/pods"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 	"github.com/karpx/karpx/plugin/table"
 )
 

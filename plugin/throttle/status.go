@@ -3,7 +3,7 @@ package throttle
 import "time"
 
 // The types below decode the JSON of the controller's /throttle endpoint
-// (budget.Status in autoscaler/providers/budget). They are mirrored rather
+// (budget.Status in autoscaler/aws/budget). They are mirrored rather
 // than imported so the plugin does not link the AWS SDK; a test keeps the
 // two in step.
 

@@ -22,13 +22,14 @@ type rule struct {
 var rules = []rule{
 	{
 		from: []string{module + "/autoscaler/scheduling"},
-		to:   []string{module + "/autoscaler/cloudprovider/aws", "github.com/aws/aws-sdk-go-v2", module + "/autoscaler/controllers"},
+		to:   []string{module + "/autoscaler/aws", "github.com/aws/aws-sdk-go-v2", module + "/autoscaler/controllers"},
 		why:  "scheduling is a pure pipeline (pods → NodeClaim plans) behind the cloudprovider seam: no cloud calls, no controllers",
 	},
 	{
-		from: []string{module + "/autoscaler/providers"},
-		to:   []string{module + "/autoscaler/controllers", module + "/autoscaler/operator"},
-		why:  "providers sit below every controller (controllers call providers, never the reverse)",
+		from: []string{module + "/autoscaler/aws/cloudprovider", module + "/autoscaler/aws/providers", module + "/autoscaler/aws/ec2api", module + "/autoscaler/aws/budget",
+			module + "/autoscaler/aws/batcher", module + "/autoscaler/aws/cache", module + "/autoscaler/aws/capacity", module + "/autoscaler/aws/hydration", module + "/autoscaler/aws/clusterinfo"},
+		to:  []string{module + "/autoscaler/controllers", module + "/autoscaler/aws/controllers", module + "/autoscaler/operator"},
+		why: "the AWS cloud provider, its providers, the EC2 client and its caches sit below every controller (controllers call them, never the reverse)",
 	},
 	{
 		from: []string{module + "/apis", module + "/catalog", module + "/lint", module + "/requirements"},
@@ -149,21 +150,21 @@ func TestShippedBinariesLinkNoTestCode(t *testing.T) {
 // shippedForbidden flags the simulator and a test helper.
 func TestViolationsFindsForbiddenEdges(t *testing.T) {
 	deps := map[string][]string{
-		module + "/autoscaler/scheduling":       {module + "/autoscaler/cloudprovider", "github.com/aws/aws-sdk-go-v2/service/ec2"},
-		module + "/autoscaler/providers/subnet": {module + "/autoscaler/providers/ec2api"},
-		module + "/autoscaler/schedulingx":      {"github.com/aws/aws-sdk-go-v2/aws"},
+		module + "/autoscaler/scheduling":           {module + "/autoscaler/cloudprovider", "github.com/aws/aws-sdk-go-v2/service/ec2"},
+		module + "/autoscaler/aws/providers/subnet": {module + "/autoscaler/aws/ec2api"},
+		module + "/autoscaler/schedulingx":          {"github.com/aws/aws-sdk-go-v2/aws"},
 	}
 	got := violations(deps, rules)
 	if len(got) != 1 || !strings.HasPrefix(got[0], module+"/autoscaler/scheduling → github.com/aws/aws-sdk-go-v2/service/ec2 (") {
 		t.Errorf("violations = %q, want only scheduling → the EC2 SDK", got)
 	}
 	for pkg, want := range map[string]bool{
-		module + "/ec2sim":                                 true,
-		module + "/ec2sim/kubelet":                         true,
-		module + "/autoscaler/providers/ec2api/ec2apitest": true,
-		module + "/test/cluster":                           true,
-		module + "/autoscaler/providers/ec2api":            false,
-		module + "/autoscaler/operator":                    false,
+		module + "/ec2sim":                           true,
+		module + "/ec2sim/kubelet":                   true,
+		module + "/autoscaler/aws/ec2api/ec2apitest": true,
+		module + "/test/cluster":                     true,
+		module + "/autoscaler/aws/ec2api":            false,
+		module + "/autoscaler/operator":              false,
 	} {
 		if shippedForbidden(pkg) != want {
 			t.Errorf("shippedForbidden(%s) = %t, want %t", pkg, !want, want)

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 )
 
 // impliedActions are the IAM actions an API call needs besides its own.
@@ -186,7 +186,7 @@ func TestEC2OnlyThroughAPI(t *testing.T) {
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() {
 			switch rel {
-			case "ec2sim", "hack", "bin", "_output", ".git", filepath.Join("autoscaler", "providers", "ec2api"):
+			case "ec2sim", "hack", "bin", "_output", ".git", filepath.Join("autoscaler", "aws", "ec2api"):
 				return filepath.SkipDir
 			}
 			return nil

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/operator"
-	"github.com/karpx/karpx/autoscaler/providers/instance"
 	"github.com/karpx/karpx/ec2sim"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	"github.com/karpx/karpx/dashboards"
 	"github.com/karpx/karpx/ec2sim"
 )

@@ -17,7 +17,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
 )

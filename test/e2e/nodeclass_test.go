@@ -18,7 +18,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1 "github.com/karpx/karpx/apis/v1"
-	"github.com/karpx/karpx/autoscaler/providers/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/ec2sim"
 )
 

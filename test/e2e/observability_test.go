@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/operator"
-	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
-	"github.com/karpx/karpx/autoscaler/providers/instance"
 )
 
 // plantedSecret is in the userData of the EC2NodeClass of

@@ -13,8 +13,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/operator"
-	"github.com/karpx/karpx/autoscaler/providers/hydration"
 	"github.com/karpx/karpx/ec2sim"
 )
 

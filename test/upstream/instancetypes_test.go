@@ -19,7 +19,7 @@ import (
 	kwokoptions "sigs.k8s.io/karpenter/kwok/options"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/providers/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/catalog"
 	"github.com/karpx/karpx/ec2sim"
 )

@@ -12,7 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	podset "github.com/karpx/karpx/autoscaler/pods"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // Annotations karpx writes while a replacement-first command is under way.

@@ -20,12 +20,12 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
-	"github.com/karpx/karpx/autoscaler/controllers/trigger"
-	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
 // Options configure the Controller.

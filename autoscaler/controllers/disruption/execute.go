@@ -16,7 +16,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
-	podset "github.com/karpx/karpx/autoscaler/pods"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // execute starts cmd: it taints the candidates' Nodes

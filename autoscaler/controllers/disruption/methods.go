@@ -13,8 +13,8 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
-	podset "github.com/karpx/karpx/autoscaler/pods"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // Methods, as they appear in events and metrics.

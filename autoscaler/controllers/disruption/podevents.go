@@ -19,7 +19,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
-	podset "github.com/karpx/karpx/autoscaler/pods"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // PodEventDedupe is the shortest time between two writes of one

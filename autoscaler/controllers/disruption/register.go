@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/trigger"
+	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
 // Register adds to mgr the Controller, the PodEvents controller and the

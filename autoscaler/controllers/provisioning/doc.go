@@ -7,7 +7,7 @@
 // BATCH_MAX_DURATION), then reads the whole current state — pending pods,
 // NodePools with their instance types, every live Node with its pods and
 // free capacity, and every NodeClaim still on its way (launching,
-// registering) — through autoscaler/clusterstate, and asks
+// registering) — through autoscaler/state/clusterstate, and asks
 // autoscaler/scheduling where the pods go. Pods that fit on existing or
 // in-flight nodes are not provisioned for again; the rest become new
 // NodeClaims.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/clusterstate"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // claimAt is a NodeClaim created at t0 whose conditions (in order

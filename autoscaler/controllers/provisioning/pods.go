@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/controllers/trigger"
+	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
 // PodNodeNameField indexes pods by spec.nodeName in the manager's cache.

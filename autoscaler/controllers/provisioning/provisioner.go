@@ -22,14 +22,14 @@ import (
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
-	"github.com/karpx/karpx/autoscaler/clusterstate"
-	"github.com/karpx/karpx/autoscaler/controllers/trigger"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
-	"github.com/karpx/karpx/autoscaler/launchlatency"
-	"github.com/karpx/karpx/autoscaler/podcache"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchlatency"
+	"github.com/karpx/karpx/autoscaler/state/podcache"
+	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
 // Options configure the Provisioner.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	podset "github.com/karpx/karpx/autoscaler/pods"
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // PodNodeNameField is the cache index of pods by spec.nodeName the Drainer

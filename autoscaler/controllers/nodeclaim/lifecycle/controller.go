@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
-	"github.com/karpx/karpx/autoscaler/launchlatency"
-	"github.com/karpx/karpx/autoscaler/providers/budget"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 )
 
 // Index names registered by IndexFields.

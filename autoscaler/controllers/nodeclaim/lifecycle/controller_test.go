@@ -16,7 +16,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	ec2v1 "github.com/karpx/karpx/apis/v1"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
 func newTestController(t *testing.T, now time.Time, objs ...client.Object) (*Controller, client.Client) {

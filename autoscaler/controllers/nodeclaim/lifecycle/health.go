@@ -13,7 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
 // ConditionTypeNodeNotReady is the NodeClaim condition that reports a Node

@@ -15,7 +15,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
 // launchFailures counts consecutive persistent launch failures of one

@@ -14,7 +14,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	ec2v1 "github.com/karpx/karpx/apis/v1"
-	"github.com/karpx/karpx/autoscaler/launchhealth"
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
 // TestNodeClassRefProblems: a NodePool whose nodeClassRef is unset, empty,

@@ -1,0 +1,254 @@
+package batcher_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/karpx/karpx/autoscaler/aws/batcher"
+	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
+	"github.com/karpx/karpx/ec2sim"
+)
+
+// launch runs n concurrent CreateFleet calls, the i-th for template
+// lt(i) with tags tags(i), and returns the instance ids each got.
+func launch(t *testing.T, api ec2api.API, n int, lt func(int) string, tags func(int) map[string]string) [][]string {
+	t.Helper()
+	got := make([][]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			out, err := api.CreateFleet(context.Background(), fleet(lt(i), tags(i)), ec2apitest.Loopback)
+			if err != nil {
+				t.Errorf("caller %d: %v", i, err)
+				return
+			}
+			if len(out.Errors) != 0 {
+				t.Errorf("caller %d: fleet errors %+v", i, out.Errors)
+			}
+			for _, fi := range out.Instances {
+				got[i] = append(got[i], fi.InstanceIds...)
+			}
+		})
+	}
+	wg.Wait()
+	return got
+}
+
+func noTags(int) map[string]string { return nil }
+
+// oneEach checks that every caller got exactly one instance and that no
+// two callers got the same one.
+func oneEach(t *testing.T, got [][]string) []string {
+	t.Helper()
+	seen := map[string]int{}
+	var ids []string
+	for i, g := range got {
+		if len(g) != 1 {
+			t.Errorf("caller %d got %v, want one instance", i, g)
+			continue
+		}
+		if j, dup := seen[g[0]]; dup {
+			t.Errorf("callers %d and %d both got %s", j, i, g[0])
+		}
+		seen[g[0]] = i
+		ids = append(ids, g[0])
+	}
+	return ids
+}
+
+func TestCreateFleetMergesSameLaunchTemplate(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	reg := prometheus.NewRegistry()
+	api := batcher.New(e.Client, batcher.Options{Registerer: reg})
+	ids := oneEach(t, launch(t, api, 10, func(int) string { return "lt-a" }, noTags))
+	if n := e.Sim.Counts()["CreateFleet"]; n != 1 {
+		t.Errorf("simulator got %d CreateFleet calls, want 1", n)
+	}
+	if len(ids) != 10 || len(e.Sim.Instances()) != 10 {
+		t.Errorf("%d instances handed out, %d launched; want 10", len(ids), len(e.Sim.Instances()))
+	}
+	families, err := reg.Gather()
+	if err != nil || len(families) == 0 {
+		t.Errorf("no batcher metrics registered: %v", err)
+	}
+}
+
+func TestCreateFleetKeepsLaunchTemplatesApart(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	launchTemplate(t, e, "lt-b")
+	api := batcher.New(e.Client, batcher.Options{})
+	lt := func(i int) string { return []string{"lt-a", "lt-b"}[i%2] }
+	oneEach(t, launch(t, api, 10, lt, noTags))
+	if n := e.Sim.Counts()["CreateFleet"]; n != 2 {
+		t.Errorf("simulator got %d CreateFleet calls, want 2 (one per template)", n)
+	}
+	byTemplate := map[string]int{}
+	for _, inst := range e.Sim.Instances() {
+		byTemplate[inst.LaunchTemplateID]++
+	}
+	if len(byTemplate) != 2 {
+		t.Errorf("instances per template %v", byTemplate)
+	}
+	// Different per-NodeClaim tags keep requests apart too, unless deferred.
+	e2 := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e2, "lt-a")
+	tags := func(i int) map[string]string {
+		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
+	}
+	oneEach(t, launch(t, batcher.New(e2.Client, batcher.Options{}), 4, func(int) string { return "lt-a" }, tags))
+	if n := e2.Sim.Counts()["CreateFleet"]; n != 4 {
+		t.Errorf("without deferred tags: %d CreateFleet calls, want 4", n)
+	}
+}
+
+func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{DeferredTagKeys: instance.NodeClaimTagKeys})
+	tags := func(i int) map[string]string {
+		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
+	}
+	got := launch(t, api, 6, func(int) string { return "lt-a" }, tags)
+	oneEach(t, got)
+	counts := e.Sim.Counts()
+	if counts["CreateFleet"] != 1 || counts["CreateTags"] != 6 {
+		t.Errorf("calls %v, want 1 CreateFleet and 6 CreateTags", counts)
+	}
+	byID := map[string]ec2sim.Instance{}
+	for _, inst := range e.Sim.Instances() {
+		byID[inst.ID] = inst
+	}
+	for i, g := range got {
+		if len(g) != 1 {
+			continue
+		}
+		tags := byID[g[0]].Tags
+		if want := fmt.Sprintf("nc-%d", i); tags["karpenter.sh/nodeclaim"] != want || tags["Name"] != want || tags["karpenter.sh/nodepool"] != "default" {
+			t.Errorf("caller %d's instance %s has tags %v", i, g[0], tags)
+		}
+	}
+}
+
+func TestCreateFleetSharesErrors(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	// No capacity in either pool: every caller gets no instance and the
+	// fleet's InsufficientInstanceCapacity errors.
+	if err := e.Sim.Faults().AddCapacity(ec2sim.CapacityFault{InstanceType: "m5.*"}); err != nil {
+		t.Fatal(err)
+	}
+	api := batcher.New(e.Client, batcher.Options{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	withInstance, withICE := 0, 0
+	for range 5 {
+		wg.Go(func() {
+			out, err := api.CreateFleet(context.Background(), fleet("lt-a", nil), ec2apitest.Loopback)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(out.Instances) == 1 {
+				withInstance++
+			}
+			if len(out.Errors) == 2 && ec2api.IsInsufficientCapacity(aws.ToString(out.Errors[0].ErrorCode)) {
+				withICE++
+			}
+		})
+	}
+	wg.Wait()
+	if e.Sim.Counts()["CreateFleet"] != 1 || withInstance != 0 || withICE != 5 {
+		t.Errorf("%d CreateFleet calls, %d callers with an instance, %d with the fleet's two ICE errors; want 1, 0, 5",
+			e.Sim.Counts()["CreateFleet"], withInstance, withICE)
+	}
+}
+
+func TestDescribeAndTerminateInstancesMerged(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{})
+	ids := oneEach(t, launch(t, api, 8, func(int) string { return "lt-a" }, noTags))
+	critical := budget.WithPriority(context.Background(), budget.Critical)
+
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			out, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{id}}, ec2apitest.Loopback)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 || aws.ToString(out.Reservations[0].Instances[0].InstanceId) != id {
+				t.Errorf("DescribeInstances(%s) = %+v", id, out.Reservations)
+			}
+		})
+	}
+	// An unknown id fails only its caller.
+	wg.Go(func() {
+		_, err := api.DescribeInstances(critical, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, ec2apitest.Loopback)
+		if code := ec2api.Code(err); code != ec2api.CodeInstanceNotFound {
+			t.Errorf("unknown id: %v, want %s", err, ec2api.CodeInstanceNotFound)
+		}
+	})
+	wg.Wait()
+	if n := e.Sim.Counts()["DescribeInstances"]; n > 2 {
+		t.Errorf("simulator got %d DescribeInstances calls, want 2 (the merged call and its retry without the unknown id)", n)
+	}
+
+	for _, id := range ids {
+		wg.Go(func() {
+			out, err := api.TerminateInstances(critical, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}, ec2apitest.Loopback)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(out.TerminatingInstances) != 1 || aws.ToString(out.TerminatingInstances[0].InstanceId) != id {
+				t.Errorf("TerminateInstances(%s) = %+v", id, out.TerminatingInstances)
+			}
+		})
+	}
+	// EC2 terminates nothing when one id is unknown: that caller alone
+	// gets the error, the others' instances are terminated by a retry.
+	wg.Go(func() {
+		_, err := api.TerminateInstances(critical, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0fedcba9876543210"}}, ec2apitest.Loopback)
+		if code := ec2api.Code(err); code != ec2api.CodeInstanceNotFound {
+			t.Errorf("unknown id: %v, want %s", err, ec2api.CodeInstanceNotFound)
+		}
+	})
+	wg.Wait()
+	if n := e.Sim.Counts()["TerminateInstances"]; n > 2 {
+		t.Errorf("simulator got %d TerminateInstances calls, want 2 (the merged call and its retry without the unknown id)", n)
+	}
+	for _, inst := range e.Sim.Instances() {
+		if inst.State != "shutting-down" && inst.State != "terminated" {
+			t.Errorf("%s is %s", inst.ID, inst.State)
+		}
+	}
+}
+
+// TestCallerLeavesBatch checks that a caller whose context ends gets its
+// error while the others are served.
+func TestCallerLeavesBatch(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	api := batcher.New(e.Client, batcher.Options{})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := api.DescribeInstances(gone, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}}, ec2apitest.Loopback); err != context.Canceled {
+		t.Errorf("cancelled caller: %v", err)
+	}
+	oneEach(t, launch(t, api, 2, func(int) string { return "lt-a" }, noTags))
+}

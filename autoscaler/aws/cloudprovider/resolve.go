@@ -1,0 +1,93 @@
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
+	"github.com/karpx/karpx/autoscaler/aws/providers/securitygroup"
+	"github.com/karpx/karpx/autoscaler/aws/providers/subnet"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+)
+
+// resolved is an EC2NodeClass with its selector terms resolved.
+type resolved struct {
+	class          *v1.EC2NodeClass
+	family         string
+	subnets        []subnet.Subnet
+	securityGroups []securitygroup.SecurityGroup
+	amis           []ami.AMI
+	// instanceTypes are the types sold in the subnets' zones that at least
+	// one of amis can boot.
+	instanceTypes []*cloudprovider.InstanceType
+}
+
+// resolve reads the EC2NodeClass name and resolves it. Empty selections and
+// bad terms are *cloudprovider.NodeClassNotReadyError naming the field;
+// AWS failures are returned wrapped (transient).
+func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, error) {
+	class, err := c.getNodeClass(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	notReady := func(format string, args ...any) error {
+		return &cloudprovider.NodeClassNotReadyError{NodeClass: name, Reason: fmt.Sprintf(format, args...)}
+	}
+	r := &resolved{class: class}
+	if r.family, err = validateFamily(class); err != nil {
+		return nil, notReady("%v", err)
+	}
+	if class.Spec.Role != "" && class.Status.InstanceProfile == "" {
+		// Nodes launched without the role's instance profile never get
+		// AWS credentials (and never join on EC2): wait for the status
+		// controller to create it (transient), or report why it cannot.
+		if ip := meta.FindStatusCondition(class.Status.Conditions, v1.ConditionTypeInstanceProfileReady); ip != nil && ip.Status == metav1.ConditionFalse {
+			return nil, notReady("%s", ip.Message)
+		}
+		return nil, fmt.Errorf("EC2NodeClass %q: the instance profile of spec.role %q is not created yet (status.instanceProfile is empty); retrying", name, class.Spec.Role)
+	}
+	if r.subnets, err = c.subnets.List(ctx, class.Spec.SubnetSelectorTerms); err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.subnetSelectorTerms: %w", name, err)
+	}
+	if len(r.subnets) == 0 {
+		return nil, notReady("spec.subnetSelectorTerms matched no subnet in %s; check the subnet IDs and tags (for example karpenter.sh/discovery: %s)", c.opts.Region, c.opts.ClusterName)
+	}
+	if r.securityGroups, err = c.securityGroups.List(ctx, class.Spec.SecurityGroupSelectorTerms); err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.securityGroupSelectorTerms: %w", name, err)
+	}
+	if len(r.securityGroups) == 0 {
+		return nil, notReady("spec.securityGroupSelectorTerms matched no security group in %s; check the group IDs, names and tags (for example karpenter.sh/discovery: %s)", c.opts.Region, c.opts.ClusterName)
+	}
+	if r.amis, err = c.amis.List(ctx, class.Spec.AMISelectorTerms); err != nil {
+		var termErr *ami.TermError
+		if errors.As(err, &termErr) {
+			return nil, notReady("%v", err)
+		}
+		return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.amiSelectorTerms: %w", name, err)
+	}
+	if len(r.amis) == 0 {
+		return nil, notReady("spec.amiSelectorTerms matched no AMI in %s; check the AMI IDs, names, owners and tags", c.opts.Region)
+	}
+	types, err := c.instanceTypes.List(ctx, subnet.Zones(r.subnets))
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: listing instance types: %w", name, err)
+	}
+	for _, it := range types {
+		if a, ok := ami.Select(r.amis, it.Labels); ok {
+			// Problem P3: what the type offers depends on its AMI and
+			// the class's kubelet settings, and is learned from Nodes.
+			it.Allocatable = c.allocatable(it, a.ID, class)
+			r.instanceTypes = append(r.instanceTypes, it)
+		}
+	}
+	if len(r.instanceTypes) == 0 {
+		return nil, notReady("no instance type offered in the zones of the selected subnets (%s) fits the AMIs of spec.amiSelectorTerms", strings.Join(subnet.Zones(r.subnets), ", "))
+	}
+	return r, nil
+}

@@ -16,6 +16,7 @@ func TestBlankCommentLinesKeepsLinesAndDelimiters(t *testing.T) {
 		{"echo a\\\n#b\n# c", "echo a\\\n#b\n"},
 		{"cat <<'#E'\nx\n#E\n# y\n", "cat <<'#E'\nx\n#E\n\n"},
 		{"cat <<-\"#E\"\n\t#E\n", "cat <<-\"#E\"\n\t#E\n"},
+		{"cat <<$'#E'\n#E\n", "cat <<$'#E'\n#E\n"},
 		{"no comments\n", "no comments\n"},
 	} {
 		if got := blankCommentLines(tc.in); got != tc.want {

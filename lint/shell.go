@@ -151,8 +151,10 @@ func blankCommentLines(src string) string {
 }
 
 // hereDocWords returns the words that follow "<<" (or "<<-") in src with
-// quotes and backslashes removed, as the shell reads a here-document's
-// delimiter; a here-string ("<<<") has none.
+// their quotes (single, double, $'…' and $"…") and backslashes removed, as
+// the shell reads a here-document's delimiter; a here-string ("<<<") has
+// none. A delimiter it misreads only costs a KX002: an emptied delimiter
+// leaves the here-document unclosed, which the parser rejects.
 func hereDocWords(src string) map[string]bool {
 	var out map[string]bool
 	for i := 0; ; {
@@ -177,7 +179,7 @@ func hereDocWords(src string) map[string]bool {
 		for i < len(src) && !strings.ContainsRune(" \t\n;|&<>()", rune(src[i])) {
 			i++
 		}
-		w := strings.NewReplacer("'", "", `"`, "", `\`, "").Replace(src[start:i])
+		w := strings.NewReplacer("$'", "", `$"`, "", "'", "", `"`, "", `\`, "").Replace(src[start:i])
 		if out == nil {
 			out = map[string]bool{}
 		}

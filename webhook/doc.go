@@ -39,6 +39,18 @@
 // otherwise found only at launch); NodePool validation is Ignore. See
 // manifests/webhook/webhooks.yaml for the full trade-off.
 //
+// # Bounds and panics
+//
+// Every parser the rules run is bounded (package lint: userData over EC2's
+// 16 KB is not parsed at all; nesting, alias expansion, decompression and
+// part counts have limits, each reached with a KX009 finding), so one
+// request costs bounded time and memory. A handler that panics anyway is
+// recovered (answerRecovering): the panic is logged with its stack and
+// counted in karpx_webhook_panics_total{handler}; a validating handler
+// denies that request (fail closed, per request), the mutating handler
+// admits the NodePool unchanged with a warning, and the process keeps
+// serving.
+//
 // # Serving
 //
 // NewServer serves TLS 1.2 or later. The mutating handler is a

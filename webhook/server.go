@@ -40,16 +40,17 @@ type Options struct {
 	LookupTimeout time.Duration
 }
 
-// Register adds the three handlers to srv. reader is normally the
+// Register adds the three handlers to srv, each recovering from panics
+// (answerRecovering). reader is normally the
 // manager's cache (mgr.GetCache()), configured with CacheOptions; it reads
 // DaemonSet and EC2NodeClass metadata and the rules ConfigMap.
 func Register(srv crwebhook.Server, reader client.Reader, o Options) {
-	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &NodePoolDefaulter{
+	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &recoveringHandler{name: HandlerMutateNodePool, h: &NodePoolDefaulter{
 		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap},
-	}})
+	}}})
 	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules}
-	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: "validate-nodepool", admit: v.admitNodePool})
-	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: "validate-ec2nodeclass", admit: v.admitEC2NodeClass})
+	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: HandlerValidateNodePool, admit: v.admitNodePool})
+	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: HandlerValidateEC2NodeClass, admit: v.admitEC2NodeClass})
 }
 
 // CacheOptions returns the manager cache options for the webhook: the

@@ -237,8 +237,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Results: lint.NewResults()}
 	var inputErrs []kxlint.InputError
+	budget := kxlint.NewInputBudget() // bounds the -f input as a whole
 	for _, name := range o.Filenames {
-		got, skipped, errs := readPath(name, o.Recursive)
+		if budget.Spent() {
+			break
+		}
+		got, skipped, errs := readPath(name, o.Recursive, budget)
 		objs = append(objs, got...)
 		report.Skipped = append(report.Skipped, skipped...)
 		inputErrs = append(inputErrs, errs...)
@@ -298,19 +302,23 @@ func (o *Options) listCluster(ctx context.Context) ([]kxlint.Object, error) {
 	return out, nil
 }
 
-// readPath decodes a file or directory (*.yaml, *.yml, *.json).
-func readPath(name string, recursive bool) ([]kxlint.Object, []kxlint.Skipped, []kxlint.InputError) {
+// readPath decodes a file or directory (*.yaml, *.yml, *.json) within
+// budget; once it is spent, no further file is read.
+func readPath(name string, recursive bool, budget *kxlint.InputBudget) ([]kxlint.Object, []kxlint.Skipped, []kxlint.InputError) {
 	var objs []kxlint.Object
 	var skipped []kxlint.Skipped
 	var errs []kxlint.InputError
 	readFile := func(p string) {
+		if budget.Spent() {
+			return
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			errs = append(errs, kxlint.InputError{Source: p, Message: err.Error()})
 			return
 		}
 		defer f.Close()
-		got, sk, err := kxlint.DecodeObjects(f, p)
+		got, sk, err := budget.DecodeObjects(f, p)
 		objs, skipped = append(objs, got...), append(skipped, sk...)
 		if err != nil {
 			var ie *kxlint.InputError

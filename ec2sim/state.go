@@ -92,6 +92,8 @@ type instance struct {
 	// notified is how many of transitions() were sent as state-change
 	// events (events.go).
 	notified int
+	// statusFault is the status checks FailStatusChecks made fail.
+	statusFault statusFault
 }
 
 // endedAt is when the instance started shutting down: the terminate

@@ -83,6 +83,7 @@ type instance struct {
 	launchIndex                                      int
 	iamInstanceProfile                               string   // from the launch template
 	baseBehavior                                     Behavior // from the launch template's user data
+	userData                                         string   // decoded user data (launch template or RunInstances)
 	behavior                                         Behavior // baseBehavior with the behaviour tag applied
 	// kubelet emulation progress
 	node nodeProgress

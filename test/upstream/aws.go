@@ -172,17 +172,16 @@ type AWSOptions struct {
 	// cluster's admin kubeconfig; StartAWSForTest passes the chart's
 	// ServiceAccount's.
 	Kubeconfig string
-	// Endpoint is the URL of the ec2sim serving EC2, SSM, IAM and SQS
-	// (and, as it grows, EKS and Pricing), e.g. "http://127.0.0.1:PORT".
-	// Required.
+	// Endpoint is the URL of the ec2sim serving EC2, SSM, IAM, EKS,
+	// Pricing and SQS, e.g. "http://127.0.0.1:PORT". Required.
 	Endpoint string
 	// ClusterName is CLUSTER_NAME: ec2sim's Config.ClusterName, which
 	// its discovery tags and EKS DescribeCluster answer for. Default: the
 	// cluster's Name.
 	ClusterName string
 	// Env are extra environment variables (KEY=value) after, and so
-	// overriding, AWSEnv's: e.g. ISOLATED_VPC=false once ec2sim serves
-	// IAM ListInstanceProfiles and Pricing, LOG_LEVEL=debug.
+	// overriding, AWSEnv's: e.g. ISOLATED_VPC=true (Karpenter's built-in
+	// prices), LOG_LEVEL=debug, BATCH_IDLE_DURATION=1s.
 	Env []string
 	// Args are extra command-line flags.
 	Args []string
@@ -196,9 +195,11 @@ type AWSOptions struct {
 // the variables every start sets (KUBECONFIG, SYSTEM_NAMESPACE,
 // DISABLE_LEADER_ELECTION, METRICS_PORT, HEALTH_PROBE_PORT):
 //
-//   - ISOLATED_VPC=true: no AWS Pricing API calls (Karpenter uses its
-//     built-in prices), as ec2sim does not serve Pricing (Karpenter
-//     settings reference, karpenter.sh/docs/reference/settings).
+//   - ISOLATED_VPC=false: Karpenter reads on-demand prices from the AWS
+//     Pricing API (GetProducts) as in a VPC with internet access, which
+//     ec2sim answers from karpx's catalogue; true would make it use its
+//     built-in prices (Karpenter settings reference,
+//     karpenter.sh/docs/reference/settings).
 //   - AWS_REGION, AWS_ENDPOINT_URL: aws-sdk-go-v2 sends every service to
 //     the one endpoint (AWS SDKs and Tools Reference Guide, "Service-
 //     specific endpoints"; the global variable covers every service).
@@ -210,7 +211,7 @@ func AWSEnv(clusterName, clusterEndpoint, endpoint string) []string {
 	return []string{
 		"CLUSTER_NAME=" + clusterName,
 		"CLUSTER_ENDPOINT=" + clusterEndpoint,
-		"ISOLATED_VPC=true",
+		"ISOLATED_VPC=false",
 		"AWS_REGION=" + AWSRegion,
 		"AWS_ENDPOINT_URL=" + endpoint,
 		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPENTER0",

@@ -31,20 +31,21 @@ type awsEnv struct {
 	sim *ec2sim.Simulator
 }
 
-// ec2NodeClass is an EC2NodeClass for cluster name whose AMIs, subnets and
-// security groups ec2sim serves: Bottlerocket's alias, resolved through
-// the SSM parameters ec2sim serves, and the discovery tags ec2sim puts on
-// its subnets and security group.
-func ec2NodeClass(name, clusterName string) string {
+// ec2NodeClass is an EC2NodeClass for cluster clusterName whose AMIs,
+// subnets and security groups ec2sim serves: the AMI alias (e.g.
+// "al2023@latest", "bottlerocket@latest") resolved through the SSM
+// parameters ec2sim serves, and the discovery tags ec2sim puts on its
+// subnets and security group.
+func ec2NodeClass(name, clusterName, alias string) string {
 	return fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: %[1]s}
 spec:
   role: KarpenterNodeRole-%[2]s
-  amiSelectorTerms: [{alias: bottlerocket@latest}]
+  amiSelectorTerms: [{alias: %[3]s}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
-`, name, clusterName)
+`, name, clusterName, alias)
 }
 
 // TestUpstreamKarpenterAWS runs the real Karpenter AWS provider
@@ -72,7 +73,10 @@ func TestUpstreamKarpenterAWS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: c.Name, Kube: kube, Logger: logr.Discard()})
+	// EKS DescribeCluster answers with the control plane's endpoint and
+	// CA, as Karpenter resolves AL2023's cluster CIDR and bootstrap from it.
+	sim, err := ec2sim.New(ec2sim.Config{ClusterName: c.Name, ClusterEndpoint: c.RESTConfig.Host, ClusterCA: c.RESTConfig.CAData,
+		Kube: kube, Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func formatStats(stats map[string]ec2sim.ActionStats) string {
 func (e *awsEnv) launch() {
 	t := e.t
 	t0 := time.Now()
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("default", e.cluster.Name)), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("default", e.cluster.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.kube.Create(e.ctx, nodePool("general", "default", nil)); err != nil {
@@ -182,7 +186,29 @@ func (e *awsEnv) launch() {
 	if fleets := e.sim.Stats()["CreateFleet"]; fleets.Requests-fleets.Errors < int64(len(claims)) {
 		t.Errorf("ec2sim answered %d of %d CreateFleet calls for %d NodeClaims", fleets.Requests-fleets.Errors, fleets.Requests, len(claims))
 	}
+	// The EC2NodeClass passed Karpenter's validation, AL2023's cluster
+	// CIDR and bootstrap from ec2sim's EKS DescribeCluster included.
+	ready, err := e.cluster.Kubectl(e.ctx, nil, "get", "ec2nodeclass", "default", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+	if err != nil || ready != "True" {
+		out, _ := e.cluster.Kubectl(e.ctx, nil, "get", "ec2nodeclass", "default", "-o", "jsonpath={.status.conditions}")
+		t.Errorf("EC2NodeClass default: Ready %q (%v), conditions %s", ready, err, out)
+	}
+	for _, nc := range claims {
+		t.Logf("NodeClaim %s (%s): created %s, %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.CreationTimestamp.Sub(t0).Round(time.Second), conditionTimes(&nc))
+	}
 	t.Logf("%d NodeClaims Initialized and 3 pods Running in %s", len(claims), time.Since(t0).Round(time.Millisecond))
+}
+
+// conditionTimes prints when a NodeClaim became Launched, Registered and
+// Initialized, after its creation (the API server's second granularity).
+func conditionTimes(nc *karpv1.NodeClaim) string {
+	var parts []string
+	for _, ct := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
+		if c := nc.StatusConditions().Get(ct); c != nil && c.IsTrue() {
+			parts = append(parts, fmt.Sprintf("%s +%s", ct, c.LastTransitionTime.Sub(nc.CreationTimestamp.Time)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // plugin runs the real kubectl karpx against the cluster the AWS provider
@@ -274,7 +300,7 @@ func (e *awsEnv) plugin() {
 // webhook runs: an AL2023 class whose userData restarts the kubelet
 // (KX003). No NodePool uses it.
 func auditUnsafeNodeClass(clusterName string) string {
-	return strings.Replace(strings.Replace(ec2NodeClass("audited", clusterName), "bottlerocket@latest", "al2023@latest", 1),
+	return strings.Replace(ec2NodeClass("audited", clusterName, "al2023@latest"),
 		"spec:\n", "spec:\n  userData: |\n    #!/bin/bash\n    systemctl restart kubelet\n", 1)
 }
 
@@ -348,7 +374,7 @@ func (e *awsEnv) webhook() {
 		}
 		return hasTaint(np.Spec.Template.Spec.StartupTaints, ciliumTaintKey), nil
 	})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("agents", e.cluster.Name)), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("agents", e.cluster.Name, "bottlerocket@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.kube.Create(e.ctx, agents); err != nil {

@@ -20,7 +20,12 @@ import (
 // running instance passes both checks from the moment it runs, unless
 // FailStatusChecks (or POST /_sim/status-checks) made one fail; instances
 // in other states report not-applicable, and appear only with
-// IncludeAllInstances. Scheduled events (eventsSet) are not simulated.
+// IncludeAllInstances. The scheduled events of an instance (eventsSet) are
+// those Interrupt announced: an instance-retirement or instance-reboot
+// event (EC2 API Reference, InstanceStatusEvent; the AWS Health events
+// AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED and
+// AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED announce them), listed while
+// the instance runs.
 
 // maxStatusInstanceIDs is the most InstanceId.N one call may name ("Maximum
 // 100 explicitly specified instance IDs", DescribeInstanceStatus).
@@ -47,6 +52,18 @@ type StatusCheckFault struct {
 	Instance bool `json:"instance"`
 	// System fails the system status check.
 	System bool `json:"system"`
+}
+
+// Scheduled event codes (EC2 API Reference, InstanceStatusEvent.Code).
+const (
+	eventCodeInstanceRetirement = "instance-retirement"
+	eventCodeInstanceReboot     = "instance-reboot"
+)
+
+// scheduledEvent is one scheduled event of an instance.
+type scheduledEvent struct {
+	id, code, description string
+	notBefore, notAfter   time.Time
 }
 
 // statusFault is the failed checks of one instance and since when each
@@ -146,6 +163,14 @@ type xmlStatusSummary struct {
 	Details []xmlStatusDetail `xml:"details>item"`
 }
 
+type xmlStatusEvent struct {
+	Code            string `xml:"code"`
+	Description     string `xml:"description"`
+	InstanceEventID string `xml:"instanceEventId"`
+	NotBefore       string `xml:"notBefore"`
+	NotAfter        string `xml:"notAfter"`
+}
+
 type xmlInstanceStatus struct {
 	InstanceID         string           `xml:"instanceId"`
 	AvailabilityZone   string           `xml:"availabilityZone"`
@@ -154,6 +179,7 @@ type xmlInstanceStatus struct {
 	SystemStatus       xmlStatusSummary `xml:"systemStatus"`
 	InstanceStatus     xmlStatusSummary `xml:"instanceStatus"`
 	AttachedEbsStatus  xmlStatusSummary `xml:"attachedEbsStatus"`
+	Events             []xmlStatusEvent `xml:"eventsSet>item"`
 }
 
 type describeInstanceStatusResponse struct {
@@ -177,12 +203,19 @@ func statusSummary(st string, since time.Time) xmlStatusSummary {
 // instanceStatusOf renders the status of one instance at now.
 func (s *Simulator) instanceStatusOf(in *instance, now time.Time) xmlInstanceStatus {
 	st := in.state(now, &s.cfg)
-	return xmlInstanceStatus{
+	x := xmlInstanceStatus{
 		InstanceID: in.id, AvailabilityZone: in.zone, AvailabilityZoneID: zoneID(s.cfg.Region, in.zone), InstanceState: stateXML(st),
 		SystemStatus:      statusSummary(st, in.statusFault.systemSince),
 		InstanceStatus:    statusSummary(st, in.statusFault.instanceSince),
 		AttachedEbsStatus: statusSummary(st, time.Time{}),
 	}
+	if st == StateRunning {
+		for _, e := range in.scheduledEvents {
+			x.Events = append(x.Events, xmlStatusEvent{Code: e.code, Description: e.description, InstanceEventID: e.id,
+				NotBefore: ec2Time(e.notBefore), NotAfter: ec2Time(e.notAfter)})
+		}
+	}
+	return x
 }
 
 // instanceStatusField answers the filters of DescribeInstanceStatus (EC2
@@ -223,7 +256,12 @@ func instanceStatusField(x *xmlInstanceStatus, name string) ([]string, bool) {
 	case "operator.principal":
 		return nil, true
 	case "event.code", "event.description", "event.instance-event-id", "event.not-after", "event.not-before", "event.not-before-deadline":
-		return nil, true // no scheduled events are simulated
+		var out []string
+		for _, e := range x.Events {
+			out = append(out, map[string]string{"event.code": e.Code, "event.description": e.Description,
+				"event.instance-event-id": e.InstanceEventID, "event.not-after": e.NotAfter, "event.not-before": e.NotBefore}[name])
+		}
+		return out, true
 	}
 	return nil, false
 }

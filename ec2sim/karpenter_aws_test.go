@@ -412,3 +412,44 @@ func TestGetProductsAsKarpenterAsksForThem(t *testing.T) {
 		t.Fatalf("AmazonS3: %v %v", err, other)
 	}
 }
+
+// TestDescribeInstanceStatusListsScheduledEvents: a retirement or reboot
+// maintenance that Interrupt announced is a scheduled event of the
+// instance, which Karpenter's event.code filter selects.
+func TestDescribeInstanceStatusListsScheduledEvents(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	env := newTestEnv(t, Config{Clock: clk, PendingDelay: time.Second})
+	ctx := context.Background()
+	env.launchTemplate(t, "nodes", env.al2023(t, "x86_64"), "")
+	out, err := env.ec2.CreateFleet(ctx, fleetInput("nodes", types.DefaultTargetCapacityTypeOnDemand, 3, nil, ov("m5.large", "us-east-1a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := out.Instances[0].InstanceIds
+	clk.Step(time.Second)
+	if _, err := env.sim.Interrupt(InterruptionRetirement, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.sim.Interrupt(InterruptionMaintenance, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.ec2.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: []types.Filter{{Name: aws.String("event.code"),
+		Values: []string{"instance-reboot", "system-reboot", "system-maintenance", "instance-retirement", "instance-stop"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]types.EventCode{}
+	for _, st := range got.InstanceStatuses {
+		if len(st.Events) != 1 {
+			t.Fatalf("%s: events %+v", *st.InstanceId, st.Events)
+		}
+		e := st.Events[0]
+		if e.NotBefore == nil || !e.NotBefore.Equal(t0.Add(time.Second+14*24*time.Hour)) || e.NotAfter == nil || !strings.HasPrefix(aws.ToString(e.InstanceEventId), "instance-event-") {
+			t.Fatalf("event %+v", e)
+		}
+		codes[*st.InstanceId] = e.Code
+	}
+	if len(codes) != 2 || codes[ids[0]] != types.EventCodeInstanceRetirement || codes[ids[1]] != types.EventCodeInstanceReboot {
+		t.Fatalf("codes %v", codes)
+	}
+}

@@ -95,6 +95,10 @@ type instance struct {
 	notified int
 	// statusFault is the status checks FailStatusChecks made fail.
 	statusFault statusFault
+	// scheduledEvents are the scheduled events Interrupt announced
+	// (instance-retirement, instance-reboot), which DescribeInstanceStatus
+	// lists.
+	scheduledEvents []scheduledEvent
 }
 
 // endedAt is when the instance started shutting down: the terminate

@@ -273,7 +273,10 @@ func (s *Simulator) describeInstanceStatus(req *request) (any, error) {
 	}
 	ids := req.p.list("InstanceId")
 	if len(ids) > maxStatusInstanceIDs {
-		return nil, newError(CodeInvalidParameterValue, "The maximum number of instance IDs is %d; %d were given.", maxStatusInstanceIDs, len(ids))
+		// EC2's code and text for it (as its SDK users report them; the
+		// API reference names only the limit).
+		return nil, newError("InvalidRequest", "%d exceeds the maximum number of instance IDs that can be specified (%d). Please specify fewer than %d instance IDs.",
+			len(ids), maxStatusInstanceIDs, maxStatusInstanceIDs)
 	}
 	if len(ids) > 0 && req.p.has("MaxResults") {
 		return nil, newError(CodeInvalidParameterCombination, "The parameter instancesSet cannot be used with the parameter maxResults")

@@ -238,7 +238,7 @@ func TestDescribeInstanceStatus(t *testing.T) {
 		many[i] = ids[0]
 	}
 	_, err = env.ec2.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{InstanceIds: many})
-	apiErr(t, err, CodeInvalidParameterValue, http.StatusBadRequest)
+	apiErr(t, err, "InvalidRequest", http.StatusBadRequest)
 	if err := env.sim.FailStatusChecks(StatusCheckFault{InstanceIDs: []string{"i-0000000000000dead"}, Instance: true}); !errors.Is(err, ErrUnknownInstance) {
 		t.Fatalf("unknown instance: %v", err)
 	}

@@ -12,7 +12,10 @@
 // nodes with those taints if the NodePool lists them in
 // spec.template.spec.startupTaints, which users forget (issue P4). The
 // mutating handler appends the missing ones. A rule (TaintRule) applies
-// when its agent's DaemonSet is found in the cluster by label selector, or
+// when its agent's DaemonSet is found by label selector in one of the
+// startup-taint namespaces the operator names (Options.StartupTaintNamespaces,
+// default kube-system; a tenant's look-alike DaemonSet elsewhere is never
+// read, and the webhook may list DaemonSets only there), or
 // when a ConfigMap of extra rules (TaintRulesConfigKey) enables it, so a
 // cluster can add its own agents without a rebuild. The Istio CNI rule is
 // opt-in: its taint is removed by istiod's untaint controller, which is off

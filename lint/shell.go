@@ -52,8 +52,15 @@ type shellSyntaxError struct {
 	tooDeep bool
 }
 
+// shellParser is a parser and its input, pooled together so that a parse
+// allocates neither.
+type shellParser struct {
+	p *syntax.Parser
+	g depthGuard
+}
+
 var shellParsers = sync.Pool{New: func() any {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+	return &shellParser{p: syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))}
 }}
 
 // maxShellParseFrames bounds the call stack mvdan.cc/sh/v3/syntax's
@@ -114,8 +121,11 @@ func (g *depthGuard) Read(p []byte) (int, error) {
 // here-document's data. Secrets in comments are still found: the secret
 // rules read the text, not the parse.
 func blankCommentLines(src string) string {
-	if !strings.Contains(src, "#") {
-		return src
+	// minCommentRun: below this many "#", a run of comment lines costs
+	// the parser at most that many small frames, so src is used as is.
+	const minCommentRun = 64
+	if strings.Count(src, "#") < minCommentRun {
+		return src // too few comments to matter; no copy
 	}
 	delims := hereDocWords(src)
 	var b []byte // nil until the first change
@@ -189,9 +199,13 @@ func hereDocWords(src string) map[string]bool {
 
 // parseShell parses src as Bash, within maxShellParseFrames.
 func parseShell(src string) (*syntax.File, *shellSyntaxError) {
-	p := shellParsers.Get().(*syntax.Parser)
-	defer shellParsers.Put(p)
-	f, err := p.Parse(&depthGuard{src: blankCommentLines(src)}, "")
+	sp := shellParsers.Get().(*shellParser)
+	defer func() {
+		sp.g = depthGuard{} // do not keep src alive in the pool
+		shellParsers.Put(sp)
+	}()
+	sp.g = depthGuard{src: blankCommentLines(src)}
+	f, err := sp.p.Parse(&sp.g, "")
 	if err != nil {
 		if pe, ok := err.(syntax.ParseError); ok {
 			return nil, &shellSyntaxError{line: int(pe.Pos.Line()), col: int(pe.Pos.Col()), msg: pe.Text}

@@ -212,3 +212,21 @@ func TestAuditFilesBoundedAsAWhole(t *testing.T) {
 		t.Fatalf("control: exit %d (%v), want 0", exitCode(err), err)
 	}
 }
+
+// Names from the input reach the terminal escaped (plugin/lint.Sanitize).
+func TestAuditOutputEscapesTerminalCharacters(t *testing.T) {
+	dir := t.TempDir()
+	nc := "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: \"b\\u009b2J\\a\"}\nspec:\n  amiSelectorTerms: [{alias: al2023@latest}]\n  userData: \"#!/bin/bash\\nsystemctl restart kubelet\\n\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"c\\e[31m\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "x\x1b[1m.yaml"), []byte(nc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, nil, "--no-cluster", "-f", dir)
+	if exitCode(err) != 1 {
+		t.Fatalf("exit %d (%v), want 1 (a denial)\n%s%s", exitCode(err), err, out, errOut)
+	}
+	// cli-runtime's table printer escapes ESC and CR itself, not the C1
+	// CSI (U+009B) or BEL.
+	if strings.ContainsAny(out+errOut, "\x1b\a\u009b") || !strings.Contains(out, `EC2NodeClass/b\u009b2J\a`) {
+		t.Errorf("output holds terminal control characters or lacks the escaped name:\n%q\n%q", out, errOut)
+	}
+}

@@ -11,20 +11,26 @@ import (
 )
 
 func TestBlankCommentLinesKeepsLinesAndDelimiters(t *testing.T) {
+	// 64 comment lines after each case, so that blanking applies.
+	pad, blank := strings.Repeat("#\n", 64), strings.Repeat("\n", 64)
 	for _, tc := range []struct{ in, want string }{
 		{"#!/bin/bash\n# a\n  # b\necho x # c\n", "#!/bin/bash\n\n\necho x # c\n"},
-		{"echo a\\\n#b\n# c", "echo a\\\n#b\n"},
+		{"echo a\\\n#b\n# c\n", "echo a\\\n#b\n\n"},
 		{"cat <<'#E'\nx\n#E\n# y\n", "cat <<'#E'\nx\n#E\n\n"},
 		{"cat <<-\"#E\"\n\t#E\n", "cat <<-\"#E\"\n\t#E\n"},
 		{"cat <<$'#E'\n#E\n", "cat <<$'#E'\n#E\n"},
 		{"no comments\n", "no comments\n"},
 	} {
-		if got := blankCommentLines(tc.in); got != tc.want {
-			t.Errorf("blankCommentLines(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := blankCommentLines(tc.in + pad); got != tc.want+blank {
+			t.Errorf("blankCommentLines(%q + 64 comment lines) = %q, want %q", tc.in, got, tc.want+blank)
 		}
-		if strings.Count(blankCommentLines(tc.in), "\n") != strings.Count(tc.in, "\n") {
+		if strings.Count(blankCommentLines(tc.in+pad), "\n") != strings.Count(tc.in+pad, "\n") {
 			t.Errorf("%q: line count changed", tc.in)
 		}
+	}
+	// Control: a script with few comments is used as is.
+	if in := "#!/bin/bash\n# a\necho x\n"; blankCommentLines(in) != in {
+		t.Errorf("a script with 2 comments was changed: %q", blankCommentLines(in))
 	}
 }
 

@@ -116,7 +116,7 @@ type InputError struct{ Errors []kxlint.InputError }
 func (e *InputError) Error() string {
 	msgs := make([]string, len(e.Errors))
 	for i := range e.Errors {
-		msgs[i] = e.Errors[i].Error()
+		msgs[i] = lint.Sanitize(e.Errors[i].Error())
 	}
 	return "cannot read input: " + strings.Join(msgs, "; ")
 }
@@ -382,7 +382,7 @@ func (o *Options) print(r *Report, denials, warnings int) error {
 		return writeSARIF(o.Out, r.Findings)
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) skipped: %s\n", s.Source, s.Document, s.Reason)
+		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) skipped: %s\n", lint.Sanitize(s.Source), s.Document, lint.Sanitize(s.Reason))
 	}
 	if len(r.Findings) > 0 {
 		t := &metav1.Table{ColumnDefinitions: columns}
@@ -392,7 +392,7 @@ func (o *Options) print(r *Report, denials, warnings int) error {
 				src = fmt.Sprintf("%s#%d", f.Source, f.Document)
 			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-				src, f.Kind + "/" + f.Name, string(f.Severity), f.RuleID, table.Dash(f.Location()), table.OneLine(f.Message), table.OneLine(f.Fix),
+				lint.Sanitize(src), lint.Sanitize(f.Kind + "/" + f.Name), string(f.Severity), f.RuleID, table.Dash(f.Location()), lint.Sanitize(table.OneLine(f.Message)), lint.Sanitize(table.OneLine(f.Fix)),
 			}})
 		}
 		if err := (table.Printer{Wide: o.Output == output.Wide, NoHeaders: o.NoHeaders}).Print(o.Out, t); err != nil {

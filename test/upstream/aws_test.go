@@ -193,8 +193,17 @@ func (e *awsEnv) launch() {
 		out, _ := e.cluster.Kubectl(e.ctx, nil, "get", "ec2nodeclass", "default", "-o", "jsonpath={.status.conditions}")
 		t.Errorf("EC2NodeClass default: Ready %q (%v), conditions %s", ready, err, out)
 	}
+	// Where the time went, at the API server's second granularity: the
+	// classes and the NodePool become Ready before Karpenter plans for
+	// them.
+	for _, obj := range []string{"ec2nodeclass/default", "nodepool/general"} {
+		at, err := e.cluster.Kubectl(e.ctx, nil, "get", obj, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+		if ts, perr := time.Parse(time.RFC3339, at); err == nil && perr == nil {
+			t.Logf("%s Ready at +%s", obj, ts.Sub(t0).Round(time.Second))
+		}
+	}
 	for _, nc := range claims {
-		t.Logf("NodeClaim %s (%s): created %s, %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.CreationTimestamp.Sub(t0).Round(time.Second), conditionTimes(&nc))
+		t.Logf("NodeClaim %s (%s): created +%s, %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.CreationTimestamp.Sub(t0).Round(time.Second), conditionTimes(&nc))
 	}
 	t.Logf("%d NodeClaims Initialized and 3 pods Running in %s", len(claims), time.Since(t0).Round(time.Millisecond))
 }

@@ -99,3 +99,31 @@ func TestUnreadableUserDataNeverRegisters(t *testing.T) {
 		t.Fatal("node registered")
 	}
 }
+
+// FuzzRegistrationOf reads arbitrary user data as each AMI family: it must
+// never panic, and what it returns is either an error or labels with
+// non-empty keys and taints with a valid effect.
+func FuzzRegistrationOf(f *testing.F) {
+	f.Add(karpenterAL2023UserData)
+	f.Add("#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '--node-labels=a=b --register-with-taints=k=v:NoSchedule'\n")
+	f.Add("[settings.kubernetes.node-taints]\nk = [\"v:NoExecute\"]\n")
+	f.Add("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"x\"\n\n--x\nContent-Type: multipart/mixed; boundary=\"y\"\n\n--y\n\n--y--\n--x--\n")
+	f.Fuzz(func(t *testing.T, userData string) {
+		for _, family := range []string{familyAL2023, familyAL2, familyBottlerocket, ""} {
+			reg, err := registrationOf(family, userData)
+			if err != nil {
+				continue
+			}
+			for k := range reg.labels {
+				if k == "" {
+					t.Fatalf("%s: empty label key from %q", family, userData)
+				}
+			}
+			for _, tn := range reg.taints {
+				if !validEffect(tn.Effect) {
+					t.Fatalf("%s: taint %v from %q", family, tn, userData)
+				}
+			}
+		}
+	})
+}

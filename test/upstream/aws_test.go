@@ -122,11 +122,12 @@ func formatStats(stats map[string]ec2sim.ActionStats) string {
 	return strings.TrimSpace(b.String())
 }
 
-// launch applies EC2NodeClass default and NodePool general with a
-// three-pod Deployment and a pod no instance type can hold, and waits
-// until Karpenter's NodeClaims are Initialized and the pods Running on
-// them; each NodeClaim's instance is one ec2sim launched through
-// CreateFleet and runs, and its Node is that instance's.
+// launch applies EC2NodeClass default (AL2023) and NodePool general,
+// waits until Karpenter has them Ready, creates a three-pod Deployment and
+// a pod no instance type can hold, and waits until Karpenter's NodeClaims
+// are Initialized and the pods Running on them; each NodeClaim's instance
+// is one ec2sim launched through CreateFleet and runs, and its Node is
+// that instance's.
 func (e *awsEnv) launch() {
 	t := e.t
 	t0 := time.Now()
@@ -136,6 +137,15 @@ func (e *awsEnv) launch() {
 	if err := e.kube.Create(e.ctx, nodePool("general", "default", nil)); err != nil {
 		t.Fatal(err)
 	}
+	// As a user's NodePool is there before the workloads: Karpenter plans
+	// only for Ready NodePools and, for pods that were pending already,
+	// only on its next pass (up to about 10 s later).
+	e.eventually(2*time.Minute, "NodePool general Ready (EC2NodeClass default validated)", func(ctx context.Context) (bool, error) {
+		var np karpv1.NodePool
+		return e.kube.Get(ctx, client.ObjectKey{Name: "general"}, &np) == nil && np.StatusConditions().Root().IsTrue(), nil
+	})
+	t.Logf("EC2NodeClass default and NodePool general Ready in %s", time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
 	if err := e.kube.Create(e.ctx, deployment("web", 3, "1", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +204,7 @@ func (e *awsEnv) launch() {
 		t.Errorf("EC2NodeClass default: Ready %q (%v), conditions %s", ready, err, out)
 	}
 	for _, nc := range claims {
-		t.Logf("NodeClaim %s (%s): created %s, %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.CreationTimestamp.Sub(t0).Round(time.Second), conditionTimes(&nc))
+		t.Logf("NodeClaim %s (%s): created %s after the pods, %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.CreationTimestamp.Sub(t0).Round(time.Second), conditionTimes(&nc))
 	}
 	t.Logf("%d NodeClaims Initialized and 3 pods Running in %s", len(claims), time.Since(t0).Round(time.Millisecond))
 }

@@ -29,6 +29,10 @@ ETCD_VERSION := $(shell cd hack/etcd && go list -m -f '{{.Version}}' go.etcd.io/
 # Upstream Karpenter, for the upstream-mode tests and the head-to-head
 # benchmark: the version karpx's go.mod requires (go.sum verifies the module).
 KARPENTER_VERSION := $(shell go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)
+# The real Karpenter AWS provider (bin/karpenter-aws), for test/upstream: the
+# version hack/karpenter-aws/go.mod pins, read from the file so that no
+# toolchain is fetched to parse the Makefile.
+KARPENTER_AWS_VERSION := $(shell awk 'NF >= 2 && $$(NF-1) == "github.com/aws/karpenter-provider-aws" { print $$NF }' hack/karpenter-aws/go.mod)
 KARPX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
@@ -85,6 +89,7 @@ CONTROLPLANE_STAMP := $(BIN)/.controlplane-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.kwok-$(KWOK_VERSION)
 KARPENTER_KWOK_STAMP := $(BIN)/.karpenter-kwok-$(KARPENTER_VERSION)
+KARPENTER_AWS_STAMP := $(BIN)/.karpenter-aws-$(KARPENTER_AWS_VERSION)
 
 ##@ Newcomer
 
@@ -92,12 +97,16 @@ KARPENTER_KWOK_STAMP := $(BIN)/.karpenter-kwok-$(KARPENTER_VERSION)
 demo: tools build ## Run the demo: control plane, EC2 simulator, karpx provisioning a Deployment's pods.
 	PATH="$(BIN):$$PATH" go run ./hack/demo up
 
+.PHONY: demo-check
+demo-check: ## Check a running demo as its user would: every pod Running, every command it printed working as printed.
+	PATH="$(BIN):$$PATH" go run ./hack/demo check
+
 .PHONY: demo-down
 demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build karpenter-kwok ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build karpenter-kwok karpenter-aws ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -rf _output/scenarios.log _output/e2e-logs
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) KARPX_E2E_PARALLEL=$(E2E_PARALLEL) \
 		go test -json -count=1 $(TEST_BUILD_FLAGS) -skip '$(TEST_SKIP)' -parallel $(E2E_PARALLEL) -timeout $(TEST_TIMEOUT) ./test/e2e ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
@@ -169,6 +178,38 @@ $(KARPENTER_KWOK_STAMP):
 		-o $(BIN)/karpenter-kwok sigs.k8s.io/karpenter/kwok
 	rm -f $(BIN)/.karpenter-kwok-* && touch $@
 
+# KARPENTER_AWS_TOOLCHAIN: the Go toolchain for hack/karpenter-aws only.
+# Its version, v1.14.3, is the newest provider release whose whole build
+# the Go module proxy serves (checked 2026-11-27): v1.15.1 needs
+# sigs.k8s.io/karpenter v1.15.1 and v1.15.0 needs
+# aws-sdk-go-v2/service/timestreamwrite v1.43.1, both answered 403 "not
+# available". Its go.mod says go 1.26.10, newer than the local 1.26.8, so
+# it builds with go1.27.3 (approved for this module only; the go command
+# fetches it from the module proxy, checksum-verified). The newest release
+# the local toolchain builds is v1.14.0 (v1.14.1 and v1.14.2 need core
+# pseudo-versions the proxy refuses); v1.14.3 is taken as the newest, as
+# the separate toolchain costs no more to build: 383 s of CPU cold against
+# 378 s for v1.14.0 with the local one, which shares no more compiled
+# packages with karpx (docs/performance.md).
+KARPENTER_AWS_TOOLCHAIN ?= go1.27.3
+
+.PHONY: karpenter-aws
+karpenter-aws: $(KARPENTER_AWS_STAMP) ## Build the real Karpenter AWS provider (hack/karpenter-aws/go.mod's version) into bin/karpenter-aws.
+
+# A module of its own (karpx requires Karpenter core v1.13 for the kwok
+# provider; the AWS provider needs its own core version): go.mod pins the
+# version, go.sum verifies every module the build reads (-mod=readonly),
+# the stamp names the version so a bump rebuilds, and the binary carries it
+# in its build info (`go version -m bin/karpenter-aws`) and in the version
+# Karpenter logs and puts in its User-Agent (operator.Version).
+$(KARPENTER_AWS_STAMP): export GOTOOLCHAIN := $(KARPENTER_AWS_TOOLCHAIN)
+$(KARPENTER_AWS_STAMP): hack/karpenter-aws/go.mod hack/karpenter-aws/go.sum
+	@echo "building Karpenter AWS provider $(KARPENTER_AWS_VERSION) with $(KARPENTER_AWS_TOOLCHAIN) from the Go module proxy (383 s of CPU: about 4 minutes on 2 idle cores, 13 on busy ones; once)"
+	cd hack/karpenter-aws && CGO_ENABLED=0 go build -mod=readonly \
+		-ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$(patsubst v%,%,$(KARPENTER_AWS_VERSION))" \
+		-o $(BIN)/karpenter-aws github.com/aws/karpenter-provider-aws/cmd/controller
+	rm -f $(BIN)/.karpenter-aws-* && touch $@
+
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
@@ -224,11 +265,43 @@ dist: ## Build the kubectl-karpx release archives (binary, LICENSE, completion) 
 	cd $(DIST_DIR) && sha256sum kubectl-karpx_* > SHA256SUMS && cat SHA256SUMS
 
 .PHONY: krew
-krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml.
+krew: dist krew-manifest ## Build the archives, then write and validate krew/karpx.yaml (DIST_PLATFORMS=linux/amd64: that platform's alone).
+
+# HOST_PLATFORM: this machine's GOOS/GOARCH; CI builds the release artefacts
+# for it alone (release-host), a release for every platform (release).
+HOST_PLATFORM := $(shell go env GOOS)/$(shell go env GOARCH)
+
+.PHONY: release
+release: ## Build every release artefact: the archives and krew manifest of DIST_PLATFORMS, the images of IMAGE_PLATFORMS.
+	$(MAKE) krew
+	$(MAKE) images
+
+.PHONY: release-host
+release-host: ## Build and validate the release artefacts of this machine's platform only: its archive, a krew manifest naming it, its images (what CI runs).
+	$(MAKE) krew DIST_PLATFORMS=$(HOST_PLATFORM)
+	$(MAKE) images IMAGE_PLATFORMS=linux/$(shell go env GOARCH)
 
 # KREW_MANIFEST: where krew-manifest writes (krew's unit test writes to a
 # temporary directory from fake sums).
 KREW_MANIFEST ?= krew/karpx.yaml
+
+# KREW_PLATFORMS_AWK keeps the template's platform entries (each from its
+# "  - selector:" line to the next; platforms stays the template's last
+# key) whose os/arch is one of DIST_PLATFORMS, so a manifest built with
+# DIST_PLATFORMS=linux/amd64 (CI) names only the archive it has.
+define KREW_PLATFORMS_AWK
+BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
+function flush() { if (entry != "" && (plat in want)) printf "%s", entry; entry = ""; plat = "" }
+/^  - selector:/ { flush(); inplatforms = 1 }
+inplatforms {
+	entry = entry $$0 "\n"
+	if (match($$0, /os: [a-z0-9]+, arch: [a-z0-9]+/)) { p = substr($$0, RSTART + 4, RLENGTH - 4); sub(/, arch: /, "/", p); plat = p }
+	next
+}
+{ print }
+END { flush() }
+endef
+export KREW_PLATFORMS_AWK
 
 .PHONY: krew-manifest
 krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha256 of the archives in _output/dist, and validate it.
@@ -237,7 +310,7 @@ krew-manifest: ## Write krew/karpx.yaml from krew/karpx.yaml.tmpl with the sha25
 		plat=$${file#kubectl-karpx_$(DIST_VERSION)_}; plat=$${plat%%.*}; \
 		args+=(-e "s|@SHA256_$${plat}@|$$sum|g"); \
 	done < $(DIST_DIR)/SHA256SUMS; \
-	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' > $(KREW_MANIFEST)
+	sed "$${args[@]}" krew/karpx.yaml.tmpl | grep -v '^# ' | awk -v keep="$(DIST_PLATFORMS)" "$$KREW_PLATFORMS_AWK" > $(KREW_MANIFEST)
 	@! grep -n '@[A-Z0-9_a-z]*@' $(KREW_MANIFEST) || { echo "$(KREW_MANIFEST): placeholder left unfilled"; exit 1; }
 	go tool validate-krew-manifest -skip-install -manifest $(KREW_MANIFEST)
 
@@ -252,6 +325,7 @@ images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image
 		echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(DIST_GOFLAGS) -o $(IMAGES_DIR)/bin/$${os}_$${arch}/ ./cmd/karpx-controller ./cmd/karpx-webhook || exit 1; \
 	done
+	@mkdir -p $(IMAGES_DIR) && printf '%s\n' $(IMAGE_PLATFORMS) > $(IMAGES_DIR)/platforms
 	go run ./hack/images -version $(DIST_VERSION) -repository $(IMAGE_REPOSITORY) -out $(IMAGES_DIR) \
 		-bin-dir $(IMAGES_DIR)/bin -platforms "$(IMAGE_PLATFORMS)" -components karpx-controller,karpx-webhook
 	@# Kustomize overlays deploying exactly these tags: kubectl apply -k _output/images/manifests/controller
@@ -391,6 +465,7 @@ FUZZ_TARGETS := \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
+	./lint:FuzzParseNodeConfig ./lint:FuzzParseTOML ./lint:FuzzParsePowerShell ./lint:FuzzShellBounded ./lint:FuzzBottlerocketTOML ./lint:FuzzCloudConfigYAML \
 	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSSMGetParameter \

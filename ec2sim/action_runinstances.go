@@ -22,6 +22,7 @@ type runRequest struct {
 	tags               tagSet   // the instance tags of the TagSpecifications
 	userData           bool     // UserData was given: its behaviour replaces the launch template's
 	udBehavior         Behavior // the karpx-sim marker of UserData (see behaviorFromUserData)
+	rawUserData        string   // UserData, decoded
 }
 
 // parseRunRequest checks a RunInstances request in the order EC2 reports
@@ -59,6 +60,7 @@ func parseRunRequest(p params) (*runRequest, *APIError) {
 		if err != nil {
 			return nil, newError("InvalidUserData.Malformed", "Invalid BASE64 encoding of user data.")
 		}
+		rr.rawUserData = string(raw)
 		if rr.udBehavior, err = behaviorFromUserData(string(raw)); err != nil {
 			return nil, newError(CodeInvalidParameterValue, "Invalid karpx-sim marker in user data: %v", err)
 		}
@@ -152,15 +154,15 @@ func (s *Simulator) runInstances(req *request) (any, error) {
 	if len(sgs) == 0 {
 		sgs = lt.sgIDs
 	}
-	behavior := lt.behavior
+	behavior, userData := lt.behavior, lt.userData
 	if rr.userData {
-		behavior = rr.udBehavior
+		behavior, userData = rr.udBehavior, rr.rawUserData
 	}
 	out := &runInstancesResponse{xmlReservation: xmlReservation{ReservationID: s.ids.next("r-"), OwnerID: s.cfg.AccountID}}
 	inUse := s.inUseAddressesLocked(req.now)
 	for i := range rr.maxCount {
 		in, ae := s.launchLocked(req.now, launchParams{instanceType: itype, imageID: img.ID, arch: img.Architecture, subnet: sn,
-			capacityType: ct, tags: lt.instanceTags.set(rr.tags...), sgIDs: sgs, baseBehavior: behavior, ltID: lt.id, ltName: lt.name,
+			capacityType: ct, tags: lt.instanceTags.set(rr.tags...), sgIDs: sgs, baseBehavior: behavior, userData: userData, ltID: lt.id, ltName: lt.name,
 			reservationID: out.ReservationID, launchIndex: i}, inUse)
 		if ae != nil {
 			if i < rr.minCount {

@@ -14,6 +14,7 @@ const (
 	hookError faultHook = 1 << iota
 	hookLatency
 	hookCapacity
+	hookStatus // FailStatusChecks (action_instancestatus.go)
 
 	hooksDefault = hookError | hookLatency
 )
@@ -25,6 +26,11 @@ const (
 	serviceEC2 service = "ec2" // EC2 Query protocol, XML answers
 	serviceSSM service = "ssm" // AWS JSON 1.1, X-Amz-Target: AmazonSSM.<Action>
 	serviceSQS service = "sqs" // AWS JSON 1.0, X-Amz-Target: AmazonSQS.<Action> (action_sqs.go)
+	serviceIAM service = "iam" // IAM Query protocol, Version=2010-05-08 (iam.go)
+	serviceEKS service = "eks" // REST-JSON, GET /clusters/{name} (eks.go)
+	// servicePricing is AWS JSON 1.1, X-Amz-Target:
+	// AWSPriceListService.<Action> (pricing.go).
+	servicePricing service = "pricing"
 )
 
 type handlerFunc func(s *Simulator, req *request) (any, error)
@@ -60,6 +66,7 @@ func (a *actionSpec) charge() awsquota.Charge {
 //	CreateFleet                    ec2      mutating             -           error,latency,capacity
 //	RunInstances                   ec2      run-instances        -           error,latency,capacity
 //	DescribeInstances              ec2      non-mutating         yes         error,latency
+//	DescribeInstanceStatus         ec2      non-mutating         -           error,latency,status
 //	TerminateInstances             ec2      terminate-instances  -           error,latency
 //	CreateTags                     ec2      create-tags          -           error,latency
 //	GetParameter                   ssm      ssm-get-parameter    -           error,latency
@@ -81,7 +88,8 @@ func (a *actionSpec) charge() awsquota.Charge {
 // unfiltered-non-mutating bucket instead (50 tokens, 10/s). Faults: "error"
 // honours FaultRule.Code, "latency" FaultRule.Latency, "capacity"
 // CapacityFault (per-override InsufficientInstanceCapacity in CreateFleet's
-// errorSet; the whole call for RunInstances).
+// errorSet; the whole call for RunInstances), "status" StatusCheckFault
+// (FailStatusChecks: impaired instance or system status checks).
 var actionTable = []actionSpec{
 	// {name, service, bucket, unfiltered, faults, handler}
 	{"DescribeAvailabilityZones", serviceEC2, hooksDefault, (*Simulator).describeAvailabilityZones},
@@ -97,6 +105,7 @@ var actionTable = []actionSpec{
 	{"CreateFleet", serviceEC2, hooksDefault | hookCapacity, (*Simulator).createFleet},
 	{"RunInstances", serviceEC2, hooksDefault | hookCapacity, (*Simulator).runInstances},
 	{"DescribeInstances", serviceEC2, hooksDefault, (*Simulator).describeInstances},
+	{"DescribeInstanceStatus", serviceEC2, hooksDefault | hookStatus, (*Simulator).describeInstanceStatus},
 	{"TerminateInstances", serviceEC2, hooksDefault, (*Simulator).terminateInstances},
 	{"CreateTags", serviceEC2, hooksDefault, (*Simulator).createTags},
 	{"GetParameter", serviceSSM, hooksDefault, (*Simulator).getParameter},
@@ -111,18 +120,55 @@ var actionTable = []actionSpec{
 	{"ChangeMessageVisibility", serviceSQS, hooksDefault, (*Simulator).sqsChangeMessageVisibility},
 }
 
+// unbucketedTable, at a glance (TestActionTableIsDocumented keeps this in
+// step): the actions of IAM, EKS and the AWS Price List Query API, which
+// publish no request rates, so their categories have no default bucket and
+// their calls are not throttled unless ThrottleConfig.Categories sets one
+// (then IAM answers Throttling, EKS and Pricing ThrottlingException, all
+// 400). Faults apply to them by action name like to EC2's.
+//
+//	Action                         Service  Bucket               Unfiltered  Faults
+//	CreateInstanceProfile          iam      iam                  -           error,latency
+//	GetInstanceProfile             iam      iam                  -           error,latency
+//	AddRoleToInstanceProfile       iam      iam                  -           error,latency
+//	RemoveRoleFromInstanceProfile  iam      iam                  -           error,latency
+//	DeleteInstanceProfile          iam      iam                  -           error,latency
+//	TagInstanceProfile             iam      iam                  -           error,latency
+//	ListInstanceProfiles           iam      iam                  -           error,latency
+//	DescribeCluster                eks      eks                  -           error,latency
+//	GetProducts                    pricing  pricing              -           error,latency
+//
+// IAM is the Query protocol (Version=2010-05-08, iam.go), EKS REST-JSON
+// (GET /clusters/{name}, eks.go), Pricing AWS JSON 1.1
+// (X-Amz-Target: AWSPriceListService.<Action>, pricing.go).
+var unbucketedTable = []actionSpec{
+	{"CreateInstanceProfile", serviceIAM, hooksDefault, (*Simulator).createInstanceProfile},
+	{"GetInstanceProfile", serviceIAM, hooksDefault, (*Simulator).getInstanceProfile},
+	{"AddRoleToInstanceProfile", serviceIAM, hooksDefault, (*Simulator).addRoleToInstanceProfile},
+	{"RemoveRoleFromInstanceProfile", serviceIAM, hooksDefault, (*Simulator).removeRoleFromInstanceProfile},
+	{"DeleteInstanceProfile", serviceIAM, hooksDefault, (*Simulator).deleteInstanceProfile},
+	{"TagInstanceProfile", serviceIAM, hooksDefault, (*Simulator).tagInstanceProfile},
+	{"ListInstanceProfiles", serviceIAM, hooksDefault, (*Simulator).listInstanceProfiles},
+	{"DescribeCluster", serviceEKS, hooksDefault, (*Simulator).describeCluster},
+	{"GetProducts", servicePricing, hooksDefault, (*Simulator).getProducts},
+}
+
 var actionsByName = func() map[string]*actionSpec {
-	m := make(map[string]*actionSpec, len(actionTable))
+	m := make(map[string]*actionSpec, len(actionTable)+len(unbucketedTable))
 	for i := range actionTable {
 		m[actionTable[i].name] = &actionTable[i]
+	}
+	for i := range unbucketedTable {
+		m[unbucketedTable[i].name] = &unbucketedTable[i]
 	}
 	return m
 }()
 
 func lookupAction(name string) *actionSpec { return actionsByName[name] }
 
-// Actions returns the names of every action the simulator answers, EC2,
-// SSM and SQS, in table order.
+// Actions returns the names of the EC2, SSM and SQS actions the simulator
+// answers, in table order (IAMActions, EKS DescribeCluster and Pricing
+// GetProducts are in unbucketedTable).
 func Actions() []string {
 	out := make([]string, 0, len(actionTable))
 	for _, a := range actionTable {

@@ -12,14 +12,14 @@ import (
 	"github.com/karpx/karpx/catalog/awsquota"
 )
 
-// renderActionTable renders actionTable as the comment table in actions.go.
-func renderActionTable() []string {
+// renderActionTable renders table as its comment table in actions.go.
+func renderActionTable(table []actionSpec) []string {
 	hooks := func(h faultHook) string {
 		var s []string
 		for _, x := range []struct {
 			bit  faultHook
 			name string
-		}{{hookError, "error"}, {hookLatency, "latency"}, {hookCapacity, "capacity"}} {
+		}{{hookError, "error"}, {hookLatency, "latency"}, {hookCapacity, "capacity"}, {hookStatus, "status"}} {
 			if h&x.bit != 0 {
 				s = append(s, x.name)
 			}
@@ -30,7 +30,7 @@ func renderActionTable() []string {
 		return strings.TrimRight(fmt.Sprintf("//\t%-30s %-8s %-20s %-11s %s", a, b, c, d, e), " ")
 	}
 	out := []string{row("Action", "Service", "Bucket", "Unfiltered", "Faults")}
-	for _, a := range actionTable {
+	for _, a := range table {
 		unf := "-"
 		if a.charge().Unfiltered {
 			unf = "yes"
@@ -47,9 +47,19 @@ func TestActionTableIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Join(renderActionTable(), "\n")
-	if !strings.Contains(string(src), want) {
-		t.Fatalf("actions.go does not contain the current table:\n%s", want)
+	for _, table := range [][]actionSpec{actionTable, unbucketedTable} {
+		want := strings.Join(renderActionTable(table), "\n")
+		if !strings.Contains(string(src), want) {
+			t.Fatalf("actions.go does not contain the current table:\n%s", want)
+		}
+	}
+	for _, a := range unbucketedTable {
+		if a.handle == nil || (a.service != serviceIAM && a.service != serviceEKS && a.service != servicePricing) {
+			t.Errorf("%s: incomplete entry", a.name)
+		}
+		if c, ok := awsquota.ChargeOf(a.name); !ok || !awsquota.Unthrottled(c.Category) {
+			t.Errorf("%s: awsquota charges it to %+v (listed: %v), want a category without a published rate", a.name, c, ok)
+		}
 	}
 	for _, a := range actionTable {
 		if a.handle == nil || (a.service != serviceEC2 && a.service != serviceSSM && a.service != serviceSQS) {

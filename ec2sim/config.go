@@ -53,6 +53,20 @@ type Config struct {
 	KubernetesVersion string
 	// KubeletVersion is reported in Node status.nodeInfo. Default "v1.35.4".
 	KubeletVersion string
+	// ClusterEndpoint is the API server URL EKS DescribeCluster answers as
+	// cluster.endpoint (cmd/ec2sim: the kubeconfig's server). Default
+	// "https://<ClusterName>.eks.<Region>.amazonaws.com.invalid", a name
+	// that resolves nowhere.
+	ClusterEndpoint string
+	// ClusterCA is the PEM certificate bundle of the API server, answered
+	// base64-encoded as cluster.certificateAuthority.data (cmd/ec2sim: the
+	// kubeconfig's CA). Default: none (empty data).
+	ClusterCA []byte
+	// ServiceIPv4CIDR is cluster.kubernetesNetworkConfig.serviceIpv4Cidr.
+	// Default "172.20.0.0/16": EKS picks 172.20.0.0/16 when the VPC is in
+	// 10.0.0.0/8, as the simulated one is, and 10.100.0.0/16 otherwise
+	// (EKS API Reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr).
+	ServiceIPv4CIDR string
 	// Offered reports whether an instance type is offered in a zone; it
 	// drives DescribeInstanceTypeOfferings and CreateFleet's "Unsupported"
 	// errors. Default: every catalogue type in every zone.
@@ -186,6 +200,9 @@ const (
 	defaultCluster    = "karpx"
 	defaultK8sVersion = "1.35"
 	defaultKubelet    = "v1.35.4"
+	// defaultServiceCIDR is the service block EKS assigns in a VPC of
+	// 10.0.0.0/8 (see Config.ServiceIPv4CIDR).
+	defaultServiceCIDR = "172.20.0.0/16"
 	// eksAMIOwner is the account that publishes EKS-optimized AMIs in
 	// us-east-1 (EKS user guide, "Retrieve recommended AMI IDs").
 	eksAMIOwner = "602401143452"
@@ -220,6 +237,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.KubeletVersion == "" {
 		cfg.KubeletVersion = defaultKubelet
+	}
+	if cfg.ClusterEndpoint == "" {
+		cfg.ClusterEndpoint = "https://" + strings.ToLower(cfg.ClusterName) + ".eks." + cfg.Region + ".amazonaws.com.invalid"
+	}
+	if cfg.ServiceIPv4CIDR == "" {
+		cfg.ServiceIPv4CIDR = defaultServiceCIDR
+	}
+	if p, err := netip.ParsePrefix(cfg.ServiceIPv4CIDR); err != nil || !p.Addr().Is4() {
+		return cfg, fmt.Errorf("ec2sim: ServiceIPv4CIDR %q is not an IPv4 CIDR; use a block such as 10.96.0.0/12", cfg.ServiceIPv4CIDR)
 	}
 	if cfg.PendingDelay == 0 {
 		cfg.PendingDelay = 200 * time.Millisecond

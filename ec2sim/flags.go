@@ -34,6 +34,11 @@ type CommandFlags struct {
 	InterruptionQueue string
 	// SpotInterruptionNotice is Config.SpotInterruptionNotice (default 2m).
 	SpotInterruptionNotice time.Duration
+	// ClusterEndpoint is Config.ClusterEndpoint (--cluster-endpoint; empty:
+	// the kubeconfig's server).
+	ClusterEndpoint string
+	// ServiceIPv4CIDR is Config.ServiceIPv4CIDR (--service-ipv4-cidr).
+	ServiceIPv4CIDR string
 	// Seed seeds resource ids and probabilistic faults (--seed).
 	Seed uint64
 	// Verbose logs at debug level (-v).
@@ -59,6 +64,8 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.IAMRolePatterns, "iam-role-patterns", strings.Join(DefaultIAMRolePatterns, ","), "comma-separated path.Match patterns of IAM role names that exist (empty: none)")
 	fs.StringVar(&f.InterruptionQueue, "interruption-queue", "", "name of the SQS queue that receives spot interruption, rebalance, AWS Health and state-change events (empty: no queue)")
 	fs.DurationVar(&f.SpotInterruptionNotice, "spot-interruption-notice", SpotInterruptionNotice, "time from a spot interruption warning to the instance's termination (EC2: 2m)")
+	fs.StringVar(&f.ClusterEndpoint, "cluster-endpoint", "", "API server URL EKS DescribeCluster answers (empty: the --kubeconfig server)")
+	fs.StringVar(&f.ServiceIPv4CIDR, "service-ipv4-cidr", defaultServiceCIDR, "service CIDR EKS DescribeCluster answers as kubernetesNetworkConfig.serviceIpv4Cidr")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of resource ids and probabilistic faults")
 	fs.BoolVar(&f.Verbose, "v", false, "debug logging (every launch, termination and injected fault)")
 }

@@ -97,7 +97,7 @@ func (s *Simulator) fleetPoolsLocked(spec xmlFleetLTSpec, lt *launchTemplate, ov
 		}
 		pools = append(pools, &fleetPool{spec: spec, echo: e, priority: priority, price: price, order: order + len(pools),
 			lp: launchParams{instanceType: itype, imageID: img.ID, arch: img.Architecture, subnet: sn, capacityType: ct,
-				tags: lt.instanceTags, sgIDs: lt.sgIDs, baseBehavior: lt.behavior, ltID: lt.id, ltName: lt.name,
+				tags: lt.instanceTags, sgIDs: lt.sgIDs, baseBehavior: lt.behavior, userData: lt.userData, ltID: lt.id, ltName: lt.name,
 				ltVersion: "1"}})
 	}
 	return pools

@@ -36,9 +36,6 @@ const iamAPIVersion = "2010-05-08"
 // iamNamespace is the XML namespace of IAM answers.
 const iamNamespace = "https://iam.amazonaws.com/doc/2010-05-08/"
 
-// serviceIAM is the IAM Query protocol.
-const serviceIAM service = "iam"
-
 // DefaultIAMRolePatterns are the role-name patterns (path.Match syntax)
 // that exist when Config.IAMRolePatterns is nil: "KarpenterNodeRole-*",
 // the node role of Karpenter's getting-started guide
@@ -59,28 +56,14 @@ var (
 // maxIAMTags is the most tags an IAM resource may carry (IAM object quotas).
 const maxIAMTags = 50
 
-// iamActions are the IAM actions the simulator answers; init adds them to
-// the action index so faults and counters treat them like EC2's.
-var iamActions = []actionSpec{
-	{"CreateInstanceProfile", serviceIAM, hooksDefault, (*Simulator).createInstanceProfile},
-	{"GetInstanceProfile", serviceIAM, hooksDefault, (*Simulator).getInstanceProfile},
-	{"AddRoleToInstanceProfile", serviceIAM, hooksDefault, (*Simulator).addRoleToInstanceProfile},
-	{"RemoveRoleFromInstanceProfile", serviceIAM, hooksDefault, (*Simulator).removeRoleFromInstanceProfile},
-	{"DeleteInstanceProfile", serviceIAM, hooksDefault, (*Simulator).deleteInstanceProfile},
-	{"TagInstanceProfile", serviceIAM, hooksDefault, (*Simulator).tagInstanceProfile},
-}
-
-func init() {
-	for i := range iamActions {
-		actionsByName[iamActions[i].name] = &iamActions[i]
-	}
-}
-
-// IAMActions returns the names of the IAM actions the simulator answers.
+// IAMActions returns the names of the IAM actions the simulator answers
+// (the iam rows of unbucketedTable in actions.go).
 func IAMActions() []string {
-	out := make([]string, 0, len(iamActions))
-	for _, a := range iamActions {
-		out = append(out, a.name)
+	var out []string
+	for _, a := range unbucketedTable {
+		if a.service == serviceIAM {
+			out = append(out, a.name)
+		}
 	}
 	return out
 }

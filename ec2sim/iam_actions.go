@@ -3,6 +3,8 @@ package ec2sim
 import (
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // profileName reads and validates InstanceProfileName (at most 128
@@ -165,4 +167,65 @@ func (s *Simulator) tagInstanceProfile(req *request) (any, error) {
 		prof.tags = merged
 		return iamNoOutput{}, nil
 	})
+}
+
+// maxIAMListItems is the largest MaxItems of IAM's List* actions; the
+// default is 100 (IAM API Reference, ListInstanceProfiles).
+const (
+	maxIAMListItems     = 1000
+	defaultIAMListItems = 100
+)
+
+type listInstanceProfilesResult struct {
+	InstanceProfiles []xmlIAMProfile `xml:"InstanceProfiles>member"`
+	IsTruncated      bool            `xml:"IsTruncated"`
+	Marker           string          `xml:"Marker,omitempty"`
+}
+
+// listInstanceProfiles answers ListInstanceProfiles: the profiles whose
+// path starts with PathPrefix (default "/"), by name, MaxItems (1–1000,
+// default 100) per page with IsTruncated and Marker. As in IAM, the
+// listing leaves out the profiles' tags ("IAM resource-listing operations
+// return a subset of the available attributes").
+func (s *Simulator) listInstanceProfiles(req *request) (any, error) {
+	prefix := req.p.str("PathPrefix")
+	if prefix == "" {
+		prefix = "/"
+	}
+	if len(prefix) > 512 || !strings.HasPrefix(prefix, "/") || strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x21 || r > 0x7f }) {
+		return nil, iamError("ValidationError", "1 validation error detected: Value '%s' at 'pathPrefix' failed to satisfy constraint: Member must satisfy regular expression pattern: \\u002F[\\u0021-\\u007F]* and have length at most 512", prefix)
+	}
+	size := defaultIAMListItems
+	if v := req.p.str("MaxItems"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxIAMListItems {
+			return nil, iamError("ValidationError", "1 validation error detected: Value '%s' at 'maxItems' failed to satisfy constraint: Member must have value between 1 and %d", v, maxIAMListItems)
+		}
+		size = n
+	}
+	offset := 0
+	if m := req.p.str("Marker"); m != "" {
+		off, ok := decodeToken(m)
+		if !ok {
+			return nil, iamError("ValidationError", "Invalid Marker: %s", m)
+		}
+		offset = off
+	}
+	st := s.iamState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var matched []*iamProfile
+	for _, name := range sortedKeys(st.profiles) {
+		if p := st.profiles[name]; strings.HasPrefix(p.path, prefix) {
+			matched = append(matched, p)
+		}
+	}
+	lo, hi, next := paginate(len(matched), offset, size)
+	out := &listInstanceProfilesResult{InstanceProfiles: []xmlIAMProfile{}, IsTruncated: next != "", Marker: next}
+	for _, p := range matched[lo:hi] {
+		x := s.profileXMLLocked(st, p)
+		x.Tags = nil
+		out.InstanceProfiles = append(out.InstanceProfiles, x)
+	}
+	return out, nil
 }

@@ -176,8 +176,15 @@ func (s *Simulator) Interrupt(kind InterruptionKind, instanceIDs ...string) ([]E
 			EventDescription: []HealthEventDescription{{Language: "en_US", LatestDescription: text}},
 			AffectedAccount:  s.cfg.AccountID,
 		}
+		evCode := eventCodeInstanceRetirement
+		if kind == InterruptionMaintenance {
+			evCode = eventCodeInstanceReboot
+		}
 		for _, iid := range instanceIDs {
 			detail.AffectedEntities = append(detail.AffectedEntities, HealthAffectedEntity{EntityValue: iid})
+			in := s.instances[iid]
+			in.scheduledEvents = append(in.scheduledEvents, scheduledEvent{id: "instance-event-" + s.ids.next("")[1:], code: evCode,
+				description: text, notBefore: start, notAfter: start.Add(2 * time.Hour)})
 		}
 		events = append(events, s.newEventLocked(DetailTypeHealth, EventSourceHealth, now, append([]string{}, instanceIDs...), detail))
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/catalog"
 )
@@ -31,8 +30,6 @@ const (
 	InstanceIDAnnotation = "karpx.sim/instance-id"
 
 	labelZoneID             = "topology.k8s.aws/zone-id"
-	labelEC2NodeClass       = "karpenter.k8s.aws/ec2nodeclass"
-	tagNodeClaim            = "karpenter.sh/nodeclaim"
 	annotationProvidedIP    = "alpha.kubernetes.io/provided-node-ip"
 	containerRuntimeVersion = "containerd://2.1.4"
 )
@@ -237,28 +234,23 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 	if !ok {
 		return nil, fmt.Errorf("instance type %s is not in the catalogue", in.instanceType)
 	}
-	labels := map[string]string{}
-	var taints []corev1.Taint
-	// kubelet --node-labels / --register-with-taints, which Karpenter's
-	// bootstrap renders from the NodeClaim.
-	if name, ok := in.tags.get(tagNodeClaim); ok {
-		nc := &karpv1.NodeClaim{}
-		if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("reading NodeClaim %s: %w", name, err)
-			}
-			s.log.Info("NodeClaim of instance not found; registering without its labels and taints", "instanceID", in.id, "nodeClaim", name)
-		} else {
-			for k, v := range nc.Labels {
-				labels[k] = v
-			}
-			taints = append(taints, nc.Spec.Taints...)
-			taints = append(taints, nc.Spec.StartupTaints...)
-		}
+	// kubelet --node-labels / --register-with-taints (or their
+	// KubeletConfiguration and Bottlerocket equivalents), which the
+	// bootstrap reads from the user data (registration.go).
+	s.mu.Lock()
+	family := ""
+	if img := s.images[in.imageID]; img != nil {
+		family = img.Family
 	}
-	for k, v := range it.Labels {
-		labels[k] = v
+	s.mu.Unlock()
+	reg, err := registrationOf(family, in.userData)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet cannot start: %w", err)
 	}
+	labels, taints := reg.labels, reg.taints
+	// Set by kubelet itself (hostname, os, arch) and by the AWS cloud
+	// controller manager (instance type, zone, region, zone id); they win
+	// over user data, as the cloud provider's labels do.
 	labels[corev1.LabelInstanceTypeStable] = in.instanceType
 	labels[corev1.LabelTopologyZone] = in.zone
 	labels[corev1.LabelTopologyRegion] = s.cfg.Region
@@ -266,17 +258,9 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 	labels[corev1.LabelArchStable] = k8sArch(in.arch)
 	labels[corev1.LabelOSStable] = "linux"
 	labels[corev1.LabelHostname] = in.privateDNS
-	labels[karpv1.CapacityTypeLabelKey] = in.capacityType
-	if v, ok := in.tags.get(karpv1.NodePoolLabelKey); ok {
-		labels[karpv1.NodePoolLabelKey] = v
-	}
-	if v, ok := in.tags.get(labelEC2NodeClass); ok {
-		labels[labelEC2NodeClass] = v
-	}
 	for _, lt := range in.behavior.LateTaints {
 		taints = append(taints, lt.Taint)
 	}
-	taints = append(taints, karpv1.UnregisteredNoExecuteTaint)
 
 	annotations := map[string]string{annotationProvidedIP: in.privateIP, InstanceIDAnnotation: in.id}
 	ready := in.behavior.NotReadyFor == 0

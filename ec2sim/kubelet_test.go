@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,18 +87,78 @@ func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
 	return false
 }
 
+// karpenterAL2023UserData is user data as Karpenter v1.14's AL2023
+// family writes it (amifamily/bootstrap/nodeadm.go): a user NodeConfig
+// part first, then Karpenter's, whose taints are a KubeletConfiguration
+// field and whose labels a quoted --node-labels flag.
+const karpenterAL2023UserData = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags:
+    - --node-labels=team=b,from-user=yes
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo user script
+
+--//
+Content-Type: application/node.eks.aws
+
+# Karpenter Generated NodeConfig
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+metadata:
+  creationTimestamp: null
+spec:
+  cluster:
+    apiServerEndpoint: https://127.0.0.1:6443
+    certificateAuthority: Y2E=
+    cidr: 172.20.0.0/16
+    name: demo
+  containerd: {}
+  instance:
+    localStorage: {}
+  kubelet:
+    config:
+      clusterDNS:
+      - 172.20.0.10
+      maxPods: 29
+      registerWithTaints:
+      - effect: NoSchedule
+        key: dedicated
+        value: batch
+      - effect: NoSchedule
+        key: example.com/cni-not-ready
+      - effect: NoExecute
+        key: karpenter.sh/unregistered
+    flags:
+    - --node-labels="karpenter.k8s.aws/ec2nodeclass=default,karpenter.sh/capacity-type=spot,karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a"
+
+--//--
+`
+
+// TestKubeletRegistersNodeLikeKarpenterBootstrap: the Node has the labels
+// and taints of the user data (nothing of the NodeClaim, which a kubelet
+// does not know, nor of the instance's tags), kubelet's and the cloud
+// provider's labels, the catalogue's capacity, and goes away with its
+// instance.
 func TestKubeletRegistersNodeLikeKarpenterBootstrap(t *testing.T) {
 	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "default", "team": "a"}},
-		Spec: karpv1.NodeClaimSpec{
-			Taints:        []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
-			StartupTaints: []corev1.Taint{{Key: "example.com/cni-not-ready", Effect: corev1.TaintEffectNoSchedule}},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "default", "from-nodeclaim": "x"}},
 	}
 	env := newKubeEnv(t, Config{}, nc)
 	ctx := context.Background()
-	env.launchTemplate(t, "nodes", env.al2023(t, "x86_64"), "")
-	in := env.launch(t, "nodes", "m5.large", map[string]string{"karpenter.sh/nodeclaim": nc.Name, "karpenter.sh/nodepool": "default"})
+	env.launchTemplate(t, "nodes", env.al2023(t, "x86_64"), karpenterAL2023UserData)
+	in := env.launch(t, "nodes", "m5.large", map[string]string{"karpenter.sh/nodeclaim": nc.Name, "karpenter.sh/nodepool": "tag-only"})
 	name := *in.PrivateDnsName
 
 	env.advance(t, 2900*time.Millisecond) // pending 1s + boot 2s not over
@@ -116,17 +177,20 @@ func TestKubeletRegistersNodeLikeKarpenterBootstrap(t *testing.T) {
 	for k, v := range map[string]string{
 		"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1b", "topology.kubernetes.io/region": "us-east-1",
 		"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name, "karpenter.sh/capacity-type": "spot",
-		"karpenter.sh/nodepool": "default", "team": "a", "karpenter.k8s.aws/instance-family": "m5", "karpenter.k8s.aws/instance-cpu": "2",
+		"karpenter.sh/nodepool": "default", "team": "a", "from-user": "yes", "karpenter.k8s.aws/ec2nodeclass": "default",
 		"topology.k8s.aws/zone-id": "use1-az2",
 	} {
 		if node.Labels[k] != v {
 			t.Errorf("label %s=%q, want %q", k, node.Labels[k], v)
 		}
 	}
-	for _, tn := range []corev1.Taint{nc.Spec.Taints[0], nc.Spec.StartupTaints[0], karpv1.UnregisteredNoExecuteTaint} {
-		if !hasTaint(node, tn.Key, tn.Effect) {
-			t.Errorf("missing taint %s", tn.ToString())
+	for _, k := range []string{"from-nodeclaim", "karpenter.k8s.aws/instance-family"} {
+		if v, ok := node.Labels[k]; ok {
+			t.Errorf("label %s=%q: not in the user data", k, v)
 		}
+	}
+	if got := taintList(node.Spec.Taints); got != "dedicated=batch:NoSchedule,example.com/cni-not-ready:NoSchedule,karpenter.sh/unregistered:NoExecute" {
+		t.Errorf("taints %s", got)
 	}
 	if !equalResources(node.Status.Capacity, it.Capacity()) || !equalResources(node.Status.Allocatable, it.Allocatable) {
 		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, node.Status.Allocatable)
@@ -206,7 +270,8 @@ func TestScriptedKubeletBehaviour(t *testing.T) {
 	}
 	env.advance(t, 2*time.Second)
 	node, _ = env.node(t, *slow.PrivateDnsName)
-	if hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) || !hasTaint(node, karpv1.UnregisteredTaintKey, corev1.TaintEffectNoExecute) {
+	// No user data: kubelet registers no taint of its own.
+	if len(node.Spec.Taints) != 0 {
 		t.Fatalf("taints after 4s: %v", node.Spec.Taints)
 	}
 
@@ -330,4 +395,14 @@ func TestNotReadyWindowAndLateResource(t *testing.T) {
 	if readyStatus(node) != corev1.ConditionTrue {
 		t.Fatal("NotReady again after the window")
 	}
+}
+
+// taintList renders taints as kubelet's --register-with-taints value, in
+// their order.
+func taintList(taints []corev1.Taint) string {
+	out := make([]string, 0, len(taints))
+	for _, t := range taints {
+		out = append(out, t.ToString())
+	}
+	return strings.Join(out, ",")
 }

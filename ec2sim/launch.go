@@ -20,6 +20,7 @@ type launchParams struct {
 	tags                        tagSet
 	sgIDs                       []string
 	baseBehavior                Behavior
+	userData                    string // decoded; what the emulated kubelet registers with (registration.go)
 	ltID, ltName, ltVersion     string
 	fleetID, reservationID      string
 	launchIndex                 int
@@ -43,6 +44,7 @@ func (s *Simulator) launchLocked(now time.Time, lp launchParams, inUse map[strin
 		imageID: lp.imageID, privateIP: ip.String(), privateDNS: privateDNSName(ip, s.cfg.Region), capacityType: lp.capacityType,
 		arch: lp.arch, reservationID: lp.reservationID, fleetID: lp.fleetID, ltID: lp.ltID, ltName: lp.ltName, ltVersion: lp.ltVersion,
 		securityGroups: sgs, tags: lp.tags, launchTime: now, launchIndex: lp.launchIndex, baseBehavior: lp.baseBehavior,
+		userData: lp.userData,
 	}
 	if lt := s.launchTemplates[lp.ltID]; lt != nil {
 		in.iamInstanceProfile = lt.iamInstanceProfile

@@ -135,6 +135,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAdmin(mux)
 	s.registerIAMAdmin(mux)
+	s.registerStatusAdmin(mux) // action_instancestatus.go
 	mux.HandleFunc("/", s.serveAPI)
 	return mux
 }
@@ -212,6 +213,10 @@ const maxBody = 4 << 20
 func (s *Simulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	reqID := newRequestID()
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	if isEKSRequest(r) {
+		s.serveEKS(w, r, reqID) // eks.go
+		return
+	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		if strings.HasPrefix(target, "AmazonSQS.") {
 			s.serveSQS(w, r, reqID, target) // action_sqs.go
@@ -287,6 +292,8 @@ func (s *Simulator) dispatch(req *request) (body any, apiErr *APIError) {
 			return nil, newError("ThrottlingException", "Rate exceeded")
 		case serviceSQS:
 			return nil, newError("RequestThrottled", "Request is throttled.")
+		case serviceEKS, servicePricing:
+			return nil, &APIError{Code: "ThrottlingException", Message: "Rate exceeded", HTTPStatus: http.StatusBadRequest}
 		}
 		return nil, newError(CodeRequestLimitExceeded, "Request limit exceeded.")
 	}
@@ -365,13 +372,23 @@ type readOnlyBody struct{ rc io.ReadCloser }
 func (b readOnlyBody) Read(p []byte) (int, error) { return b.rc.Read(p) }
 func (b readOnlyBody) Close() error               { return b.rc.Close() }
 
-// serveSSM answers AWS JSON 1.1 calls (X-Amz-Target: AmazonSSM.<Action>).
+// json11Targets maps the X-Amz-Target prefix of each AWS JSON 1.1 service
+// the simulator speaks to the service.
+var json11Targets = map[string]service{"AmazonSSM": serviceSSM, "AWSPriceListService": servicePricing}
+
+// serveSSM answers AWS JSON 1.1 calls: SSM (X-Amz-Target:
+// AmazonSSM.<Action>) and the Price List API
+// (AWSPriceListService.<Action>, pricing.go).
 func (s *Simulator) serveSSM(w http.ResponseWriter, r *http.Request, reqID, target string) {
-	name, ok := strings.CutPrefix(target, "AmazonSSM.")
+	prefix, name, _ := strings.Cut(target, ".")
+	svc, ok := json11Targets[prefix]
 	spec := lookupAction(name)
-	if !ok || spec == nil || spec.service != serviceSSM {
+	if !ok || spec == nil || spec.service != svc {
 		e := newError("UnknownOperationException", "Unknown operation %s", target)
-		s.metrics.observe(serviceSSM, "Unknown", 0, e, false)
+		if !ok {
+			svc = serviceSSM
+		}
+		s.metrics.observe(svc, "Unknown", 0, e, false)
 		writeJSONError(w, reqID, e)
 		return
 	}

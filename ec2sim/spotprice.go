@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"time"
 
 	"github.com/karpx/karpx/catalog"
@@ -59,7 +60,13 @@ func (s *Simulator) describeSpotPriceHistory(req *request) (any, error) {
 	if zone != "" && !contains(s.cfg.Zones, zone) {
 		return nil, newError(CodeInvalidParameterValue, "Invalid availability zone: [%s]", zone)
 	}
-	offset, size, perr := req.p.pageRange(1, 1000, 1000)
+	// The API reference gives MaxResults no range (unlike the 5–1000 of
+	// DescribeInstances); Karpenter's AWS provider asks for 2000 per page
+	// (pkg/providers/pricing/pricing.go@v1.14.0, UpdateSpotPricing, whose
+	// comment notes that EC2 does not seem to limit the page size) and EC2
+	// answers it. So any positive MaxResults is a page size; absent, a
+	// page is 1000.
+	offset, size, perr := req.p.pageRange(1, math.MaxInt32, 1000)
 	if perr != nil {
 		return nil, perr
 	}

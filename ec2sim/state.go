@@ -83,6 +83,7 @@ type instance struct {
 	launchIndex                                      int
 	iamInstanceProfile                               string   // from the launch template
 	baseBehavior                                     Behavior // from the launch template's user data
+	userData                                         string   // decoded user data (launch template or RunInstances)
 	behavior                                         Behavior // baseBehavior with the behaviour tag applied
 	// kubelet emulation progress
 	node nodeProgress
@@ -92,6 +93,12 @@ type instance struct {
 	// notified is how many of transitions() were sent as state-change
 	// events (events.go).
 	notified int
+	// statusFault is the status checks FailStatusChecks made fail.
+	statusFault statusFault
+	// scheduledEvents are the scheduled events Interrupt announced
+	// (instance-retirement, instance-reboot), which DescribeInstanceStatus
+	// lists.
+	scheduledEvents []scheduledEvent
 }
 
 // endedAt is when the instance started shutting down: the terminate

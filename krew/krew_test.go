@@ -126,7 +126,8 @@ func archiveFiles(t *testing.T, path string) (map[string][]byte, map[string]os.F
 }
 
 // TestManifest checks krew/karpx.yaml with krew's validator and against
-// the archives: one platform per release target, each sha256 the archive's,
+// the archives: one platform per archive `make dist` built (every release
+// target, or this machine's alone in CI), each sha256 the archive's,
 // each archive holding the binary, LICENSE and the completion helper.
 func TestManifest(t *testing.T) {
 	m, _ := generated(t)
@@ -172,9 +173,46 @@ func TestManifest(t *testing.T) {
 		}
 	}
 	slices.Sort(platforms)
-	if want := []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64", "windows/amd64"}; !slices.Equal(platforms, want) {
-		t.Errorf("platforms %v, want %v", platforms, want)
+	built := builtPlatforms(t, m.Spec.Version)
+	if !slices.Equal(platforms, built) {
+		t.Errorf("platforms %v, want those `make dist` built: %v", platforms, built)
 	}
+	release := []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64", "windows/amd64"}
+	for _, p := range built {
+		if !slices.Contains(release, p) {
+			t.Errorf("platform %s is not a release platform %v", p, release)
+		}
+	}
+	if host := runtime.GOOS + "/" + runtime.GOARCH; slices.Contains(release, host) && !slices.Contains(built, host) {
+		t.Errorf("platforms %v lack this machine's %s, which CI builds (make release-host)", platforms, host)
+	}
+}
+
+// builtPlatforms returns, sorted, the os/arch of every archive of version
+// that `make dist` listed in its SHA256SUMS: all five release platforms
+// after `make krew`, this machine's alone after `make release-host` (CI).
+func builtPlatforms(t *testing.T, version string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(distDir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatalf("%v (run `make krew` again)", err)
+	}
+	var built []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			t.Fatalf("SHA256SUMS line %q: want SUM  FILE", line)
+		}
+		plat := strings.TrimPrefix(fields[1], "kubectl-karpx_"+version+"_")
+		plat, _, _ = strings.Cut(plat, ".")
+		osName, arch, ok := strings.Cut(plat, "_")
+		if !ok {
+			t.Fatalf("SHA256SUMS names %s, not an archive of version %s", fields[1], version)
+		}
+		built = append(built, osName+"/"+arch)
+	}
+	slices.Sort(built)
+	return built
 }
 
 // TestValidatorRejects is TestManifest's control: the same validator fails

@@ -101,6 +101,48 @@ func TestTemplateNamesTheArchives(t *testing.T) {
 	}
 }
 
+// A manifest built for a part of the release platforms (CI's
+// `make release-host` builds this machine's archive alone) names exactly
+// the archives of that part, and krew's validator accepts it. The control
+// is TestTemplateNamesTheArchives: with every platform, every entry stays.
+func TestTemplateKeepsOnlyTheBuiltPlatforms(t *testing.T) {
+	const version = "v1.2.3"
+	for _, platforms := range []string{"linux/amd64", "linux/arm64 windows/amd64"} {
+		archives := strings.Fields(makeOutput(t, "dist-archives", "DIST_VERSION="+version, "DIST_PLATFORMS="+platforms))
+		if len(archives) != len(strings.Fields(platforms)) {
+			t.Fatalf("DIST_PLATFORMS=%s: make dist-archives listed %v", platforms, archives)
+		}
+		dir := t.TempDir()
+		var lines []string
+		for _, a := range archives {
+			sum := sha256.Sum256([]byte(a))
+			lines = append(lines, hex.EncodeToString(sum[:])+"  "+a)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "karpx.yaml")
+		makeOutput(t, "krew-manifest", "DIST_VERSION="+version, "DIST_DIR="+dir, "KREW_MANIFEST="+out, "DIST_PLATFORMS="+platforms)
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m manifest
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		var named []string
+		for _, p := range m.Spec.Platforms {
+			named = append(named, filepath.Base(p.URI))
+		}
+		slices.Sort(named)
+		slices.Sort(archives)
+		if !slices.Equal(named, archives) {
+			t.Errorf("DIST_PLATFORMS=%s: manifest names %v, want %v", platforms, named, archives)
+		}
+	}
+}
+
 // TestTemplateUnfilledPlaceholderFails is TestTemplateNamesTheArchives'
 // control: with one archive's sum missing, krew-manifest refuses to write a
 // manifest with a placeholder left in it.

@@ -18,8 +18,10 @@ import (
 // scanWriteFile decodes one write_files entry as cloud-init does
 // (encoding b64/base64, gz/gzip, gz+b64/gzip+base64/…; cloud-init docs,
 // "Write Files") and scans it for secrets, and as a script when its path is
-// executed at boot.
-func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int) []Finding {
+// executed at boot. budget counts what the document's entries
+// decompressed to so far, at most MaxDecodedBytes in all (a few kilobytes
+// of gzip per entry could otherwise expand to a megabyte each).
+func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int, budget *int) []Finding {
 	p, _ := scalarAt(f, "path")
 	content := mapValue(f, "content")
 	ctx := fmt.Sprintf("cloud-config write_files[%d] %s", j, p)
@@ -56,9 +58,9 @@ func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int) []F
 		text, decoded = string(b), true
 	}
 	if strings.HasPrefix(enc, "gz") {
-		out, err := gunzip(text, new(int))
+		out, err := gunzip(text, budget)
 		if err != nil {
-			return []Finding{uninspectable(s, ci, ctx+": encoding "+enc+" but the content is not gzip")}
+			return []Finding{uninspectable(s, ci, ctx+": encoding "+enc+" but the content does not decompress ("+err.Error()+")")}
 		}
 		text, decoded = out, true
 	}
@@ -72,7 +74,9 @@ func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int) []F
 	if scripts, kind := bootScript(p, text); kind != "" {
 		sub := &shellScan{}
 		for _, sc := range scripts {
-			_ = sub.script(sc, 1, 1)
+			if err := sub.script(sc, 1, 1); err != nil && err.tooDeep {
+				out = append(out, tooDeepFinding(s, ci, fmt.Sprintf("%s (a %s) cannot be read as shell: %s", ctx, kind, err.msg)))
+			}
 		}
 		for _, e := range sub.effects {
 			if e.rule == RuleUserDataParse {

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -18,10 +19,24 @@ type BottlerocketSettings struct {
 	Lines map[string]int
 }
 
+// MaxTOMLDepth bounds how deeply arrays and inline tables may nest in
+// Bottlerocket userData: 32 levels. Bottlerocket's settings nest four or
+// five (settings.kubernetes.node-labels); github.com/BurntSushi/toml has
+// no bound, and its cost grows faster than the nesting: 16 KB of nested
+// inline tables took it 3 s and 350 MB. Deeper nesting is refused before
+// the TOML parser runs (a *ParseError with Uninspectable set, KX009).
+const MaxTOMLDepth = 32
+
 // ParseBottlerocketTOML parses Bottlerocket userData, which is TOML v1.0.0
 // (Bottlerocket docs, "Settings": user data is TOML). Errors are *ParseError
-// with the line and column of the first TOML syntax error.
+// with the line and column of the first TOML syntax error; arrays or inline
+// tables nested more than MaxTOMLDepth deep are a *ParseError with
+// Uninspectable set, found without running the TOML parser.
 func ParseBottlerocketTOML(text string) (*BottlerocketSettings, error) {
+	if depth, line := tomlNesting(text); depth > MaxTOMLDepth {
+		return nil, &ParseError{Format: "TOML", Line: line, Uninspectable: true,
+			Msg: fmt.Sprintf("arrays or inline tables nest more than %d levels deep; Bottlerocket settings need a few", MaxTOMLDepth)}
+	}
 	tree := map[string]any{}
 	if _, err := toml.Decode(text, &tree); err != nil {
 		var pe toml.ParseError
@@ -38,6 +53,70 @@ func ParseBottlerocketTOML(text string) (*BottlerocketSettings, error) {
 		return nil, &ParseError{Format: "TOML", Line: 0, Msg: err.Error()}
 	}
 	return &BottlerocketSettings{Tree: tree, Lines: tomlKeyLines(text)}, nil
+}
+
+// tomlNesting returns the deepest nesting of "[" and "{" in text outside
+// TOML strings and comments (basic and literal strings, their multi-line
+// forms, "#" to the end of the line), counted up to MaxTOMLDepth+1, and
+// the 1-based line where it was reached. Table headers count as one
+// level ("[[a]]" as two), which only makes the count higher. It reads
+// each byte once.
+func tomlNesting(text string) (depth, line int) {
+	cur, ln := 0, 1
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '\n':
+			ln++
+		case '#':
+			for i+1 < len(text) && text[i+1] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			i, ln = tomlStringEnd(text, i, ln)
+		case '[', '{':
+			if cur++; cur > depth {
+				depth, line = cur, ln
+				if depth > MaxTOMLDepth {
+					return depth, line
+				}
+			}
+		case ']', '}':
+			if cur > 0 {
+				cur--
+			}
+		}
+	}
+	return depth, line
+}
+
+// tomlStringEnd returns the index of the last byte of the string that
+// starts at text[i] (a quote) and the line it ends on, ln counting the
+// lines it spans. A basic string ('"') has backslash escapes, a literal
+// one none; tripled quotes make it multi-line. A single-line string ends
+// at the end of its line at the latest (TOML rejects it there).
+func tomlStringEnd(text string, i, ln int) (int, int) {
+	q := text[i]
+	delim := text[i : i+1]
+	if strings.HasPrefix(text[i:], strings.Repeat(delim, 3)) {
+		delim = strings.Repeat(delim, 3)
+	}
+	for j := i + len(delim); j < len(text); j++ {
+		switch {
+		case text[j] == '\\' && q == '"':
+			if j+1 < len(text) && text[j+1] == '\n' {
+				ln++
+			}
+			j++ // the escaped byte is never a delimiter
+		case text[j] == '\n':
+			if len(delim) == 1 {
+				return j - 1, ln
+			}
+			ln++
+		case strings.HasPrefix(text[j:], delim):
+			return j + len(delim) - 1, ln
+		}
+	}
+	return len(text) - 1, ln
 }
 
 // tomlKeyLines maps the dotted path of every table header and key to the

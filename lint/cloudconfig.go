@@ -42,11 +42,17 @@ func scanCloudConfig(s segment, depth int) []Finding {
 			"cloud-config does not parse as YAML: "+strings.TrimPrefix(err.Error(), "yaml: ")+s.where(i),
 			"fix the YAML; cloud-init ignores a cloud-config it cannot load")}
 	}
+	idx := func(n *yaml.Node) int { return off + n.Line - 1 }
+	expanded, err := expandYAML(&doc)
+	if err != nil {
+		be := err.(*yamlBoundError)
+		return []Finding{uninspectable(s, off+be.line-1, "cloud-config "+be.msg)}
+	}
+	doc = *expanded
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil
 	}
 	root := doc.Content[0]
-	idx := func(n *yaml.Node) int { return off + n.Line - 1 }
 	var out []Finding
 	for k := 0; k+1 < len(root.Content); k += 2 {
 		key, val := root.Content[k].Value, root.Content[k+1]
@@ -72,8 +78,9 @@ func scanCloudConfig(s segment, depth int) []Finding {
 			}
 		case "write_files":
 			if val.Kind == yaml.SequenceNode {
+				decoded := 0
 				for j, f := range val.Content {
-					out = append(out, scanWriteFile(s, j, f, idx)...)
+					out = append(out, scanWriteFile(s, j, f, idx, &decoded)...)
 				}
 			}
 		case "users":
@@ -146,6 +153,10 @@ func scanCommandList(s segment, key string, val *yaml.Node, idx func(*yaml.Node)
 		}
 		lines = append(lines, cmd)
 		fs, perr := scanCommand(s, cmd, i, ctx)
+		if perr != nil && perr.tooDeep {
+			out = append(out, tooDeepFinding(s, i, ctx+" cannot be read as shell: "+perr.msg))
+			continue
+		}
 		if perr != nil {
 			pi := i + perr.line - 1
 			failed = append(failed, userDataFinding(RuleUserDataParse, s.lineOf(pi),

@@ -58,6 +58,12 @@ func scanCloudConfigArchive(s segment, depth int) []Finding {
 			"#cloud-config-archive does not parse as YAML: "+strings.TrimPrefix(err.Error(), "yaml: ")+s.where(line-1),
 			"fix the YAML; it must be a list of parts with type and content")}
 	}
+	expanded, err := expandYAML(&doc)
+	if err != nil {
+		be := err.(*yamlBoundError)
+		return []Finding{uninspectable(s, be.line-1, "#cloud-config-archive "+be.msg)}
+	}
+	doc = *expanded
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.SequenceNode {
 		return nil
 	}

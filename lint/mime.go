@@ -123,6 +123,21 @@ const MaxMIMEDepth = 8
 // large, or thousands of small ones) cost little to reject.
 const MaxDecodedBytes = 1 << 20
 
+// MaxGzipLayers is how many gzip-compressed documents may nest in one
+// another (a gzip part whose content is a MIME document with a gzip part
+// …, or base64 userData of gzip within gzip): 8, as deep as MaxMIMEDepth
+// lets multiparts nest. Compression within compression saves nothing, so
+// no bootstrap needs it; deeper nesting is refused (KX009, or a KX010
+// whose content is not inspected) so that unwrapping costs bounded work.
+const MaxGzipLayers = 8
+
+// MaxMIMEParts is how many parts one userData document may have in total,
+// at every level: 256. Each part costs a header map and a scan, and the
+// decompressed content of gzip parts (up to MaxDecodedBytes) could
+// otherwise hold a hundred thousand tiny parts; real bootstraps have a
+// handful. More parts are refused (KX009).
+const MaxMIMEParts = 256
+
 // gzipTypes are the media types cloud-init decompresses (cloud-init
 // documentation, "User data formats": gzip compressed content).
 var gzipTypes = map[string]bool{
@@ -167,6 +182,12 @@ type mimeScope struct {
 	// decoded counts the bytes gzip parts decompressed to so far, over
 	// the whole document (shared by nested scopes).
 	decoded *int
+	// parts counts the parts read so far, over the whole document
+	// (shared by nested scopes); at most MaxMIMEParts.
+	parts *int
+	// gzipLayers counts the gzip-compressed MIME documents this scope
+	// is nested in; at most MaxGzipLayers.
+	gzipLayers int
 }
 
 func (sc mimeScope) lineOf(i int) int {
@@ -186,7 +207,7 @@ func (sc mimeScope) partPath(n int) string {
 // parseMIME parses; strict=false accepts a missing closing delimiter (what
 // cloud-init, which reads a Custom family's userData unmerged, tolerates).
 func parseMIME(text string, strict bool) (*MIMEDocument, error) {
-	return parseMIMEIn(text, mimeScope{depth: 1, strict: strict, decoded: new(int)})
+	return parseMIMEIn(text, mimeScope{depth: 1, strict: strict, decoded: new(int), parts: new(int)})
 }
 
 func parseMIMEIn(text string, sc mimeScope) (*MIMEDocument, error) {
@@ -285,6 +306,9 @@ func parseParts(lines []string, i int, boundary string, ctLine int, sc mimeScope
 				return nil, false, perr(i+1, "no part after delimiter %q", delim)
 			}
 			return parts, false, nil
+		}
+		if *sc.parts++; *sc.parts > MaxMIMEParts {
+			return nil, false, &ParseError{Format: "MIME", Line: sc.lineOf(i), Msg: fmt.Sprintf("has more than %d parts in total; karpx reads at most that many (a bootstrap needs a handful)", MaxMIMEParts), Uninspectable: true}
 		}
 		part, next, delimited, closed, err := readPart(lines, i, len(parts)+1, isDelim, sc)
 		if err != nil {

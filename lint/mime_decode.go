@@ -101,7 +101,10 @@ func transferDecode(p *MIMEPart, lines []string, partLine, bodyStart int, sc mim
 // block and body, at p's level.
 func decodeCompressedMIME(p *MIMEPart, body string, sc mimeScope) error {
 	p.Body = body
-	child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded})
+	if sc.gzipLayers+1 > MaxGzipLayers {
+		return opaque(p, "nests gzip-compressed MIME documents more than %d deep", MaxGzipLayers)
+	}
+	child, err := encapsulated(body, 0, p.Path, mimeScope{depth: sc.depth, encoded: true, line: p.BodyLine, decoded: sc.decoded, parts: sc.parts, gzipLayers: sc.gzipLayers + 1})
 	if err != nil {
 		return asUninspectable(err, "part "+p.Path+" (gzip-compressed MIME)")
 	}
@@ -119,7 +122,7 @@ func decodeMessage(p *MIMEPart, body string, bodyStart int, sc mimeScope) error 
 	if sc.depth+1 > MaxMIMEDepth {
 		return opaque(p, "nests messages more than %d levels deep", MaxMIMEDepth)
 	}
-	child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded})
+	child, err := encapsulated(body, bodyStart, p.Path, mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset, decoded: sc.decoded, parts: sc.parts, gzipLayers: sc.gzipLayers})
 	if err != nil {
 		return asUninspectable(err, "part "+p.Path+" (message/rfc822)")
 	}
@@ -136,7 +139,7 @@ func decodeMultipart(p *MIMEPart, body, boundary string, bodyStart int, sc mimeS
 	if err := checkBoundary(boundary); err != nil {
 		return opaque(p, "is %s but %v", p.MediaType, err)
 	}
-	inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded}
+	inner := mimeScope{depth: sc.depth + 1, path: p.Path, encoded: p.Encoded, line: p.BodyLine, offset: sc.offset + bodyStart, decoded: sc.decoded, parts: sc.parts, gzipLayers: sc.gzipLayers}
 	if sc.encoded {
 		inner.encoded = true
 	}

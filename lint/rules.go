@@ -79,7 +79,7 @@ type Rule struct {
 
 var rules = []Rule{
 	{RuleUserDataSize, "userdata-size", "EC2NodeClass", SeverityDeny,
-		"spec.userData is larger than 16 KB (16,384 bytes) before base64; EC2 rejects the launch.",
+		"spec.userData is larger than 16 KB (16,384 bytes) before base64; EC2 rejects the launch. Such userData is denied with this finding alone: no parser reads it, since none of it can run on a node.",
 		"Amazon EC2 User Guide, \"Run commands when you launch an EC2 instance with user data input\": user data is limited to 16 KB in raw form, before base64 encoding.", "", ""},
 	{RuleUserDataParse, "userdata-parse", "EC2NodeClass", SeverityDeny,
 		"spec.userData does not parse in the format of its AMI family (MIME multipart, NodeConfig YAML, Bottlerocket TOML, PowerShell tags); the launch would fail when the autoscaler merges it.",
@@ -103,7 +103,7 @@ var rules = []Rule{
 		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
 		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values.", "", ""},
 	{RuleUserDataUninspectable, "userdata-uninspectable-part", "EC2NodeClass", SeverityDeny,
-		"A spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode), or runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3); a part karpx cannot inspect could hide anything.",
+		"A spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode), runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3), or passes one of the bounds within which karpx inspects userData: more than 256 MIME parts, gzip-compressed documents nested more than 8 deep, more than 1 MiB decompressed, shell nesting deeper than the parser's 4,000 call frames (about 140 nested arithmetic parentheses), cloud-config whose aliases expand to more than 20,000 YAML nodes or nest more than 64 levels, Bottlerocket TOML arrays or inline tables nested more than 32 levels; a part karpx cannot inspect could hide anything.",
 		"RFC 2045 section 6 (Content-Transfer-Encoding); RFC 2046 section 5.1 (nested multiparts); cloud-init documentation, \"User data formats\" (MIME multi-part, gzip compressed content, include file, part handler, cloud config archive) and module Write Files (encoding b64, gzip, gz+b64).", "", ""},
 	{RuleUserDataBase64, "userdata-base64-encoded", "EC2NodeClass", SeverityDeny,
 		"spec.userData is itself base64-encoded; Karpenter base64-encodes userData for EC2, so the node would receive base64 text instead of a script or settings.",

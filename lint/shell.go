@@ -1,7 +1,11 @@
 package lint
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -42,23 +46,178 @@ type shellEffect struct {
 type shellSyntaxError struct {
 	line, col int
 	msg       string
+	// tooDeep is set when the parse was stopped by the nesting bound
+	// (maxShellParseFrames): the script may well be valid, but karpx
+	// cannot read it, so it is uninspectable (KX009) rather than KX002.
+	tooDeep bool
+}
+
+// shellParser is a parser and its input, pooled together so that a parse
+// allocates neither.
+type shellParser struct {
+	p *syntax.Parser
+	g depthGuard
 }
 
 var shellParsers = sync.Pool{New: func() any {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+	return &shellParser{p: syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))}
 }}
 
-// parseShell parses src as Bash.
+// maxShellParseFrames bounds the call stack mvdan.cc/sh/v3/syntax's
+// recursive-descent parser may build: 4,000 frames. The parser has no
+// nesting limit of its own and recurses for every level of subshell,
+// command substitution, brace group, compound command and arithmetic
+// expression; one "(" inside "((" costs it about 28 frames (4 KB of
+// stack), so 2 MB of nested "((" overflowed the goroutine's 1 GB stack
+// (fatal, not recoverable), and 50 KB took 200 MB. 4,000 frames is
+// about 140 nested arithmetic parentheses or several hundred nested
+// subshells, on top of the few dozen frames of its callers (webhook
+// handler, lint); real scripts nest a few levels.
+const maxShellParseFrames = 4000
+
+// errShellTooDeep stops a parse that passed maxShellParseFrames.
+var errShellTooDeep = errors.New("nesting too deep")
+
+// depthGuard is the parser's input. The parser asks for up to 1 KiB at a
+// time (its buffer); before handing over each chunk after the first,
+// depthGuard checks how deep the call stack is, and fails the read once
+// it is deeper than maxShellParseFrames, which makes the parser stop with
+// that error. This measures the parser's real recursion rather than a
+// model of the shell's lexer: quotes, here-documents, case patterns and
+// comments cannot hide nesting from it. Between two checks the parser
+// reads at most 1 KiB, so it can grow by at most about 28,000 frames
+// (some 5 MB of stack) past the bound before it is stopped. A check
+// walks the stack (runtime.Callers): 7 µs at the 50 frames of an ordinary
+// parse, 280 µs at 3,000 (BenchmarkDepthCheck, on 2 cores under a load
+// average of 20), so a 16 KiB script pays 16 checks; scripts under 1 KiB,
+// most userData, are never checked.
+type depthGuard struct {
+	src   string
+	off   int
+	reads int
+	pc    [1]uintptr
+}
+
+// Read implements io.Reader.
+func (g *depthGuard) Read(p []byte) (int, error) {
+	if g.off >= len(g.src) {
+		return 0, io.EOF
+	}
+	if g.reads++; g.reads > 1 && runtime.Callers(maxShellParseFrames, g.pc[:]) > 0 {
+		return 0, errShellTooDeep
+	}
+	n := copy(p, g.src[g.off:])
+	g.off += n
+	return n, nil
+}
+
+// blankCommentLines returns src with every line that is only a comment
+// (blanks, then "#") emptied, its newline kept, so that line numbers do
+// not change. The parser reads each comment line of a run of them one
+// call deeper (its lexer's next calls itself after a comment), so 1 MB of
+// "#" lines cost it 500,000 frames and 128 MB of stack; blank lines cost
+// none. The first line (a "#!" interpreter line), a line continuing a
+// line that ends in a backslash, and a line that could end a here-document
+// (its text is a word written after some "<<", as in cat <<'#EOF') are
+// kept: emptying a delimiter would make the rest of the script the
+// here-document's data. Secrets in comments are still found: the secret
+// rules read the text, not the parse.
+func blankCommentLines(src string) string {
+	// minCommentRun: below this many "#", a run of comment lines costs
+	// the parser at most that many small frames, so src is used as is.
+	const minCommentRun = 64
+	if strings.Count(src, "#") < minCommentRun {
+		return src // too few comments to matter; no copy
+	}
+	delims := hereDocWords(src)
+	var b []byte // nil until the first change
+	prevCont := false
+	for i := 0; i < len(src); {
+		end := strings.IndexByte(src[i:], '\n')
+		if end < 0 {
+			end = len(src)
+		} else {
+			end += i
+		}
+		line := src[i:end]
+		t := strings.TrimLeft(line, " \t")
+		if i > 0 && !prevCont && strings.HasPrefix(t, "#") && !delims[strings.TrimRight(t, " \t\r")] {
+			if b == nil {
+				b = make([]byte, 0, len(src))
+				b = append(b, src[:i]...)
+			}
+		} else if b != nil {
+			b = append(b, line...)
+		}
+		if b != nil && end < len(src) {
+			b = append(b, '\n')
+		}
+		n := len(line) - len(strings.TrimRight(line, "\\"))
+		prevCont = n%2 == 1
+		i = end + 1
+	}
+	if b == nil {
+		return src
+	}
+	return string(b)
+}
+
+// hereDocWords returns the words that follow "<<" (or "<<-") in src with
+// their quotes (single, double, $'…' and $"…") and backslashes removed, as
+// the shell reads a here-document's delimiter; a here-string ("<<<") has
+// none. A delimiter it misreads only costs a KX002: an emptied delimiter
+// leaves the here-document unclosed, which the parser rejects.
+func hereDocWords(src string) map[string]bool {
+	var out map[string]bool
+	for i := 0; ; {
+		j := strings.Index(src[i:], "<<")
+		if j < 0 {
+			return out
+		}
+		i += j + 2
+		if i < len(src) && src[i] == '<' {
+			for i < len(src) && src[i] == '<' {
+				i++
+			}
+			continue
+		}
+		if i < len(src) && src[i] == '-' {
+			i++
+		}
+		for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+			i++
+		}
+		start := i
+		for i < len(src) && !strings.ContainsRune(" \t\n;|&<>()", rune(src[i])) {
+			i++
+		}
+		w := strings.NewReplacer("$'", "", `$"`, "", "'", "", `"`, "", `\`, "").Replace(src[start:i])
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[w] = true
+	}
+}
+
+// parseShell parses src as Bash, within maxShellParseFrames.
 func parseShell(src string) (*syntax.File, *shellSyntaxError) {
-	p := shellParsers.Get().(*syntax.Parser)
-	defer shellParsers.Put(p)
-	f, err := p.Parse(strings.NewReader(src), "")
+	sp := shellParsers.Get().(*shellParser)
+	defer func() {
+		sp.g = depthGuard{} // do not keep src alive in the pool
+		shellParsers.Put(sp)
+	}()
+	sp.g = depthGuard{src: blankCommentLines(src)}
+	f, err := sp.p.Parse(&sp.g, "")
 	if err != nil {
 		if pe, ok := err.(syntax.ParseError); ok {
 			return nil, &shellSyntaxError{line: int(pe.Pos.Line()), col: int(pe.Pos.Col()), msg: pe.Text}
 		}
 		if le, ok := err.(syntax.LangError); ok {
 			return nil, &shellSyntaxError{line: int(le.Pos.Line()), col: int(le.Pos.Col()), msg: le.Error()}
+		}
+		if errors.Is(err, errShellTooDeep) {
+			return nil, &shellSyntaxError{line: 1, col: 1, tooDeep: true,
+				msg: fmt.Sprintf("its subshells, command substitutions, compound commands or arithmetic nest deeper than karpx parses (the parser passed %d call frames)", maxShellParseFrames)}
 		}
 		return nil, &shellSyntaxError{line: 1, col: 1, msg: err.Error()}
 	}
@@ -213,6 +372,10 @@ func (fs *fileScan) nested(src string, line int) {
 		return
 	}
 	if err := fs.sc.script(src, line, fs.depth+1); err != nil {
+		if err.tooDeep {
+			fs.sc.add(RuleUserDataUninspectable, err.line, "a nested script cannot be read: "+err.msg)
+			return
+		}
 		fs.sc.add(RuleUserDataParse, err.line, "a nested script does not parse: "+err.msg)
 	}
 }

@@ -51,16 +51,30 @@ func scanShellSegment(s segment) []Finding {
 
 func shellParseFinding(s segment, perr *shellSyntaxError, what string) Finding {
 	i := perr.line - 1
+	if perr.tooDeep {
+		return tooDeepFinding(s, i, what+" cannot be read: "+perr.msg)
+	}
 	return userDataFinding(RuleUserDataParse, s.lineOf(i),
 		fmt.Sprintf("%s does not parse (line %d, column %d): %s%s", what, perr.line, perr.col, perr.msg, s.where(i)),
 		"fix the shell syntax; check it with bash -n")
 }
 
+// tooDeepFinding is the KX009 finding of a script that passed the parser's
+// nesting bound (maxShellParseFrames).
+func tooDeepFinding(s segment, i int, msg string) Finding {
+	return userDataFinding(RuleUserDataUninspectable, s.lineOf(i), msg+s.where(i),
+		"nest subshells, substitutions and arithmetic a few levels deep at most; a script karpx cannot parse could hide anything")
+}
+
 // scanShellLenient is the shell scan of text that is not valid userData:
 // the whole text when it parses, else each line that parses on its own.
 func scanShellLenient(s segment) []Finding {
-	if effects, perr := analyzeShell(s.text); perr == nil {
+	effects, perr := analyzeShell(s.text)
+	switch {
+	case perr == nil:
 		return effectFindings(s, effects, 0, "")
+	case perr.tooDeep:
+		return []Finding{shellParseFinding(s, perr, "the text, read as a shell script,")}
 	}
 	var out []Finding
 	for i, l := range logicalLines(s.text, segShell) {
@@ -93,6 +107,8 @@ func effectFindings(s segment, effects []shellEffect, off int, ctx string) []Fin
 		case RuleUserDataParse:
 			out = append(out, userDataFinding(e.rule, s.lineOf(i),
 				e.what+where, "fix the quoting of the nested script; check it with bash -n -c '…'"))
+		case RuleUserDataUninspectable:
+			out = append(out, tooDeepFinding(s, i, e.what+strings.TrimPrefix(where, s.where(i))))
 		}
 	}
 	return out

@@ -244,32 +244,47 @@ func looksLikeNodeConfig(text string) bool {
 
 // base64UserData reports whether the whole of text is base64 (lines of the
 // base64 alphabet only, as `base64` wraps them) that decodes to text or to
-// gzip data, and returns the decoded text (gunzipped when compressed).
-func base64UserData(text string) (string, bool) {
+// gzip data, and returns the decoded text (gunzipped when compressed, at
+// most MaxGzipLayers layers and MaxDecodedBytes bytes). note is set when
+// the decoded content cannot be read (corrupt gzip, too many layers, too
+// large, binary): the text is still base64 userData, but what it hides is
+// not inspected.
+func base64UserData(text string) (dec string, ok bool, note string) {
 	t := strings.TrimSpace(text)
 	if len(t) < 8 {
-		return "", false
+		return "", false, ""
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\n' || c == '\r') {
-			return "", false
+			return "", false, ""
 		}
 	}
-	dec, err := base64.StdEncoding.DecodeString(stripSpace(t))
+	raw, err := base64.StdEncoding.DecodeString(stripSpace(t))
 	if err != nil {
-		return "", false
+		return "", false, ""
 	}
-	out := string(dec)
-	if strings.HasPrefix(out, "\x1f\x8b") {
-		if out, err = gunzip(out, new(int)); err != nil {
-			return "", false
+	out := string(raw)
+	if !strings.HasPrefix(out, "\x1f\x8b") {
+		if !utf8.ValidString(out) || strings.IndexByte(out, 0) >= 0 {
+			return "", false, ""
+		}
+		return out, true, ""
+	}
+	// gzip data, possibly gzip within gzip: base64 userData either way.
+	decoded := 0
+	for layer := 1; strings.HasPrefix(out, "\x1f\x8b"); layer++ {
+		if layer > MaxGzipLayers {
+			return "", true, fmt.Sprintf("its content is gzip-compressed more than %d times", MaxGzipLayers)
+		}
+		if out, err = gunzip(out, &decoded); err != nil {
+			return "", true, "its gzip content does not decompress: " + err.Error()
 		}
 	}
 	if !utf8.ValidString(out) || strings.IndexByte(out, 0) >= 0 {
-		return "", false
+		return "", true, "its decompressed content is binary"
 	}
-	return out, true
+	return out, true, ""
 }
 
 // CheckUserData runs every userData rule (KX001–KX010) on text for the given
@@ -281,26 +296,39 @@ func CheckUserData(family, text string) Findings {
 
 // checkUserData is CheckUserData; unwrap allows one level of base64
 // unwrapping (KX010), so that base64 nested in base64 costs no more.
+//
+// Text over MaxUserDataBytes gets the KX001 denial alone: EC2 refuses to
+// launch with it, so none of it can run on a node, and no parser reads it
+// (a parser's cost grows with its input; 2 MB of nested "((" took the
+// webhook to a fatal stack overflow). The same holds for base64-decoded
+// userData: KX010 denies it, and its decoded content is inspected only up
+// to the same size.
 func checkUserData(family, text string, unwrap bool) Findings {
 	if text == "" {
 		return nil
 	}
-	var out Findings
 	if n := len(text); n > MaxUserDataBytes {
-		out = append(out, userDataFinding(RuleUserDataSize, 0,
-			fmt.Sprintf("is %d bytes; EC2 accepts at most %d bytes (16 KB) before base64, and the autoscaler adds its bootstrap to it", n, MaxUserDataBytes),
-			"move large files to S3 or SSM and fetch them at boot with the node role"))
+		return Findings{userDataFinding(RuleUserDataSize, 0,
+			fmt.Sprintf("is %d bytes; EC2 accepts at most %d bytes (16 KB) before base64, and the autoscaler adds its bootstrap to it; karpx did not inspect it further", n, MaxUserDataBytes),
+			"move large files to S3 or SSM and fetch them at boot with the node role")}
 	}
-	if dec, ok := base64UserData(text); ok && unwrap {
-		out = append(out, userDataFinding(RuleUserDataBase64, 1,
-			"is base64-encoded; Karpenter and karpx base64-encode userData themselves, so the node would receive the encoded text",
-			"put the decoded text in spec.userData"))
+	var out Findings
+	if dec, ok, note := base64UserData(text); ok && unwrap {
+		msg := "is base64-encoded; Karpenter and karpx base64-encode userData themselves, so the node would receive the encoded text"
+		switch {
+		case note != "":
+			msg += " (" + note + "; not inspected)"
+		case len(dec) > MaxUserDataBytes:
+			msg += fmt.Sprintf(" (it decodes to %d bytes, more than EC2's %d; not inspected)", len(dec), MaxUserDataBytes)
+		}
+		out = append(out, userDataFinding(RuleUserDataBase64, 1, msg, "put the decoded text in spec.userData"))
+		if note != "" || len(dec) > MaxUserDataBytes {
+			return out
+		}
 		// Inspect what it hides as well, so that a secret is named.
 		for _, f := range checkUserData(family, dec, false) {
-			if f.RuleID != RuleUserDataSize {
-				f.Line, f.Message = 1, f.Message+" (in the base64-decoded userData)"
-				out = append(out, f)
-			}
+			f.Line, f.Message = 1, f.Message+" (in the base64-decoded userData)"
+			out = append(out, f)
 		}
 		return out
 	}
@@ -312,9 +340,12 @@ func checkUserData(family, text string, unwrap bool) Findings {
 			line, msg = pe.Line, pe.Format+": "+pe.Msg
 		}
 		if pe != nil && pe.Uninspectable {
+			fix := "send every part as text (7bit, base64 or quoted-printable, optionally gzip) in a MIME tree at most 8 levels deep"
+			if pe.Format != "MIME" {
+				fix = "simplify it to the nesting a bootstrap needs; karpx refuses what it cannot inspect within its bounds (docs/rules.md, KX009)"
+			}
 			out = append(out, userDataFinding(RuleUserDataUninspectable, line,
-				"has a part karpx cannot decode or read: "+msg,
-				"send every part as text (7bit, base64 or quoted-printable, optionally gzip) in a MIME tree at most 8 levels deep"))
+				"has a part karpx cannot decode or read: "+msg, fix))
 		} else {
 			out = append(out, userDataFinding(RuleUserDataParse, line,
 				fmt.Sprintf("does not parse as %s userData: %s", familyLabel(family), msg),

@@ -12,7 +12,10 @@
 // nodes with those taints if the NodePool lists them in
 // spec.template.spec.startupTaints, which users forget (issue P4). The
 // mutating handler appends the missing ones. A rule (TaintRule) applies
-// when its agent's DaemonSet is found in the cluster by label selector, or
+// when its agent's DaemonSet is found by label selector in one of the
+// startup-taint namespaces the operator names (Options.StartupTaintNamespaces,
+// default kube-system; a tenant's look-alike DaemonSet elsewhere is never
+// read, and the webhook may list DaemonSets only there), or
 // when a ConfigMap of extra rules (TaintRulesConfigKey) enables it, so a
 // cluster can add its own agents without a rebuild. The Istio CNI rule is
 // opt-in: its taint is removed by istiod's untaint controller, which is off
@@ -38,6 +41,18 @@
 // block NodePool edits); EC2NodeClass validation is Fail (bad userData is
 // otherwise found only at launch); NodePool validation is Ignore. See
 // manifests/webhook/webhooks.yaml for the full trade-off.
+//
+// # Bounds and panics
+//
+// Every parser the rules run is bounded (package lint: userData over EC2's
+// 16 KB is not parsed at all; nesting, alias expansion, decompression and
+// part counts have limits, each reached with a KX009 finding), so one
+// request costs bounded time and memory. A handler that panics anyway is
+// recovered (answerRecovering): the panic is logged with its stack and
+// counted in karpx_webhook_panics_total{handler}; a validating handler
+// denies that request (fail closed, per request), the mutating handler
+// admits the NodePool unchanged with a warning, and the process keeps
+// serving.
 //
 // # Serving
 //

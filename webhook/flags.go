@@ -3,6 +3,7 @@ package webhook
 import (
 	"flag"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,10 @@ type CommandFlags struct {
 	// TaintRules is the ConfigMap of extra startup-taint rules
 	// (--startup-taint-rules-configmap; empty: built-in rules only).
 	TaintRules string
+	// StartupTaintNamespaces is a comma-separated list of the namespaces
+	// whose DaemonSets startup-taint detection reads
+	// (--startup-taint-namespaces, default DefaultStartupTaintNamespaces).
+	StartupTaintNamespaces string
 	// DisableRules is a comma-separated list of lint rule IDs (--disable-rules).
 	DisableRules string
 	// MetricsAddr, ProbeAddr and PprofAddr are the metrics, health probe and
@@ -57,6 +62,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.MutatingName, "mutating-webhook-configuration", "karpx-webhook", "MutatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
 	fs.StringVar(&f.ValidatingName, "validating-webhook-configuration", "karpx-webhook", "ValidatingWebhookConfiguration whose caBundle is kept up to date (self mode)")
 	fs.StringVar(&f.TaintRules, "startup-taint-rules-configmap", "karpx-webhook-startup-taints", "ConfigMap (in --namespace) of extra startup-taint rules; empty for built-in rules only")
+	fs.StringVar(&f.StartupTaintNamespaces, "startup-taint-namespaces", strings.Join(DefaultStartupTaintNamespaces, ","), "Comma-separated namespaces whose DaemonSets enable startup-taint rules (an agent's DaemonSet elsewhere, e.g. a tenant's, changes nothing)")
 	fs.StringVar(&f.DisableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")

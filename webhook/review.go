@@ -71,7 +71,7 @@ type objectReview[T any] struct {
 // a bad request) rather than an HTTP error status. Server.Register wraps it
 // with controller-runtime's webhook metrics like any handler.
 type objectHandler[T any] struct {
-	name  string // for logs
+	name  string // for logs and the handler label of karpx_webhook_panics_total
 	admit func(context.Context, *objectRequest[T]) admission.Response
 }
 
@@ -104,7 +104,9 @@ func (h *objectHandler[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, &review, admission.Errored(http.StatusBadRequest, errors.New("AdmissionReview has no request")))
 		return
 	}
-	resp := h.admit(r.Context(), review.Request)
+	resp := answerRecovering(r.Context(), h.name,
+		func() admission.Response { return h.admit(r.Context(), review.Request) },
+		func() admission.Response { return panicDenial(h.name) })
 	resp.UID = review.Request.UID
 	h.write(w, &review, resp)
 }

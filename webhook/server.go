@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,12 @@ type Options struct {
 	// TaintRulesConfigMap is the ConfigMap of extra startup-taint rules
 	// (see TaintRulesConfigKey); empty Name means built-in rules only.
 	TaintRulesConfigMap types.NamespacedName
+	// StartupTaintNamespaces are the namespaces whose DaemonSets startup-taint
+	// detection reads (ClusterTaintProvider.Namespaces); nil means
+	// DefaultStartupTaintNamespaces. The DaemonSet informer watches these
+	// namespaces only (CacheOptions), so the webhook needs no cluster-wide
+	// DaemonSet access.
+	StartupTaintNamespaces []string
 	// DisabledRules lists lint rule IDs the validating webhook skips.
 	DisabledRules map[string]bool
 	// LookupTimeout bounds the EC2NodeClass lookup; 0 means
@@ -40,32 +47,47 @@ type Options struct {
 	LookupTimeout time.Duration
 }
 
-// Register adds the three handlers to srv. reader is normally the
+// Register adds the three handlers to srv, each recovering from panics
+// (answerRecovering). reader is normally the
 // manager's cache (mgr.GetCache()), configured with CacheOptions; it reads
 // DaemonSet and EC2NodeClass metadata and the rules ConfigMap.
 func Register(srv crwebhook.Server, reader client.Reader, o Options) {
-	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &NodePoolDefaulter{
-		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap},
-	}})
+	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &recoveringHandler{name: HandlerMutateNodePool, h: &NodePoolDefaulter{
+		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap, Namespaces: o.StartupTaintNamespaces},
+	}}})
 	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules}
-	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: "validate-nodepool", admit: v.admitNodePool})
-	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: "validate-ec2nodeclass", admit: v.admitEC2NodeClass})
+	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: HandlerValidateNodePool, admit: v.admitNodePool})
+	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: HandlerValidateEC2NodeClass, admit: v.admitEC2NodeClass})
 }
 
 // CacheOptions returns the manager cache options for the webhook: the
-// ConfigMap informer watches only the rules ConfigMap (by namespace and
-// name), so the webhook never caches other ConfigMaps. DaemonSets and
-// EC2NodeClasses are read as metadata only, whatever these options say.
+// DaemonSet informer watches only the startup-taint namespaces
+// (StartupTaintNamespaces), and the ConfigMap informer only the rules
+// ConfigMap (by namespace and name), so the webhook never caches other
+// DaemonSets or ConfigMaps. DaemonSets and EC2NodeClasses are read as
+// metadata only, whatever these options say.
 func CacheOptions(o Options) cache.Options {
-	if o.TaintRulesConfigMap.Name == "" {
-		return cache.Options{}
+	namespaces := o.StartupTaintNamespaces
+	if namespaces == nil {
+		namespaces = DefaultStartupTaintNamespaces
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {
+	daemonSets := cache.ByObject{Namespaces: map[string]cache.Config{}}
+	for _, ns := range namespaces {
+		daemonSets.Namespaces[ns] = cache.Config{}
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	if len(namespaces) > 0 {
+		// No namespace: detection is off and no DaemonSet informer starts
+		// (an empty Namespaces map would mean every namespace).
+		byObject[&appsv1.DaemonSet{}] = daemonSets
+	}
+	if o.TaintRulesConfigMap.Name != "" {
+		byObject[&corev1.ConfigMap{}] = cache.ByObject{
 			Namespaces: map[string]cache.Config{o.TaintRulesConfigMap.Namespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", o.TaintRulesConfigMap.Name),
-		},
-	}}
+		}
+	}
+	return cache.Options{ByObject: byObject}
 }
 
 // ServerOptions configure NewServer.
@@ -108,7 +130,7 @@ func NewServer(o ServerOptions) crwebhook.Server {
 func WarmUp(reader client.Reader, o Options) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		log := logf.FromContext(ctx).WithName("warmup")
-		p := &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap}
+		p := &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap, Namespaces: o.StartupTaintNamespaces}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if taints, err := p.ActiveTaints(wctx); err != nil {

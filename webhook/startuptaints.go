@@ -148,15 +148,37 @@ type TaintProvider interface {
 	ActiveTaints(ctx context.Context) ([]ActiveTaint, error)
 }
 
+// DefaultStartupTaintNamespaces are the namespaces whose DaemonSets
+// startup-taint detection reads by default: kube-system, where each
+// detected built-in agent installs by default (Cilium's Helm chart and
+// cilium-cli, the aws-ebs-csi-driver and aws-efs-csi-driver charts and EKS
+// add-ons). Operators who install an agent elsewhere name its namespace
+// (--startup-taint-namespaces, the chart's webhook.startupTaintNamespaces).
+var DefaultStartupTaintNamespaces = []string{"kube-system"}
+
+// namespaces returns Namespaces, or DefaultStartupTaintNamespaces when nil.
+func (p *ClusterTaintProvider) namespaces() []string {
+	if p.Namespaces == nil {
+		return DefaultStartupTaintNamespaces
+	}
+	return p.Namespaces
+}
+
 // ClusterTaintProvider detects node agents from the cluster through a
 // (normally cache-backed) client.Reader: it reads the extra rules from the
 // ConfigMap ConfigMap (key TaintRulesConfigKey), merges them over the
 // built-in rules, and activates every rule that is enabled or whose
-// DaemonSetSelector matches a DaemonSet. DaemonSets are read as metadata
+// DaemonSetSelector matches a DaemonSet in one of Namespaces. DaemonSets are read as metadata
 // only (metav1.PartialObjectMetadata).
 type ClusterTaintProvider struct {
 	// Reader reads DaemonSets and the ConfigMap.
 	Reader client.Reader
+	// Namespaces are the only namespaces whose DaemonSets count for
+	// detection; nil means DefaultStartupTaintNamespaces. A DaemonSet that
+	// a tenant creates in a namespace of its own, labelled like an agent,
+	// must not put that agent's NoExecute taint on every NodePool: with no
+	// agent to remove it, no new node would ever initialise.
+	Namespaces []string
 	// ConfigMap names the ConfigMap of extra rules; an empty name or a
 	// missing ConfigMap means built-in rules only.
 	ConfigMap types.NamespacedName
@@ -239,12 +261,17 @@ func (p *ClusterTaintProvider) applies(ctx context.Context, r TaintRule) (bool, 
 	}
 	// Only whether a DaemonSet matches matters: skip the cache's deep copy
 	// of the matches, which are never read.
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSetList"))
-	if err := p.Reader.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("rule %s: listing DaemonSets: %w", r.Name, err)
+	for _, ns := range p.namespaces() {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSetList"))
+		if err := p.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+			return false, fmt.Errorf("rule %s: listing DaemonSets in namespace %s: %w", r.Name, ns, err)
+		}
+		if len(list.Items) > 0 {
+			return true, nil
+		}
 	}
-	return len(list.Items) > 0, nil
+	return false, nil
 }
 
 // StaticTaintProvider is a TaintProvider with a fixed answer, for tests and

@@ -39,9 +39,20 @@ const (
 	SQSQueue   Category = "sqs-queue"   // GetQueueUrl, GetQueueAttributes, CreateQueue, SetQueueAttributes
 )
 
-// IAM is the category of the IAM actions. IAM publishes no request rates,
-// so it has no bucket in Buckets: IAM calls are not throttled by default.
-const IAM Category = "iam"
+// IAM, EKS and Pricing are the categories of the IAM actions, of EKS
+// DescribeCluster and of the AWS Price List Query API (GetProducts). None
+// of the three services publishes request rates, so they have no bucket in
+// Buckets: their calls are not throttled by default. Unthrottled reports
+// them.
+const (
+	IAM     Category = "iam"
+	EKS     Category = "eks"
+	Pricing Category = "pricing"
+)
+
+// Unthrottled reports whether c is a category without a published rate
+// (IAM, EKS, Pricing), which Buckets leaves out.
+func Unthrottled(c Category) bool { return c == IAM || c == EKS || c == Pricing }
 
 // Bucket is a token bucket: a request takes one token.
 type Bucket struct {
@@ -52,7 +63,7 @@ type Bucket struct {
 }
 
 // Buckets returns the default bucket of every category that has one (all
-// but IAM), per account and region: size in requests, refill in requests
+// but IAM, EKS and Pricing), per account and region: size in requests, refill in requests
 // per second. The map is new on every call, so callers may override
 // entries.
 func Buckets() map[Category]Bucket {
@@ -85,11 +96,11 @@ type Charge struct {
 }
 
 // actionsByCategory lists every action karpx calls or the simulator
-// answers (EC2, SSM, SQS and IAM names as AWS spells them) under the
+// answers (EC2, SSM, SQS, IAM, EKS and Pricing names as AWS spells them) under the
 // category its calls are charged to.
 var actionsByCategory = map[Category][]string{
 	NonMutating: {"DescribeAvailabilityZones", "DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeInstanceTypes",
-		"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "DescribeLaunchTemplates", "DescribeInstances"},
+		"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "DescribeLaunchTemplates", "DescribeInstances", "DescribeInstanceStatus"},
 	Mutating:           {"CreateLaunchTemplate", "DeleteLaunchTemplate", "CreateFleet"},
 	RunInstances:       {"RunInstances"},
 	TerminateInstances: {"TerminateInstances"},
@@ -100,7 +111,9 @@ var actionsByCategory = map[Category][]string{
 	SQSReceive:         {"ReceiveMessage"},
 	SQSDelete:          {"DeleteMessage", "DeleteMessageBatch", "ChangeMessageVisibility"},
 	IAM: {"CreateInstanceProfile", "GetInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile",
-		"DeleteInstanceProfile", "TagInstanceProfile"},
+		"DeleteInstanceProfile", "TagInstanceProfile", "ListInstanceProfiles"},
+	EKS:     {"DescribeCluster"},
+	Pricing: {"GetProducts"},
 }
 
 // withUnfilteredBucket are the actions whose bare calls EC2 charges to

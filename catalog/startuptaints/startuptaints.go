@@ -13,8 +13,10 @@ type Rule struct {
 	// Taints are added to spec.template.spec.startupTaints when missing.
 	Taints []corev1.Taint `json:"taints"`
 	// DaemonSetSelector is a label selector ("k8s-app=cilium"); the rule
-	// applies when a DaemonSet in any namespace matches it. Empty means the
-	// rule is never detected and applies only when Enabled is true.
+	// applies when a DaemonSet in one of the webhook's detection namespaces
+	// (webhook.ClusterTaintProvider.Namespaces, --startup-taint-namespaces)
+	// matches it. Empty means the rule is never detected and applies only
+	// when Enabled is true.
 	DaemonSetSelector string `json:"daemonSetSelector,omitempty"`
 	// Enabled forces the rule on (true) or off (false); nil means "on when
 	// the DaemonSet is detected".

@@ -53,6 +53,7 @@ func run() error {
 		BootDelay: f.BootDelay, PendingDelay: f.PendingDelay, TerminatedRetention: f.TerminatedRetention,
 		Throttle: ec2sim.ThrottleConfig{Disabled: !f.Throttle, Neighbours: f.Neighbours}, MarkReady: f.MarkReady, Seed: f.Seed, Logger: log,
 		InterruptionQueue: f.InterruptionQueue, SpotInterruptionNotice: f.SpotInterruptionNotice,
+		ClusterEndpoint: f.ClusterEndpoint, ServiceIPv4CIDR: f.ServiceIPv4CIDR,
 	}
 	if f.Zones != "" {
 		cfg.Zones = strings.Split(f.Zones, ",")
@@ -74,6 +75,16 @@ func run() error {
 			return fmt.Errorf("building Kubernetes client: %w", err)
 		}
 		cfg.Kube = kube
+		// EKS DescribeCluster answers the cluster the Nodes join.
+		if cfg.ClusterEndpoint == "" {
+			cfg.ClusterEndpoint = rest.Host
+		}
+		cfg.ClusterCA = rest.CAData
+		if len(cfg.ClusterCA) == 0 && rest.CAFile != "" {
+			if cfg.ClusterCA, err = os.ReadFile(rest.CAFile); err != nil {
+				return fmt.Errorf("reading the kubeconfig's CA: %w", err)
+			}
+		}
 	}
 	sim, err := ec2sim.New(cfg)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -62,7 +63,17 @@ func options(f webhook.CommandFlags) (webhook.Options, error) {
 		}
 		disabled[id] = true
 	}
-	opts := webhook.Options{DisabledRules: disabled}
+	namespaces := []string{}
+	for _, ns := range strings.Split(f.StartupTaintNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return webhook.Options{}, fmt.Errorf("--startup-taint-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		namespaces = append(namespaces, ns)
+	}
+	opts := webhook.Options{DisabledRules: disabled, StartupTaintNamespaces: namespaces}
 	if f.TaintRules != "" {
 		opts.TaintRulesConfigMap = types.NamespacedName{Namespace: f.Namespace, Name: f.TaintRules}
 	}

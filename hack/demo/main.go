@@ -4,8 +4,11 @@
 // Deployment of pending pods, waits until karpx has launched nodes for them
 // and every pod is Running, prints `kubectl karpx status`, then scales the
 // Deployment to zero and shows the nodes going away (and scales it back).
-// `go run ./hack/demo down` stops everything. The Makefile's `demo` and
-// `demo-down` targets call it with bin/ first on PATH.
+// `go run ./hack/demo check` checks a running demo as its user would: its
+// pods Running and every command it printed at its end working as printed
+// (.ci/run runs it after `make demo`). `go run ./hack/demo down` stops
+// everything. The Makefile's `demo`, `demo-check` and `demo-down` targets
+// call it with bin/ first on PATH.
 package main
 
 import (
@@ -31,8 +34,8 @@ const (
 )
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: go run ./hack/demo up|down")
+	if len(os.Args) != 2 || (os.Args[1] != "up" && os.Args[1] != "down" && os.Args[1] != "check") {
+		fmt.Fprintln(os.Stderr, "usage: go run ./hack/demo up|down|check")
 		os.Exit(2)
 	}
 	bin, err := cluster.BinDir()
@@ -41,6 +44,12 @@ func main() {
 	}
 	root := filepath.Dir(bin)
 	work := filepath.Join(root, ".demo")
+	if os.Args[1] == "check" {
+		if err := check(work); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if os.Args[1] == "down" {
 		if err := down(work); err != nil {
 			fail(err)
@@ -164,10 +173,11 @@ func up(root, bin, work string) error {
 
 	for _, args := range [][]string{
 		{"karpx", "status", "--budget-endpoint", metrics},
-		// In a real cluster `kubectl karpx throttle` reads the same status
-		// through the API server's service proxy; the demo's controller
-		// runs outside the cluster, so it is read directly.
+		// In a real cluster `kubectl karpx throttle` and `capacity` read the
+		// controller through the API server's service proxy; the demo's
+		// controller runs outside the cluster, so they read it directly.
 		{"karpx", "throttle", "--endpoint", metrics},
+		{"karpx", "capacity", "--endpoint", metrics},
 		{"get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDER-ID:.spec.providerID,TYPE:.metadata.labels.node\\.kubernetes\\.io/instance-type,READY:.status.conditions[?(@.type==\"Ready\")].status"},
 		{"get", "pods", "-l", "app=inflate", "-o", "wide"},
 	} {
@@ -210,7 +220,94 @@ func up(root, bin, work string) error {
 	if _, err := kubectl(ctx, c, nil, "scale", "deployment", "inflate", "--replicas", fmt.Sprint(replicas)); err != nil {
 		return err
 	}
-	fmt.Printf("\nThe demo keeps running (inflate scaled back to %d). Poke around with:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl karpx status --budget-endpoint %s   # the controller runs beside the cluster, not in it\n  kubectl karpx throttle --endpoint %s\n  kubectl scale deployment inflate --replicas 40\n  kubectl scale deployment inflate --replicas 0   # and watch the nodes go\nLogs: %s/*.log\nStop it with: make demo-down\n", replicas, c.Kubeconfig, bin, metrics, metrics, work)
+	h := hints(c.Kubeconfig, bin, metrics)
+	if err := os.WriteFile(filepath.Join(work, hintsFile), []byte(h), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\nThe demo keeps running (inflate scaled back to %d). Poke around with:\n%sLogs: %s/*.log\nStop it with: make demo-down\n", replicas, h, work)
+	return nil
+}
+
+// hintsFile, in the demo's working directory, holds the commands the demo
+// prints at its end (hints), which `go run ./hack/demo check` runs.
+const hintsFile = "hints.sh"
+
+// hints returns the commands the demo suggests at its end, one a line,
+// indented, shell comments after "#": the exports that reach the cluster
+// and bin/, then kubectl commands. `check` runs them exactly as printed.
+func hints(kubeconfig, bin, metrics string) string {
+	return fmt.Sprintf(`  export KUBECONFIG=%[1]s PATH=%[2]s:$PATH
+  kubectl karpx status --budget-endpoint %[3]s   # the controller runs beside the cluster, not in it
+  kubectl karpx throttle --endpoint %[3]s
+  kubectl karpx capacity --endpoint %[3]s
+  kubectl karpx nodeclaims
+  kubectl scale deployment inflate --replicas 40
+  kubectl scale deployment inflate --replicas 0   # and watch the nodes go
+`, kubeconfig, bin, metrics)
+}
+
+// check verifies a running demo the way its user would: every pod of
+// inflate is Running (waiting up to 2 minutes, since the demo ends by
+// scaling it back up), then each hint runs as printed, in order, in one
+// bash with the hint's exports; a hint fails when it exits non-zero or when
+// a karpx command says a part of its answer is unavailable (as `capacity`
+// without --endpoint did on the demo, whose controller runs outside the
+// cluster). It returns the first failure.
+func check(work string) error {
+	data, err := os.ReadFile(filepath.Join(work, hintsFile))
+	if err != nil {
+		return fmt.Errorf("no running demo to check (run make demo first): %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var exports string
+	var commands []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "export "):
+			exports += line + "\n"
+		default:
+			commands = append(commands, line)
+		}
+	}
+	if exports == "" || len(commands) == 0 {
+		return fmt.Errorf("%s holds no export or no command:\n%s", filepath.Join(work, hintsFile), data)
+	}
+	sh := func(command string) (string, error) {
+		out, err := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+exports+command).CombinedOutput()
+		return string(out), err
+	}
+	start := time.Now()
+	for {
+		out, err := sh(`kubectl get pods -l app=inflate -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}'`)
+		if err != nil {
+			return fmt.Errorf("listing inflate's pods: %w\n%s", err, out)
+		}
+		running := strings.Count(out, "Running")
+		if running == replicas {
+			fmt.Printf("check: %d/%d inflate pods Running after %.0fs\n", running, replicas, time.Since(start).Seconds())
+			break
+		}
+		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("%d/%d inflate pods Running after %.0fs; see %s", running, replicas,
+				time.Since(start).Seconds(), filepath.Join(work, "karpx-controller.log"))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	for _, command := range commands {
+		fmt.Printf("\n$ %s\n", command)
+		out, err := sh(command)
+		fmt.Print(out)
+		if err != nil {
+			return fmt.Errorf("hint %q failed: %w", command, err)
+		}
+		if strings.HasPrefix(command, "kubectl karpx ") && strings.Contains(out, "unavailable") {
+			return fmt.Errorf("hint %q answered, but says part of its answer is unavailable", command)
+		}
+	}
+	fmt.Printf("\ncheck: the demo's %d hints work as printed\n", len(commands))
 	return nil
 }
 

@@ -208,9 +208,9 @@ func readLayout(t *testing.T, dir, ref, version string) (v1.ImageIndex, v1.Descr
 	return idx, idxDesc, sbomDesc
 }
 
-// checkIndex fails t unless idx lists exactly wantPlatforms, each a valid
-// karpx image, and returns each platform's binary.
-func checkIndex(t *testing.T, idx v1.ImageIndex, name string) map[string][]byte {
+// checkIndex fails t unless idx lists exactly want (platforms, in order),
+// each a valid karpx image, and returns each platform's binary.
+func checkIndex(t *testing.T, idx v1.ImageIndex, name string, want []string) map[string][]byte {
 	t.Helper()
 	im, err := idx.IndexManifest()
 	if err != nil {
@@ -229,8 +229,8 @@ func checkIndex(t *testing.T, idx v1.ImageIndex, name string) map[string][]byte 
 		}
 		bins[d.Platform.String()] = checkImage(t, img, name, *d.Platform)
 	}
-	if !slices.Equal(got, wantPlatforms) {
-		t.Errorf("%s: index platforms %v, want exactly %v", name, got, wantPlatforms)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: index platforms %v, want exactly %v", name, got, want)
 	}
 	return bins
 }
@@ -370,7 +370,7 @@ func TestComponentIndexPlatformsUserAndSBOM(t *testing.T) {
 	if idxDesc.Digest != w.Digest || sbomDesc.Digest != w.SBOMDigest {
 		t.Errorf("layout lists %s and %s, Write returned %s and %s", idxDesc.Digest, sbomDesc.Digest, w.Digest, w.SBOMDigest)
 	}
-	bins := checkIndex(t, idx, "karpx-controller")
+	bins := checkIndex(t, idx, "karpx-controller", wantPlatforms)
 	for _, b := range c.Binaries {
 		want, err := os.ReadFile(b.Path)
 		if err != nil {
@@ -444,9 +444,32 @@ func TestVersionIsTheReleaseNeverLatest(t *testing.T) {
 // from git describe (vX.Y.Z[-N-gHASH][-dirty]) or v0.0.0-gHASH without a tag.
 var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
-// TestReleaseImages reads what `make images` wrote (make test builds it
-// first): per component, an index of exactly linux/amd64 and linux/arm64
-// tagged with the release version, images that run as 65532 with nothing
+// builtPlatforms reads the platforms `make images` built (IMAGE_PLATFORMS,
+// in its platforms file: every release platform for a release, this
+// machine's alone in CI) and fails t unless they are a non-empty part of
+// wantPlatforms in its order.
+func builtPlatforms(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(imagesDir, "platforms"))
+	if err != nil {
+		t.Fatalf("%v: make images writes it beside the indexes; run it again", err)
+	}
+	built := strings.Fields(string(data))
+	var inOrder []string
+	for _, p := range wantPlatforms {
+		if slices.Contains(built, p) {
+			inOrder = append(inOrder, p)
+		}
+	}
+	if len(built) == 0 || !slices.Equal(built, inOrder) {
+		t.Fatalf("make images built %v: want a non-empty part of the release platforms %v, in that order", built, wantPlatforms)
+	}
+	return built
+}
+
+// TestReleaseImages reads what `make images` wrote (.ci/run builds it
+// first): per component, an index of exactly the platforms it built (the
+// release's linux/amd64 and linux/arm64, or a part of them) tagged with the release version, images that run as 65532 with nothing
 // writable, static CGO_ENABLED=0 binaries carrying the fallback CA roots,
 // an SBOM that matches their build info, and the overlay running that tag.
 func TestReleaseImages(t *testing.T) {
@@ -470,7 +493,8 @@ func TestReleaseImages(t *testing.T) {
 				t.Errorf("tagged %s (%s): want REGISTRY/karpx/%s:VERSION, the release version, never latest", version, ref, name)
 			}
 			idx, idxDesc, sbomDesc := readLayout(t, dir, ref, version)
-			bins := checkIndex(t, idx, name)
+			built := builtPlatforms(t)
+			bins := checkIndex(t, idx, name, built)
 			for p, bin := range bins {
 				checkStaticGoBinary(t, name+" "+p, bin)
 			}

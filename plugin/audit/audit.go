@@ -116,7 +116,7 @@ type InputError struct{ Errors []kxlint.InputError }
 func (e *InputError) Error() string {
 	msgs := make([]string, len(e.Errors))
 	for i := range e.Errors {
-		msgs[i] = e.Errors[i].Error()
+		msgs[i] = lint.Sanitize(e.Errors[i].Error())
 	}
 	return "cannot read input: " + strings.Join(msgs, "; ")
 }
@@ -237,8 +237,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Results: lint.NewResults()}
 	var inputErrs []kxlint.InputError
+	budget := kxlint.NewInputBudget() // bounds the -f input as a whole
 	for _, name := range o.Filenames {
-		got, skipped, errs := readPath(name, o.Recursive)
+		if budget.Spent() {
+			break
+		}
+		got, skipped, errs := readPath(name, o.Recursive, budget)
 		objs = append(objs, got...)
 		report.Skipped = append(report.Skipped, skipped...)
 		inputErrs = append(inputErrs, errs...)
@@ -298,19 +302,23 @@ func (o *Options) listCluster(ctx context.Context) ([]kxlint.Object, error) {
 	return out, nil
 }
 
-// readPath decodes a file or directory (*.yaml, *.yml, *.json).
-func readPath(name string, recursive bool) ([]kxlint.Object, []kxlint.Skipped, []kxlint.InputError) {
+// readPath decodes a file or directory (*.yaml, *.yml, *.json) within
+// budget; once it is spent, no further file is read.
+func readPath(name string, recursive bool, budget *kxlint.InputBudget) ([]kxlint.Object, []kxlint.Skipped, []kxlint.InputError) {
 	var objs []kxlint.Object
 	var skipped []kxlint.Skipped
 	var errs []kxlint.InputError
 	readFile := func(p string) {
+		if budget.Spent() {
+			return
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			errs = append(errs, kxlint.InputError{Source: p, Message: err.Error()})
 			return
 		}
 		defer f.Close()
-		got, sk, err := kxlint.DecodeObjects(f, p)
+		got, sk, err := budget.DecodeObjects(f, p)
 		objs, skipped = append(objs, got...), append(skipped, sk...)
 		if err != nil {
 			var ie *kxlint.InputError
@@ -374,7 +382,7 @@ func (o *Options) print(r *Report, denials, warnings int) error {
 		return writeSARIF(o.Out, r.Findings)
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) skipped: %s\n", s.Source, s.Document, s.Reason)
+		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) skipped: %s\n", lint.Sanitize(s.Source), s.Document, lint.Sanitize(s.Reason))
 	}
 	if len(r.Findings) > 0 {
 		t := &metav1.Table{ColumnDefinitions: columns}
@@ -384,7 +392,7 @@ func (o *Options) print(r *Report, denials, warnings int) error {
 				src = fmt.Sprintf("%s#%d", f.Source, f.Document)
 			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-				src, f.Kind + "/" + f.Name, string(f.Severity), f.RuleID, table.Dash(f.Location()), table.OneLine(f.Message), table.OneLine(f.Fix),
+				lint.Sanitize(src), lint.Sanitize(f.Kind + "/" + f.Name), string(f.Severity), f.RuleID, table.Dash(f.Location()), lint.Sanitize(table.OneLine(f.Message)), lint.Sanitize(table.OneLine(f.Fix)),
 			}})
 		}
 		if err := (table.Printer{Wide: o.Output == output.Wide, NoHeaders: o.NoHeaders}).Print(o.Out, t); err != nil {

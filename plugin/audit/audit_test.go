@@ -17,6 +17,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
+	kxlint "github.com/karpx/karpx/lint"
 	"github.com/karpx/karpx/plugin/cluster"
 )
 
@@ -185,5 +186,47 @@ func TestSARIFSchema(t *testing.T) {
 	broken, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"runs": [{"tool": {"driver": {}}}]}`))
 	if sch.Validate(broken) == nil {
 		t.Fatal("schema accepted a log without version and driver name")
+	}
+}
+
+// audit -f bounds its input as a whole, as lint does: past
+// kxlint.MaxInputDocuments reading stops with an error naming the bound
+// (exit 1) and later files are not read.
+func TestAuditFilesBoundedAsAWhole(t *testing.T) {
+	dir := t.TempDir()
+	other := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+	for f, content := range map[string]string{"a.yaml": strings.Repeat(other, kxlint.MaxInputDocuments), "b.yaml": other} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, err := run(t, liveObjects()[1:2], "-f", dir)
+	if exitCode(err) != 1 || !strings.Contains(out+errOut+err.Error(), "more than 10000 documents") {
+		t.Fatalf("exit %d (%v), want 1 naming the bound\n%s%s", exitCode(err), err, out, errOut)
+	}
+	// Control: a.yaml alone is within the bound.
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, liveObjects()[1:2], "-f", dir); exitCode(err) != 0 {
+		t.Fatalf("control: exit %d (%v), want 0", exitCode(err), err)
+	}
+}
+
+// Names from the input reach the terminal escaped (plugin/lint.Sanitize).
+func TestAuditOutputEscapesTerminalCharacters(t *testing.T) {
+	dir := t.TempDir()
+	nc := "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: \"b\\u009b2J\\a\"}\nspec:\n  amiSelectorTerms: [{alias: al2023@latest}]\n  userData: \"#!/bin/bash\\nsystemctl restart kubelet\\n\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"c\\e[31m\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "x\x1b[1m.yaml"), []byte(nc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, nil, "--no-cluster", "-f", dir)
+	if exitCode(err) != 1 {
+		t.Fatalf("exit %d (%v), want 1 (a denial)\n%s%s", exitCode(err), err, out, errOut)
+	}
+	// cli-runtime's table printer escapes ESC and CR itself, not the C1
+	// CSI (U+009B) or BEL.
+	if strings.ContainsAny(out+errOut, "\x1b\a\u009b") || !strings.Contains(out, `EC2NodeClass/b\u009b2J\a`) {
+		t.Errorf("output holds terminal control characters or lacks the escaped name:\n%q\n%q", out, errOut)
 	}
 }

@@ -219,3 +219,39 @@ func TestKubectlKarpxLintExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// A run's input is bounded as a whole: past MaxInputDocuments the run
+// stops reading with an error naming the bound (exit 1), and the files
+// after it are not read.
+func TestInputBoundedAsAWhole(t *testing.T) {
+	dir := t.TempDir()
+	other := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+	files := map[string]string{
+		"a.yaml": okClass + "\n" + strings.Repeat(other, kxlint.MaxInputDocuments-1),
+		"b.yaml": other,
+	}
+	for f, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := runStreams(t, nil, "-f", dir, "-o", "json")
+	var ie *InputError
+	if !errors.As(err, &ie) {
+		t.Fatalf("got %v, want an InputError", err)
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0].Message, "more than 10000 documents") || rep.Errors[0].Source != filepath.Join(dir, "b.yaml") {
+		t.Fatalf("errors %+v, want one naming the bound in b.yaml", rep.Errors)
+	}
+	if rep.Objects != 1 || len(rep.Skipped) != kxlint.MaxInputDocuments-1 {
+		t.Errorf("checked %d objects and skipped %d, want everything read before the bound", rep.Objects, len(rep.Skipped))
+	}
+	// Control: one file alone is within the bound.
+	if _, _, err := runStreams(t, nil, "-f", filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}

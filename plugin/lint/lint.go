@@ -80,7 +80,9 @@ EC2NodeClass present in the same input.
 Input is read as kubectl reads it: YAML documents separated by "---", JSON
 objects back to back, and List kinds. Every document that is not checked
 (another kind, karpenter.sh/v1beta1, a misspelt kind, no apiVersion) is
-reported with the reason. A document may be at most 7 MiB. Each object is
+reported with the reason. A document may be at most 7 MiB, the input as a
+whole at most 64 MiB and 10,000 documents (List items included), and Lists
+may nest 4 deep; past a bound, reading stops with an error naming it. Each object is
 also validated offline against its CRD (OpenAPI schema, CEL rules, unknown
 fields), so what the API server would reject is rejected here with the
 same message (KX011).
@@ -282,8 +284,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	report := Report{APIVersion: output.APIVersion, Kind: ReportKind, Results: NewResults(), Errors: []kxlint.InputError{}}
 	var objs []kxlint.Object
+	budget := kxlint.NewInputBudget() // bounds the input as a whole
 	for _, name := range o.Filenames {
-		o.read(name, &objs, &report)
+		if budget.Spent() {
+			break
+		}
+		o.read(name, budget, &objs, &report)
 	}
 	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
 	if err := o.print(printer, &report, denials, warnings); err != nil {
@@ -300,9 +306,10 @@ func (o *Options) Run(ctx context.Context) error {
 	return nil
 }
 
-// read decodes one -f argument into objs, recording skipped documents and
-// unreadable input in report.
-func (o *Options) read(name string, objs *[]kxlint.Object, report *Report) {
+// read decodes one -f argument into objs within budget, recording skipped
+// documents and unreadable input in report; once the budget is spent it
+// reads no further file.
+func (o *Options) read(name string, budget *kxlint.InputBudget, objs *[]kxlint.Object, report *Report) {
 	fail := func(source string, err error) {
 		var ie *kxlint.InputError
 		if errors.As(err, &ie) {
@@ -312,7 +319,10 @@ func (o *Options) read(name string, objs *[]kxlint.Object, report *Report) {
 		report.Errors = append(report.Errors, kxlint.InputError{Source: source, Message: shortPathError(err)})
 	}
 	decode := func(r io.Reader, source string) {
-		got, skipped, err := kxlint.DecodeObjects(r, source)
+		if budget.Spent() {
+			return
+		}
+		got, skipped, err := budget.DecodeObjects(r, source)
 		*objs = append(*objs, got...)
 		report.Skipped = append(report.Skipped, skipped...)
 		if err != nil {

@@ -42,10 +42,10 @@ func (o *Options) print(printer printers.ResourcePrinter, report *Report, denial
 		if what != "" {
 			what += " "
 		}
-		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) %sskipped: %s\n", s.Source, s.Document, what, s.Reason)
+		fmt.Fprintf(o.ErrOut, "warning: %s (document %d) %sskipped: %s\n", Sanitize(s.Source), s.Document, Sanitize(what), Sanitize(s.Reason))
 	}
 	for _, e := range report.Errors {
-		fmt.Fprintf(o.ErrOut, "error: %s\n", e.Error())
+		fmt.Fprintf(o.ErrOut, "error: %s\n", Sanitize(e.Error()))
 	}
 	if len(report.Findings) > 0 {
 		wide := o.Print.IsWide()
@@ -56,8 +56,8 @@ func (o *Options) print(printer printers.ResourcePrinter, report *Report, denial
 				text = f.RuleID + " " + f.Message
 			}
 			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-				f.Source, int64(f.Document), f.Kind + "/" + f.Name, string(f.Severity),
-				f.RuleID, table.Dash(f.Location()), table.OneLine(text), table.Dash(table.OneLine(f.Fix)),
+				Sanitize(f.Source), int64(f.Document), Sanitize(f.Kind + "/" + f.Name), string(f.Severity),
+				f.RuleID, table.Dash(f.Location()), Sanitize(table.OneLine(text)), table.Dash(Sanitize(table.OneLine(f.Fix))),
 			}})
 		}
 		if err := o.Print.Tables().Print(o.Out, t); err != nil {
@@ -86,7 +86,7 @@ func printNames(printer printers.ResourcePrinter, report *Report, o *Options) er
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
 		u.SetKind(f.Kind)
-		u.SetName(f.Name)
+		u.SetName(Sanitize(f.Name))
 		if err := printer.PrintObj(u, o.Out); err != nil {
 			return err
 		}

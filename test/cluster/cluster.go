@@ -76,8 +76,9 @@ type Options struct {
 	// Name is the cluster name; it must be unique among running clusters of
 	// the same Workdir.
 	Name string
-	// Workdir holds kwokctl's state (certificates, logs, etcd data).
-	// Default: a new temporary directory.
+	// Workdir holds kwokctl's state (certificates, logs, etcd data) and the
+	// configuration Start writes for it. Start creates it (and its parents)
+	// when it does not exist yet. Default: a new temporary directory.
 	Workdir string
 	// BinDir holds the binaries. Default: BinDir().
 	BinDir string
@@ -150,6 +151,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 		opts.Workdir = dir
+	} else if err := os.MkdirAll(opts.Workdir, 0o700); err != nil {
+		// The caller's Workdir need not exist yet (hack/demo passes
+		// .demo/cluster): Start writes its kwokctl and audit configuration
+		// there before kwokctl creates anything.
+		return nil, fmt.Errorf("creating the cluster Workdir: %w", err)
 	}
 	ports, err := pickPorts()
 	if err != nil {

@@ -67,7 +67,9 @@ func helmValuesMatrix() []valuesCase {
 			{[]string{"validatingwebhookconfiguration", "karpx-webhook"}, "{.webhooks[0].clientConfig.service.namespace}", "karpx"},
 			{[]string{"secret", "karpx-webhook-cert", "-n", "karpx"}, "{.type}", "Opaque"},
 			{[]string{"poddisruptionbudget", "karpx-webhook", "-n", "karpx"}, "{.spec.minAvailable}", "1"},
-			{[]string{"poddisruptionbudget", "karpx-controller", "-n", "karpx", "--ignore-not-found"}, "", ""},
+			{[]string{"poddisruptionbudget", "karpx-controller", "-n", "karpx"}, "{.spec.maxUnavailable}", "1"},
+			{[]string{"deployment", "karpx-controller", "-n", "karpx"},
+				"{.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key}", "karpenter.sh/nodepool"},
 		}},
 		{name: "irsa", namespace: "karpx", values: map[string]any{
 			"serviceAccount": map[string]any{"annotations": map[string]any{"eks.amazonaws.com/role-arn": arn}},
@@ -75,11 +77,11 @@ func helmValuesMatrix() []valuesCase {
 			{[]string{"serviceaccount", "karpx", "-n", "karpx"}, `{.metadata.annotations.eks\.amazonaws\.com/role-arn}`, arn},
 			{[]string{"clusterrolebinding", "karpx-controller"}, "{.subjects[0].name}", "karpx"},
 		}},
-		{name: "replicas-2-pdb", namespace: "karpx", values: map[string]any{
-			"replicas": 2, "podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": 1},
+		{name: "replicas-3-no-pdb", namespace: "karpx", values: map[string]any{
+			"replicas": 3, "podDisruptionBudget": map[string]any{"enabled": false},
 		}, want: []jsonpathWant{
-			{[]string{"deployment", "karpx-controller", "-n", "karpx"}, "{.spec.replicas}", "2"},
-			{[]string{"poddisruptionbudget", "karpx-controller", "-n", "karpx"}, "{.spec.maxUnavailable}", "1"},
+			{[]string{"deployment", "karpx-controller", "-n", "karpx"}, "{.spec.replicas}", "3"},
+			{[]string{"poddisruptionbudget", "karpx-controller", "-n", "karpx", "--ignore-not-found"}, "", ""},
 		}},
 		{name: "custom-namespace", namespace: "kube-autoscaling", want: []jsonpathWant{
 			{[]string{"deployment", "karpx-controller", "-n", "kube-autoscaling"}, "{.spec.template.spec.containers[0].args[0]}", "--leader-election-namespace=kube-autoscaling"},

@@ -138,7 +138,7 @@ func TestChartRendersDefaults(t *testing.T) {
 		"ServiceAccount kube-system/karpx", "ServiceAccount kube-system/karpx-webhook",
 		"ClusterRole /karpx-controller", "ClusterRoleBinding /karpx-controller", "ClusterRole /karpx-webhook",
 		"Service kube-system/karpx-controller", "Service kube-system/karpx-webhook",
-		"PodDisruptionBudget kube-system/karpx-webhook", "Secret kube-system/karpx-webhook-cert",
+		"PodDisruptionBudget kube-system/karpx-webhook", "PodDisruptionBudget kube-system/karpx-controller", "Secret kube-system/karpx-webhook-cert",
 		"MutatingWebhookConfiguration /karpx-webhook", "ValidatingWebhookConfiguration /karpx-webhook",
 	}
 	for _, k := range want {
@@ -310,7 +310,10 @@ func TestChartManifestsEqualKustomize(t *testing.T) {
 	webhook["certificates"] = map[string]any{"mode": "cert-manager"}
 	chartCM := render(t, "karpx", "karpx", values)
 	for k, obj := range chartCM {
-		if obj.GetNamespace() != "karpx-system" && !slices.Contains([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}, obj.GetKind()) ||
+		// The webhook's objects: in its namespace, cluster-scoped, and
+		// its startup-taint Roles in the namespaces it detects agents in.
+		if obj.GetNamespace() != "karpx-system" && obj.GetName() != "karpx-webhook-startup-taints" &&
+			!slices.Contains([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}, obj.GetKind()) ||
 			strings.HasSuffix(k, "/karpx-controller") {
 			delete(chartCM, k)
 		}

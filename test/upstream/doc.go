@@ -1,25 +1,32 @@
-// Package upstream runs upstream Karpenter's kwok cloud provider
-// (sigs.k8s.io/karpenter/kwok, the version karpx's go.mod requires, built by
-// `make karpenter-kwok` into bin/karpenter-kwok) on a test/cluster control
-// plane: the real upstream provisioning, disruption, termination and state
-// controllers, with Nodes that Karpenter creates itself and kwok keeps Ready.
-// It is the starter for "upstream mode" tests (kubectl karpx and the webhook
-// on a cluster that Karpenter runs) and for the head-to-head benchmark
-// against karpx and ec2sim.
+// Package upstream runs upstream Karpenter on a test/cluster control plane
+// ("upstream mode"), in two forms:
 //
-// A test starts a cluster (cluster.StartForTest), then calls StartForTest
-// (or InstallCRDs, WriteInstanceTypes and Start), and creates its NodePools
-// with ApplyNodePool, which points their nodeClassRef at a KWOKNodeClass.
-//
-// Both sides see the same machines: InstanceTypes renders karpx's catalogue
-// as Karpenter's kwok instance-types file with the zones, capacity types and
-// prices ec2sim serves, and NodeClass gives the KWOKNodeClass a
-// spec.nodeRegistrationDelay equal to ec2sim's launch-to-Node time
-// (BootDelay), so each side's Node appears as long after the launch.
+//   - The real AWS provider (github.com/aws/karpenter-provider-aws, the
+//     version hack/karpenter-aws/go.mod pins, built by `make karpenter-aws`
+//     into bin/karpenter-aws) against an ec2sim of its own: StartAWSForTest
+//     installs its CRDs from the module (pkg/apis/crds, server-side applied
+//     over karpx's) and its Helm chart's RBAC (AWSRBACManifests) and runs
+//     it as the chart's ServiceAccount, with AWSEnv's environment pointing
+//     every AWS service at ec2sim. Its instances are launched through
+//     ec2sim's CreateFleet and join the cluster as ec2sim's kubelet
+//     emulation registers them.
+//   - The kwok provider (sigs.k8s.io/karpenter/kwok, the version karpx's
+//     go.mod requires, built by `make karpenter-kwok` into
+//     bin/karpenter-kwok), which makes no cloud call and creates each Node
+//     itself: Start, StartForTest. Both sides see the same machines:
+//     InstanceTypes renders karpx's catalogue as Karpenter's kwok
+//     instance-types file with the zones, capacity types and prices ec2sim
+//     serves, and NodeClass gives the KWOKNodeClass a
+//     spec.nodeRegistrationDelay equal to ec2sim's launch-to-Node time
+//     (BootDelay), so each side's Node appears as long after the launch.
+//     The head-to-head benchmark (test/headtohead) runs it.
 //
 // The package's own tests check the generator against a running ec2sim
-// (TestInstanceTypesMatchSimulator) and run upstream mode end to end
-// (TestUpstreamKarpenterKwok: the real kubectl karpx and karpx's webhook on
-// a cluster Karpenter runs); the latter skips, naming the fix, without
-// bin/karpenter-kwok.
+// (TestInstanceTypesMatchSimulator), run the AWS provider end to end
+// (TestUpstreamKarpenterAWS: pods Running on instances it launched, the
+// real kubectl karpx and karpx's webhook on its cluster, scale to zero
+// terminating every instance) and the kwok provider's launch and restart
+// (TestUpstreamKarpenterKwok). The latter skips, naming the fix, without
+// bin/karpenter-kwok; the former fails without bin/karpenter-aws, which
+// `make test` builds.
 package upstream

@@ -44,18 +44,43 @@ var CRDDirs = []string{"kwok/charts/crds", "kwok/apis/crds"}
 // here; TestVersionIsGoMod fails when it and go.mod differ.
 const Version = "v1.13.0"
 
-// binaryVersion returns the ModulePath version a binary was built from.
-func binaryVersion(bi *debug.BuildInfo) (string, error) {
+// binaryVersion returns the version of module a binary was built from:
+// its main module or one of its dependencies, never a replaced one.
+func binaryVersion(bi *debug.BuildInfo, module string) (string, error) {
 	mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
 	for _, m := range mods {
-		if m.Path == ModulePath {
+		if m.Path == module {
 			if m.Replace != nil {
-				return "", fmt.Errorf("%s is replaced by %s %s: upstream mode needs the released module", ModulePath, m.Replace.Path, m.Replace.Version)
+				return "", fmt.Errorf("%s is replaced by %s %s: upstream mode needs the released module", module, m.Replace.Path, m.Replace.Version)
 			}
 			return m.Version, nil
 		}
 	}
-	return "", fmt.Errorf("built from no version of %s", ModulePath)
+	return "", fmt.Errorf("built from no version of %s", module)
+}
+
+// checkBuild returns an error unless path is a Go binary of package main
+// pkg built from module at version; each error names the make target that
+// fixes it.
+func checkBuild(path, pkg, module, version, target string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%s not found: run `make %s` (or `make test`, which builds it): %w", path, target, err)
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: reading its Go build information: %w", path, err)
+	}
+	if bi.Path != pkg {
+		return fmt.Errorf("%s is %s, not %s: run `make %s`", path, bi.Path, pkg, target)
+	}
+	got, err := binaryVersion(bi, module)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if got != version {
+		return fmt.Errorf("%s was built from %s %s but %s is pinned: run `make %s`", path, module, got, version, target)
+	}
+	return nil
 }
 
 // CheckBinary returns an error unless path is Karpenter's kwok provider
@@ -63,24 +88,7 @@ func binaryVersion(bi *debug.BuildInfo) (string, error) {
 // ("run make karpenter-kwok"), not the kwok provider, or built from another
 // Karpenter version (a stale bin/ after go.mod moved; the fix is the same).
 func CheckBinary(path string) error {
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("%s not found: run `make karpenter-kwok` (or `make test`, which builds it): %w", path, err)
-	}
-	bi, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("%s: reading its Go build information: %w", path, err)
-	}
-	if bi.Path != ModulePath+"/kwok" {
-		return fmt.Errorf("%s is %s, not %s/kwok: run `make karpenter-kwok`", path, bi.Path, ModulePath)
-	}
-	got, err := binaryVersion(bi)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if got != Version {
-		return fmt.Errorf("%s was built from %s %s but go.mod requires %s: run `make karpenter-kwok`", path, ModulePath, got, Version)
-	}
-	return nil
+	return checkBuild(path, ModulePath+"/kwok", ModulePath, Version, "karpenter-kwok")
 }
 
 // ModuleDir returns the module cache directory of ModulePath at Version,
@@ -88,24 +96,29 @@ func CheckBinary(path string) error {
 // verified against the checksum database) when it is not cached. It
 // returns the go command's error output on failure.
 func ModuleDir(ctx context.Context) (string, error) {
-	v := Version
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", ModulePath+"@"+v)
+	return moduleDir(ctx, ModulePath, Version)
+}
+
+// moduleDir returns the module cache directory of module at version (see
+// ModuleDir).
+func moduleDir(ctx context.Context, module, version string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	// Outside any module, so karpx's go.mod and go.sum are never touched.
 	cmd.Dir = os.TempDir()
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr == nil && info.Error != "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s", ModulePath, v, info.Error)
+		return "", fmt.Errorf("go mod download %s@%s: %s", module, version, info.Error)
 	}
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", fmt.Errorf("go mod download %s@%s: %w\n%s", ModulePath, v, err, ee.Stderr)
+			return "", fmt.Errorf("go mod download %s@%s: %w\n%s", module, version, err, ee.Stderr)
 		}
-		return "", fmt.Errorf("go mod download %s@%s: %w", ModulePath, v, err)
+		return "", fmt.Errorf("go mod download %s@%s: %w", module, version, err)
 	}
 	if info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: no directory in %q", ModulePath, v, out)
+		return "", fmt.Errorf("go mod download %s@%s: no directory in %q", module, version, out)
 	}
 	return info.Dir, nil
 }
@@ -154,13 +167,17 @@ type Options struct {
 // shuts its manager down within seconds when nothing is in flight.
 const StopTimeout = 30 * time.Second
 
-// Karpenter is a running karpenter-kwok process.
+// Karpenter is a running Karpenter process: the kwok provider (Start) or
+// the AWS provider (StartAWS).
 type Karpenter struct {
+	// Name is the binary's file name, BinaryName or AWSBinaryName.
+	Name string
 	// LogPath is the file receiving the process's standard output and
-	// error (Karpenter's JSON logs): Workdir/karpenter-kwok-*.log, a new
-	// one for every Start.
+	// error (Karpenter's JSON logs): Workdir/NAME-*.log, a new one for
+	// every start.
 	LogPath string
-	// InstanceTypesFile is the file passed as --instance-types-file-path.
+	// InstanceTypesFile is the file passed as --instance-types-file-path
+	// (the kwok provider only).
 	InstanceTypesFile string
 	// MetricsURL is Karpenter's Prometheus endpoint,
 	// http://127.0.0.1:PORT/metrics.
@@ -224,25 +241,47 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Karpenter, e
 			return nil, err
 		}
 	}
+	p := process{name: BinaryName, bin: bin, kubeconfig: c.Kubeconfig, workdir: opts.Workdir, readyTimeout: opts.ReadyTimeout,
+		args: append([]string{"--instance-types-file-path=" + opts.InstanceTypesFile}, opts.Args...), env: opts.Env}
+	k, err := p.start(ctx)
+	if err != nil {
+		if removeDir != "" {
+			_ = os.RemoveAll(removeDir)
+		}
+		return nil, err
+	}
+	k.InstanceTypesFile, k.removeDir = opts.InstanceTypesFile, removeDir
+	return k, nil
+}
+
+// process is a Karpenter binary to run: bin with args, env after the
+// variables every start sets, kubeconfig as KUBECONFIG, its log in workdir.
+type process struct {
+	name, bin    string
+	kubeconfig   string
+	workdir      string
+	args, env    []string
+	readyTimeout time.Duration
+}
+
+// start runs p until /readyz answers 200, retrying (startAttempts in all)
+// a start whose port was taken between the free-port probe and
+// Karpenter's bind.
+func (p process) start(ctx context.Context) (*Karpenter, error) {
 	var err error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
 		var k *Karpenter
-		k, err = start(ctx, c, bin, opts)
-		if err == nil {
-			k.removeDir = removeDir
+		if k, err = p.startOnce(ctx); err == nil {
 			return k, nil
 		}
 		if !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
-	if removeDir != "" {
-		_ = os.RemoveAll(removeDir)
-	}
 	return nil, err
 }
 
-func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options) (*Karpenter, error) {
+func (p process) startOnce(ctx context.Context) (*Karpenter, error) {
 	metrics, err := freePort()
 	if err != nil {
 		return nil, err
@@ -252,36 +291,36 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options) (*
 		return nil, err
 	}
 	k := &Karpenter{
-		InstanceTypesFile: opts.InstanceTypesFile,
-		MetricsURL:        "http://127.0.0.1:" + strconv.Itoa(metrics) + "/metrics",
-		ReadyURL:          "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
-		exited:            make(chan struct{}),
+		Name:       p.name,
+		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(metrics) + "/metrics",
+		ReadyURL:   "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
+		exited:     make(chan struct{}),
 	}
 	// A new file for every start, so a restart keeps the previous log.
-	if k.logFile, err = os.CreateTemp(opts.Workdir, "karpenter-kwok-*.log"); err != nil {
+	if k.logFile, err = os.CreateTemp(p.workdir, p.name+"-*.log"); err != nil {
 		return nil, err
 	}
 	k.LogPath = k.logFile.Name()
-	k.cmd = exec.Command(bin, append([]string{"--instance-types-file-path=" + opts.InstanceTypesFile}, opts.Args...)...)
+	k.cmd = exec.Command(p.bin, p.args...)
 	k.cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+c.Kubeconfig,
+		"KUBECONFIG="+p.kubeconfig,
 		"SYSTEM_NAMESPACE=kube-system",
 		"DISABLE_LEADER_ELECTION=true",
 		"METRICS_PORT="+strconv.Itoa(metrics),
 		"HEALTH_PROBE_PORT="+strconv.Itoa(health),
 	)
-	k.cmd.Env = append(k.cmd.Env, opts.Env...)
+	k.cmd.Env = append(k.cmd.Env, p.env...)
 	k.cmd.Stdout, k.cmd.Stderr = k.logFile, k.logFile
 	if err := k.cmd.Start(); err != nil {
 		k.logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, fmt.Errorf("starting %s: %w", p.bin, err)
 	}
 	go func() {
 		k.waitErr = k.cmd.Wait()
 		k.logFile.Close()
 		close(k.exited)
 	}()
-	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.readyTimeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -295,10 +334,10 @@ func start(ctx context.Context, c *cluster.Cluster, bin string, opts Options) (*
 		}
 		select {
 		case <-k.exited:
-			return nil, fmt.Errorf("%s exited before it was ready (%v); log %s ends:\n%s", BinaryName, k.waitErr, k.LogPath, k.LogTail(4<<10))
+			return nil, fmt.Errorf("%s exited before it was ready (%v); log %s ends:\n%s", p.name, k.waitErr, k.LogPath, k.LogTail(4<<10))
 		case <-ctx.Done():
 			_ = k.stop()
-			return nil, fmt.Errorf("%s not ready at %s within %s; log %s ends:\n%s", BinaryName, k.ReadyURL, opts.ReadyTimeout, k.LogPath, k.LogTail(4<<10))
+			return nil, fmt.Errorf("%s not ready at %s within %s; log %s ends:\n%s", p.name, k.ReadyURL, p.readyTimeout, k.LogPath, k.LogTail(4<<10))
 		case <-tick.C:
 		}
 	}
@@ -424,10 +463,10 @@ func StartForTest(t testing.TB, c *cluster.Cluster, opts Options) *Karpenter {
 	}
 	t.Cleanup(func() {
 		if err := k.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", BinaryName, err)
+			t.Errorf("stopping %s: %v", k.Name, err)
 		}
 		if t.Failed() {
-			t.Logf("--- %s log (last 8 KiB) ---\n%s", BinaryName, k.LogTail(8<<10))
+			t.Logf("--- %s log (last 8 KiB) ---\n%s", k.Name, k.LogTail(8<<10))
 		}
 	})
 	return k

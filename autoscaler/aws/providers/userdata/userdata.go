@@ -59,6 +59,11 @@ func Generate(o Options) (string, error) {
 	if o.CustomUserData != nil {
 		custom = *o.CustomUserData
 	}
+	// EC2 refuses more anyway; not parsing it keeps a hostile EC2NodeClass
+	// the webhook never saw from costing the controller unbounded work.
+	if len(custom) > lint.MaxUserDataBytes {
+		return "", fmt.Errorf("spec.userData is %d bytes; EC2 accepts at most %d (16 KB) before base64", len(custom), lint.MaxUserDataBytes)
+	}
 	if o.ClusterCIDR == "" {
 		o.ClusterCIDR = DefaultClusterCIDR
 	}
@@ -324,9 +329,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func bottlerocket(o Options, custom string) (string, error) {
 	doc := map[string]any{}
 	if strings.TrimSpace(custom) != "" {
-		if _, err := toml.Decode(custom, &doc); err != nil {
+		// lint's parser: TOML with the webhook's nesting bound.
+		s, err := lint.ParseBottlerocketTOML(custom)
+		if err != nil {
 			return "", fmt.Errorf("spec.userData: Bottlerocket userData must be TOML: %w", err)
 		}
+		doc = s.Tree
 	}
 	settings := table(doc, "settings")
 	k8s := table(settings, "kubernetes")

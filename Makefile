@@ -469,7 +469,7 @@ FUZZ_TARGETS := \
 	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSSMGetParameter \
-	./autoscaler/controllers/interruption/messages:FuzzParse
+	./autoscaler/aws/controllers/interruption/messages:FuzzParse
 .PHONY: fuzz
 fuzz: ## Run every fuzz target in FUZZ_TARGETS for FUZZ_TIME each.
 	@for target in $(FUZZ_TARGETS); do \

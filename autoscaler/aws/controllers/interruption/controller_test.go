@@ -37,6 +37,9 @@ type fakeQueue struct {
 
 func (q *fakeQueue) Name() string { return "test-queue" }
 
+// OwnerAccount is the account of the test events (body).
+func (q *fakeQueue) OwnerAccount(context.Context) (string, error) { return testAccount, nil }
+
 func (q *fakeQueue) Receive(ctx context.Context) ([]sqs.Message, error) {
 	q.mu.Lock()
 	if len(q.batches) == 0 {
@@ -75,9 +78,16 @@ func (o *fakeOfferings) MarkUnavailable(it, zone, ct string) {
 
 var eventTime = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
+// testAccount and testRegion are the queue owner's account and the
+// controller's region in these tests, and those of the events body builds.
+const (
+	testAccount = "123456789012"
+	testRegion  = "us-east-1"
+)
+
 func body(detailType, source, detail string) string {
-	return fmt.Sprintf(`{"version":"0","id":"e-%d","detail-type":%q,"source":%q,"account":"123456789012","time":%q,"region":"us-east-1","resources":[],"detail":%s}`,
-		len(detail), detailType, source, eventTime.Format(time.RFC3339), detail)
+	return fmt.Sprintf(`{"version":"0","id":"e-%d","detail-type":%q,"source":%q,"account":%q,"time":%q,"region":%q,"resources":[],"detail":%s}`,
+		len(detail), detailType, source, testAccount, eventTime.Format(time.RFC3339), testRegion, detail)
 }
 
 func spot(id string) string {
@@ -106,6 +116,9 @@ const (
 
 // newEnv has two spot NodeClaims with Nodes, of instances inst1 and inst2.
 func newEnv(t *testing.T, opts Options, funcs *interceptor.Funcs) *env {
+	if opts.Region == "" {
+		opts.Region = testRegion
+	}
 	e := &env{t: t, queue: &fakeQueue{}, offerings: &fakeOfferings{}, recorder: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(eventTime.Add(5 * time.Second))}
 	var objs []client.Object
 	for i, id := range []string{inst1, inst2} {
@@ -192,7 +205,7 @@ func TestSpotInterruptionMarksOnceAndDeletesTheMessage(t *testing.T) {
 	}
 	// Delivered again after a restart of the controller (its memory is
 	// empty; the mark on the NodeClaim says it is done).
-	e.ctrl = New(e.kube, e.queue, e.offerings, e.recorder, e.clock, func() { e.triggers++ }, Options{})
+	e.ctrl = New(e.kube, e.queue, e.offerings, e.recorder, e.clock, func() { e.triggers++ }, Options{Region: testRegion})
 	e.handle(spot(inst1))
 	if e.triggers != 1 || len(e.events()) != 0 {
 		t.Fatalf("a redelivery after a restart acted again (triggers %d)", e.triggers)

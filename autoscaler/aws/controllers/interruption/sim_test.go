@@ -58,7 +58,7 @@ func TestAgainstTheSimulatedQueue(t *testing.T) {
 	offerings := &fakeOfferings{}
 	triggers := 0
 	ctrl := New(kube, sqs.New(env.Client, queue), offerings, record.NewFakeRecorder(100), clock.RealClock{}, func() { triggers++ },
-		Options{MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second})
+		Options{MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, Region: testRegion})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Start(ctx) }()

@@ -72,12 +72,12 @@ func TestOwnerAccount(t *testing.T) {
 	for raw, want := range map[string]string{
 		"https://sqs.us-east-2.amazonaws.com/123456789012/MyQueue": "123456789012",
 		"https://sqs.eu-west-1.amazonaws.com/000000000001/q.fifo/": "000000000001",
-		"https://sqs.us-east-2.amazonaws.com/MyQueue":               "",
-		"https://sqs.us-east-2.amazonaws.com/12345678901/MyQueue":   "",
-		"https://sqs.us-east-2.amazonaws.com/12345678901x/MyQueue":  "",
-		"https://sqs.us-east-2.amazonaws.com/123456789012/a/b":      "",
-		"https://sqs.us-east-2.amazonaws.com/123456789012/":         "",
-		"://not a url":                                              "",
+		"https://sqs.us-east-2.amazonaws.com/MyQueue":              "",
+		"https://sqs.us-east-2.amazonaws.com/12345678901/MyQueue":  "",
+		"https://sqs.us-east-2.amazonaws.com/12345678901x/MyQueue": "",
+		"https://sqs.us-east-2.amazonaws.com/123456789012/a/b":     "",
+		"https://sqs.us-east-2.amazonaws.com/123456789012/":        "",
+		"://not a url": "",
 	} {
 		got, err := sqs.AccountOfURL(raw)
 		if got != want || (want == "") != (err != nil) {

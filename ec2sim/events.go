@@ -146,7 +146,13 @@ type HealthAffectedEntity struct {
 	EntityValue string `json:"entityValue"`
 }
 
-// eventBridgeSenderID is the SenderId of messages EventBridge delivers.
+// eventBridgeSenderID is the SenderId attribute of the messages the
+// simulated EventBridge delivers. It is the simulator's own placeholder:
+// AWS documents SenderId for IAM users and roles (ReceiveMessage, Amazon
+// SQS API Reference) but not its value for deliveries by EventBridge, so
+// no client should compare it with anything (karpx does not; see
+// docs/interruption.md). Messages sent with SendMessage or SendRawMessage
+// carry Config.AccountID instead.
 const eventBridgeSenderID = "AIDAEVENTBRIDGESIM"
 
 // eventState holds the event id generator. Guarded by Simulator.mu.

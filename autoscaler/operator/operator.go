@@ -265,7 +265,7 @@ func registerInterruption(ctx context.Context, mgr manager.Manager, opts Options
 	}
 	return mgr.Add(interruption.New(mgr.GetClient(), opts.interruptionQueue, offerings.UnavailableOfferings(), recorder,
 		clock.RealClock{}, disrupt.Trigger, interruption.Options{
-			ActOnRebalance: opts.InterruptionActOnRebalance, Logger: mgr.GetLogger()}))
+			ActOnRebalance: opts.InterruptionActOnRebalance, Region: opts.Region, Logger: mgr.GetLogger()}))
 }
 
 // hydrationSources is implemented by cloud providers whose data a

@@ -37,6 +37,9 @@ type Queue interface {
 	Receive(ctx context.Context) ([]sqs.Message, error)
 	// Delete deletes a handled message.
 	Delete(ctx context.Context, m sqs.Message) error
+	// OwnerAccount is the 12-digit account id that owns the queue (from
+	// its URL): every message's account must be it.
+	OwnerAccount(ctx context.Context) (string, error)
 }
 
 // Offerings is the unavailable-offerings cache
@@ -59,6 +62,10 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait after a failed
 	// ReceiveMessage (doubling from min to max). Defaults 1 s and 1 min.
 	MinBackoff, MaxBackoff time.Duration
+	// Region is the controller's AWS region (--region): every message's
+	// region must be it. Empty rejects every message (reason
+	// region_mismatch): the operator always sets it.
+	Region string
 	// Logger is used when Start's context carries none.
 	Logger logr.Logger
 }
@@ -177,6 +184,17 @@ func (c *Controller) Poll(ctx context.Context) error {
 // disruption controller is triggered once when any NodeClaim was marked.
 func (c *Controller) Handle(ctx context.Context, msgs []sqs.Message) {
 	log := logr.FromContextOrDiscard(ctx)
+	if len(msgs) == 0 {
+		return
+	}
+	account, err := c.queue.OwnerAccount(ctx)
+	if err != nil {
+		// Nothing can be checked: act on nothing, delete nothing (the
+		// messages come back after their visibility timeout).
+		log.Error(err, "the interruption queue's owner account is unknown; leaving the messages on the queue", "messages", len(msgs))
+		return
+	}
+	origin := messages.Origin{Account: account, Region: c.opts.Region}
 	marked := false
 	for _, raw := range msgs {
 		m, err := messages.Parse([]byte(raw.Body))
@@ -184,6 +202,19 @@ func (c *Controller) Handle(ctx context.Context, msgs []sqs.Message) {
 			receivedMessages.WithLabelValues(MessageTypeMalformed).Inc()
 			// The error never quotes the body; the id finds it in SQS.
 			log.Info("deleting a malformed interruption message", "messageID", raw.ID, "error", err.Error())
+			c.delete(ctx, raw)
+			continue
+		}
+		if err := origin.Check(m); err != nil {
+			var rej *messages.RejectedError
+			errors.As(err, &rej)
+			receivedMessages.WithLabelValues(MessageTypeRejected).Inc()
+			rejectedMessages.WithLabelValues(rej.Reason).Inc()
+			// Deleted so that it is not delivered again and again; acted
+			// on never. Only the id, the field and what it had to be are
+			// logged: the body is the sender's.
+			log.Info("deleting an interruption message from another account or region; nothing is done for it",
+				"messageID", raw.ID, "field", rej.Field, "want", rej.Want, "kind", string(m.Kind), "instances", m.InstanceIDs)
 			c.delete(ctx, raw)
 			continue
 		}

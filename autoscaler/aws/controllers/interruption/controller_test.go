@@ -37,6 +37,9 @@ type fakeQueue struct {
 
 func (q *fakeQueue) Name() string { return "test-queue" }
 
+// OwnerAccount is the account of the test events (body).
+func (q *fakeQueue) OwnerAccount(context.Context) (string, error) { return testAccount, nil }
+
 func (q *fakeQueue) Receive(ctx context.Context) ([]sqs.Message, error) {
 	q.mu.Lock()
 	if len(q.batches) == 0 {
@@ -75,9 +78,16 @@ func (o *fakeOfferings) MarkUnavailable(it, zone, ct string) {
 
 var eventTime = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
+// testAccount and testRegion are the queue owner's account and the
+// controller's region in these tests, and those of the events body builds.
+const (
+	testAccount = "123456789012"
+	testRegion  = "us-east-1"
+)
+
 func body(detailType, source, detail string) string {
-	return fmt.Sprintf(`{"version":"0","id":"e-%d","detail-type":%q,"source":%q,"account":"123456789012","time":%q,"region":"us-east-1","resources":[],"detail":%s}`,
-		len(detail), detailType, source, eventTime.Format(time.RFC3339), detail)
+	return fmt.Sprintf(`{"version":"0","id":"e-%d","detail-type":%q,"source":%q,"account":%q,"time":%q,"region":%q,"resources":[],"detail":%s}`,
+		len(detail), detailType, source, testAccount, eventTime.Format(time.RFC3339), testRegion, detail)
 }
 
 func spot(id string) string {
@@ -106,6 +116,9 @@ const (
 
 // newEnv has two spot NodeClaims with Nodes, of instances inst1 and inst2.
 func newEnv(t *testing.T, opts Options, funcs *interceptor.Funcs) *env {
+	if opts.Region == "" {
+		opts.Region = testRegion
+	}
 	e := &env{t: t, queue: &fakeQueue{}, offerings: &fakeOfferings{}, recorder: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(eventTime.Add(5 * time.Second))}
 	var objs []client.Object
 	for i, id := range []string{inst1, inst2} {
@@ -192,7 +205,7 @@ func TestSpotInterruptionMarksOnceAndDeletesTheMessage(t *testing.T) {
 	}
 	// Delivered again after a restart of the controller (its memory is
 	// empty; the mark on the NodeClaim says it is done).
-	e.ctrl = New(e.kube, e.queue, e.offerings, e.recorder, e.clock, func() { e.triggers++ }, Options{})
+	e.ctrl = New(e.kube, e.queue, e.offerings, e.recorder, e.clock, func() { e.triggers++ }, Options{Region: testRegion})
 	e.handle(spot(inst1))
 	if e.triggers != 1 || len(e.events()) != 0 {
 		t.Fatalf("a redelivery after a restart acted again (triggers %d)", e.triggers)
@@ -365,5 +378,91 @@ func TestQueueErrorsNeverTouchTheCluster(t *testing.T) {
 	e.handle(spot(inst1))
 	if e.triggers != triggers || len(e.queue.deletedIDs()) != 2 {
 		t.Fatalf("redelivery after a failed delete: triggers %d→%d, deleted %v", triggers, e.triggers, e.queue.deletedIDs())
+	}
+}
+
+// withOrigin returns body with its envelope's account and region replaced.
+func withOrigin(body, account, region string) string {
+	body = strings.Replace(body, `"account":"`+testAccount+`"`, `"account":"`+account+`"`, 1)
+	return strings.Replace(body, `"region":"`+testRegion+`"`, `"region":"`+region+`"`, 1)
+}
+
+// TestForeignMessagesMoveNothing: a spot warning, a terminated
+// notification and a scheduled change for this cluster's instances but of
+// another account, or of another region, are each counted by reason,
+// deleted, and change nothing: no annotation, no deletion, no event, no
+// offering marked, no disruption pass. Control: the same spot warning with
+// the queue owner's account and the controller's region marks the
+// NodeClaim.
+func TestForeignMessagesMoveNothing(t *testing.T) {
+	e := newEnv(t, Options{}, nil)
+	account0 := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectAccount))
+	region0 := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectRegion))
+	rejected0 := testutil.ToFloat64(receivedMessages.WithLabelValues(MessageTypeRejected))
+	spot0 := testutil.ToFloat64(receivedMessages.WithLabelValues(string(messages.KindSpotInterruption)))
+	health := body(messages.DetailTypeHealth, messages.SourceHealth,
+		`{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"`+inst1+`"},{"entityValue":"`+inst2+`"}]}`)
+	e.handle(
+		withOrigin(spot(inst1), "999988887777", testRegion),
+		withOrigin(stateChange(inst2, "terminated"), "999988887777", testRegion),
+		withOrigin(health, "999988887777", testRegion),
+		withOrigin(spot(inst1), testAccount, "eu-west-1"),
+		withOrigin(stateChange(inst2, "terminated"), testAccount, "eu-west-1"),
+	)
+	if d := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectAccount)) - account0; d != 3 {
+		t.Errorf("rejected{reason=account_mismatch} grew by %v, want 3", d)
+	}
+	if d := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectRegion)) - region0; d != 2 {
+		t.Errorf("rejected{reason=region_mismatch} grew by %v, want 2", d)
+	}
+	if d := testutil.ToFloat64(receivedMessages.WithLabelValues(MessageTypeRejected)) - rejected0; d != 5 {
+		t.Errorf("received{message_type=rejected} grew by %v, want 5", d)
+	}
+	if d := testutil.ToFloat64(receivedMessages.WithLabelValues(string(messages.KindSpotInterruption))) - spot0; d != 0 {
+		t.Errorf("a rejected message was counted as spot_interrupted (%v)", d)
+	}
+	if got := e.queue.deletedIDs(); len(got) != 5 {
+		t.Fatalf("deleted %v, want all 5 (so they are not redelivered forever)", got)
+	}
+	for _, n := range []string{"nc-1", "nc-2"} {
+		nc := e.nodeClaim(n)
+		if nc == nil {
+			t.Fatalf("NodeClaim %s deleted by a foreign message", n)
+		}
+		if len(nc.Annotations) != 0 || !nc.DeletionTimestamp.IsZero() {
+			t.Fatalf("NodeClaim %s changed by a foreign message: annotations %v, deletion %v", n, nc.Annotations, nc.DeletionTimestamp)
+		}
+		if err := e.kube.Get(context.Background(), client.ObjectKey{Name: "node-" + n}, &corev1.Node{}); err != nil {
+			t.Fatalf("Node of %s: %v", n, err)
+		}
+	}
+	if evs := e.events(); len(evs) != 0 || e.triggers != 0 || len(e.offerings.marked) != 0 {
+		t.Fatalf("a foreign message had an effect: events %q, triggers %d, offerings %v", evs, e.triggers, e.offerings.marked)
+	}
+
+	// Control: the same warning from this account and region acts.
+	e.handle(spot(inst1))
+	if nc := e.nodeClaim("nc-1"); nc.Annotations[disruption.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || e.triggers != 1 {
+		t.Fatalf("control: annotations %v, triggers %d; want marked spot_interrupted and one disruption pass", nc.Annotations, e.triggers)
+	}
+}
+
+// ownerlessQueue is a queue whose owner account cannot be read.
+type ownerlessQueue struct{ fakeQueue }
+
+func (q *ownerlessQueue) OwnerAccount(context.Context) (string, error) {
+	return "", errors.New(`interruption queue URL "http://proxy/q": the path is not /<12-digit account id>/<queue name>`)
+}
+
+// TestUnknownOwnerLeavesMessages: when the queue's owner account cannot be
+// read, no message is acted on or deleted (they come back after their
+// visibility timeout). Control: TestSpotInterruptionMarksOnceAndDeletesTheMessage.
+func TestUnknownOwnerLeavesMessages(t *testing.T) {
+	e := newEnv(t, Options{}, nil)
+	q := &ownerlessQueue{}
+	ctrl := New(e.kube, q, e.offerings, e.recorder, e.clock, func() { e.triggers++ }, Options{Region: testRegion})
+	ctrl.Handle(context.Background(), []sqs.Message{{ID: "m0", ReceiptHandle: "r0", Body: spot(inst1)}})
+	if len(q.deletedIDs()) != 0 || e.triggers != 0 || len(e.nodeClaim("nc-1").Annotations) != 0 {
+		t.Fatalf("acted (%d triggers) or deleted %v without knowing the owner account", e.triggers, q.deletedIDs())
 	}
 }

@@ -28,6 +28,13 @@
 //   - terminated: the NodeClaim and its Node are deleted at once, without
 //     waiting for garbage collection.
 //
+// A parsed message is acted on only when its envelope's account is the
+// queue owner's (the account in the queue URL, sqs.Provider.OwnerAccount)
+// and its region is Options.Region (messages.Origin): EventBridge rules on
+// this account's default bus deliver nothing else. Any other message is
+// counted (karpx_interruption_rejected_messages_total{reason}), logged by
+// its id and the offending field, deleted, and moves nothing.
+//
 // Every message is deleted once acted on; a malformed or unknown message
 // is counted, logged by its id and the parse error (never its body) and
 // deleted; a message whose handling failed (the API server did not answer)
@@ -41,5 +48,6 @@
 // Metrics carry Karpenter's names: karpenter_interruption_received_messages_total
 // {message_type}, karpenter_interruption_deleted_messages_total,
 // karpenter_interruption_message_queue_duration_seconds; and
-// karpx_interruption_queue_errors_total{operation}.
+// karpx_interruption_queue_errors_total{operation} and
+// karpx_interruption_rejected_messages_total{reason}.
 package interruption

@@ -15,6 +15,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/apis/scheme"
+	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption/messages"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
@@ -58,7 +59,7 @@ func TestAgainstTheSimulatedQueue(t *testing.T) {
 	offerings := &fakeOfferings{}
 	triggers := 0
 	ctrl := New(kube, sqs.New(env.Client, queue), offerings, record.NewFakeRecorder(100), clock.RealClock{}, func() { triggers++ },
-		Options{MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second})
+		Options{MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, Region: testRegion})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Start(ctx) }()
@@ -117,5 +118,58 @@ func TestAgainstTheSimulatedQueue(t *testing.T) {
 	}
 	if triggers != 1 || len(offerings.marked) != 2 {
 		t.Errorf("triggers %d (want 1: the duplicate is not acted on), offerings marked %v (want m5.xlarge/us-east-1a twice)", triggers, offerings.marked)
+	}
+}
+
+// TestForgedMessageOverTheSimulatedQueue: over the real SQS protocol, the
+// controller reads the queue owner from the URL GetQueueUrl returns (the
+// simulator's account, 210987654321 here) and rejects a spot warning that
+// names any other account (the test events' 123456789012): counted,
+// deleted, nothing changed. Control: the same warning with the owner's
+// account marks the NodeClaim.
+func TestForgedMessageOverTheSimulatedQueue(t *testing.T) {
+	const queue, owner = "karpx-interruption-forged", "210987654321"
+	env := ec2apitest.Start(t, ec2sim.Config{InterruptionQueue: queue, AccountID: owner}, ec2api.Config{})
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", corev1.LabelTopologyZone: "us-east-1a"}},
+		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/" + inst1, NodeName: "node-nc-1"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-nc-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/" + inst1}}
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(nc, node).WithIndex(&karpv1.NodeClaim{}, InstanceIDField, instanceIDIndex).Build()
+	offerings := &fakeOfferings{}
+	triggers := 0
+	ctrl := New(kube, sqs.New(env.Client, queue), offerings, record.NewFakeRecorder(100), clock.RealClock{}, func() { triggers++ }, Options{Region: testRegion})
+	ctx := context.Background()
+	poll := func() {
+		t.Helper()
+		st0, err := env.Sim.QueueStats(queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ctrl.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := env.Sim.QueueStats(queue); st.Deleted != st0.Deleted+1 || st.Visible+st.InFlight != 0 {
+			t.Fatalf("queue stats %+v after a poll, want the message deleted", st)
+		}
+	}
+
+	rejected0 := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectAccount))
+	if _, err := env.Sim.SendRawMessage(spot(inst1)); err != nil { // account 123456789012
+		t.Fatal(err)
+	}
+	poll()
+	if d := testutil.ToFloat64(rejectedMessages.WithLabelValues(messages.RejectAccount)) - rejected0; d != 1 {
+		t.Errorf("rejected{reason=account_mismatch} grew by %v, want 1", d)
+	}
+	var got karpv1.NodeClaim
+	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &got); err != nil || len(got.Annotations) != 0 || triggers != 0 || len(offerings.marked) != 0 {
+		t.Fatalf("a forged message acted: %v, annotations %v, triggers %d, offerings %v", err, got.Annotations, triggers, offerings.marked)
+	}
+
+	if _, err := env.Sim.SendRawMessage(withOrigin(spot(inst1), owner, testRegion)); err != nil {
+		t.Fatal(err)
+	}
+	poll()
+	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &got); err != nil || got.Annotations[disruption.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || triggers != 1 {
+		t.Fatalf("control: %v, annotations %v, triggers %d; want marked spot_interrupted", err, got.Annotations, triggers)
 	}
 }

@@ -9,6 +9,8 @@
 // with WaitTimeSeconds 20 and MaxNumberOfMessages 10, the most SQS allows)
 // and deletes handled messages by receipt handle (DeleteMessage). These
 // three actions are all the IAM policy grants on the queue's ARN.
+// OwnerAccount reads the queue owner's account id from the URL, which the
+// interruption controller requires every message's account to equal.
 //
 // Every call goes through ec2api.SQSAPI, its own SDK client with its own
 // retryer, so a throttled or failing queue cannot use up the EC2 client's

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +79,49 @@ func (p *Provider) URL(ctx context.Context) (string, error) {
 	}
 	p.url = *out.QueueUrl
 	return p.url, nil
+}
+
+// OwnerAccount returns the 12-digit AWS account id that owns the queue:
+// the first path segment of its URL, which SQS forms as
+// https://sqs.<region>.amazonaws.com/<account-id>/<queue-name> (Amazon SQS
+// Developer Guide, "Amazon SQS queue and message identifiers"). It resolves
+// the URL first (see URL) and returns that error, or an error naming the
+// URL when its path does not start with a 12-digit account id (an
+// --sqs-endpoint that serves another URL form).
+func (p *Provider) OwnerAccount(ctx context.Context) (string, error) {
+	raw, err := p.URL(ctx)
+	if err != nil {
+		return "", err
+	}
+	return AccountOfURL(raw)
+}
+
+// AccountOfURL returns the account id in a queue URL
+// (https://sqs.us-east-1.amazonaws.com/123456789012/name → 123456789012),
+// or an error naming the URL when it has no 12-digit first path segment
+// followed by the queue name.
+func AccountOfURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("interruption queue URL %q: %w", raw, err)
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) != 2 || parts[1] == "" || !isAccountID(parts[0]) {
+		return "", fmt.Errorf("interruption queue URL %q: the path is not /<12-digit account id>/<queue name>, so the queue's owner account is unknown and no message can be checked against it", raw)
+	}
+	return parts[0], nil
+}
+
+func isAccountID(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Receive long-polls the queue for up to WaitTimeSeconds and returns at

@@ -54,3 +54,37 @@ func TestReceiveAndDelete(t *testing.T) {
 		t.Fatalf("Receive from a missing queue = %v, want an error naming --interruption-queue", err)
 	}
 }
+
+// TestOwnerAccount: the account is read from the URL GetQueueUrl returns
+// (the simulator's, /<account>/<name> on its endpoint), and URLs of other
+// forms are refused with an error naming the URL; control: AWS's
+// documented form.
+func TestOwnerAccount(t *testing.T) {
+	const queue = "karpx-sqs-owner"
+	env := ec2apitest.Start(t, ec2sim.Config{InterruptionQueue: queue, AccountID: "210987654321"}, ec2api.Config{})
+	got, err := sqs.New(env.Client, queue).OwnerAccount(context.Background())
+	if err != nil || got != "210987654321" {
+		t.Fatalf("OwnerAccount = %q, %v; want the simulator's account 210987654321", got, err)
+	}
+	if _, err := sqs.New(env.Client, "no-such-queue").OwnerAccount(context.Background()); err == nil || !strings.Contains(err.Error(), "--interruption-queue") {
+		t.Fatalf("OwnerAccount of a missing queue = %v, want the resolve error", err)
+	}
+	for raw, want := range map[string]string{
+		"https://sqs.us-east-2.amazonaws.com/123456789012/MyQueue": "123456789012",
+		"https://sqs.eu-west-1.amazonaws.com/000000000001/q.fifo/": "000000000001",
+		"https://sqs.us-east-2.amazonaws.com/MyQueue":              "",
+		"https://sqs.us-east-2.amazonaws.com/12345678901/MyQueue":  "",
+		"https://sqs.us-east-2.amazonaws.com/12345678901x/MyQueue": "",
+		"https://sqs.us-east-2.amazonaws.com/123456789012/a/b":     "",
+		"https://sqs.us-east-2.amazonaws.com/123456789012/":        "",
+		"://not a url": "",
+	} {
+		got, err := sqs.AccountOfURL(raw)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("AccountOfURL(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+		if err != nil && !strings.Contains(err.Error(), raw) {
+			t.Errorf("AccountOfURL(%q) error %q does not name the URL", raw, err)
+		}
+	}
+}

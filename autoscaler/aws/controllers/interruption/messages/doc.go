@@ -9,7 +9,8 @@
 // with instance IDs of EC2's form. A message that is valid JSON in that
 // envelope but of a source or detail-type karpx does not handle is KindNoOp
 // (no error); anything else is an error. Errors never quote the body: a
-// queue may carry other senders' data.
+// queue may carry other senders' data. Origin.Check then accepts only
+// messages whose account and region are this cluster's.
 //
 // Sources, all from AWS's documentation of the events:
 //   - "EC2 Spot Instance Interruption Warning" (Amazon EC2 User Guide, "Spot

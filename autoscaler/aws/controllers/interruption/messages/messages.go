@@ -58,6 +58,12 @@ type Message struct {
 	ID string
 	// DetailType and Source are the envelope's.
 	DetailType, Source string
+	// Account is the envelope's account: the 12-digit AWS account the
+	// event is about. Origin.Check compares it with the queue's owner.
+	Account string
+	// Region is the envelope's region, e.g. "us-east-1". Origin.Check
+	// compares it with the controller's region.
+	Region string
 	// Time is the envelope's time: when the event was emitted.
 	Time time.Time
 	// InstanceIDs are the EC2 instances concerned ("i-" and 8 or 17 hex
@@ -159,7 +165,7 @@ func Parse(body []byte) (Message, error) {
 	if err != nil {
 		return Message{}, malformed("envelope field time is not RFC 3339")
 	}
-	m := Message{Kind: KindNoOp, ID: env.ID, DetailType: env.DetailType, Source: env.Source, Time: t}
+	m := Message{Kind: KindNoOp, ID: env.ID, DetailType: env.DetailType, Source: env.Source, Account: env.Account, Region: env.Region, Time: t}
 	switch {
 	case env.Source == SourceEC2 && (env.DetailType == DetailTypeSpotInterruption || env.DetailType == DetailTypeRebalance || env.DetailType == DetailTypeStateChange):
 		return parseEC2(m, env.Detail)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
-	"github.com/karpx/karpx/autoscaler/controllers/disruption"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -91,7 +91,7 @@ func TestForgedInterruptionMovesNothing(t *testing.T) {
 		if len(ncs) != 1 || ncs[0].Name != victim.Name {
 			t.Fatalf("NodeClaims %v after a forged message, want only %s", nodeClaimNames(ncs), victim.Name)
 		}
-		if ncs[0].Annotations[disruption.InterruptionAnnotationKey] != "" || !ncs[0].DeletionTimestamp.IsZero() {
+		if ncs[0].Annotations[cloudprovider.InterruptionAnnotationKey] != "" || !ncs[0].DeletionTimestamp.IsZero() {
 			t.Fatalf("forged message acted on: NodeClaim %s annotations %v, deletion %v", victim.Name, ncs[0].Annotations, ncs[0].DeletionTimestamp)
 		}
 		if tainted, err := disrupted(e, victim.Status.NodeName); err != nil || tainted {

@@ -442,7 +442,7 @@ func TestForeignMessagesMoveNothing(t *testing.T) {
 
 	// Control: the same warning from this account and region acts.
 	e.handle(spot(inst1))
-	if nc := e.nodeClaim("nc-1"); nc.Annotations[disruption.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || e.triggers != 1 {
+	if nc := e.nodeClaim("nc-1"); nc.Annotations[cloudprovider.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || e.triggers != 1 {
 		t.Fatalf("control: annotations %v, triggers %d; want marked spot_interrupted and one disruption pass", nc.Annotations, e.triggers)
 	}
 }

@@ -169,7 +169,7 @@ func TestForgedMessageOverTheSimulatedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll()
-	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &got); err != nil || got.Annotations[disruption.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || triggers != 1 {
+	if err := kube.Get(ctx, client.ObjectKey{Name: "nc-1"}, &got); err != nil || got.Annotations[cloudprovider.InterruptionAnnotationKey] != string(messages.KindSpotInterruption) || triggers != 1 {
 		t.Fatalf("control: %v, annotations %v, triggers %d; want marked spot_interrupted", err, got.Annotations, triggers)
 	}
 }

@@ -265,6 +265,11 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			stored := nc.DeepCopy()
 			nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
 			if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+				if apierrors.IsConflict(err) {
+					// A stale copy: the next read asks the cloud again,
+					// which answers shutting-down without a terminate.
+					return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+				}
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			log.Info("terminated", "providerID", nc.Status.ProviderID)

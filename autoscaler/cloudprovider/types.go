@@ -78,8 +78,14 @@ type CloudProvider interface {
 	// offering could be launched and *LaunchError when EC2 rejected the
 	// request for a reason retrying will not fix.
 	Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
-	// Delete terminates the NodeClaim's instance. It returns
-	// *NodeClaimNotFoundError when the instance is already gone.
+	// Delete terminates the NodeClaim's instance (found by
+	// status.providerID) and returns what the cloud answered: nil once the
+	// cloud reports the instance shutting-down or terminated, whether this
+	// call or an earlier one asked for it (termination cannot be undone);
+	// *NodeClaimNotFoundError when the instance was already gone (or the
+	// NodeClaim names none); any other error when the cloud did not confirm
+	// the termination, and the caller retries. Callers need no Get after
+	// it.
 	Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error
 	// Get returns the NodeClaim view of the instance with this providerID,
 	// or *NodeClaimNotFoundError.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -315,10 +316,15 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	return out, nil
 }
 
-// Delete implements cloudprovider.CloudProvider. It terminates the
-// instance and returns nil while termination is in progress
-// (shutting-down), and *cloudprovider.NodeClaimNotFoundError once the
-// instance is terminated or gone, so the caller can remove its finalizer.
+// Delete implements cloudprovider.CloudProvider. One DescribeInstances
+// (through the batcher) tells whether the instance is still there: gone or
+// terminated is *cloudprovider.NodeClaimNotFoundError, shutting-down is nil
+// without a second TerminateInstances (as Karpenter's AWS provider v1.14.0
+// skips it, pkg/providers/instance Delete). Otherwise one TerminateInstances
+// (through the batcher) is issued and its answer is the result: nil when
+// EC2 reports the instance shutting-down or terminated, an error naming the
+// state otherwise, so the caller retries. No DescribeInstances follows the
+// terminate.
 func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
 	if nodeClaim.Status.ProviderID == "" {
 		return &cloudprovider.NodeClaimNotFoundError{Err: fmt.Errorf("NodeClaim %q has no status.providerID: no instance was launched", nodeClaim.Name)}
@@ -331,13 +337,19 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return err
 	}
-	if inst.State == "shutting-down" {
+	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
 		return nil
 	}
-	if err := c.instances.Terminate(ctx, id); err != nil {
+	state, err := c.instances.Terminate(ctx, id)
+	if err != nil {
 		return err
 	}
-	c.log.Info("terminating instance", "NodeClaim", nodeClaim.Name, "NodePool", nodeClaim.Labels[karpv1.NodePoolLabelKey], "instanceID", id)
+	switch state {
+	case string(ec2types.InstanceStateNameShuttingDown), string(ec2types.InstanceStateNameTerminated):
+	default:
+		return fmt.Errorf("NodeClaim %q: TerminateInstances answered state %q for instance %s, want shutting-down or terminated; retrying", nodeClaim.Name, state, id)
+	}
+	c.log.Info("terminating instance", "NodeClaim", nodeClaim.Name, "NodePool", nodeClaim.Labels[karpv1.NodePoolLabelKey], "instanceID", id, "state", state)
 	return nil
 }
 

@@ -226,8 +226,24 @@ func TestSimCreateGetListDelete(t *testing.T) {
 		t.Fatalf("List = %v, %v", list, err)
 	}
 
+	// Delete learns the outcome from TerminateInstances' answer: one
+	// DescribeInstances before it, none after. Control: a second Delete
+	// while the instance shuts down describes it and terminates nothing.
+	before := e.sim.Counts()
 	if err := e.cp.Delete(ctx, got); err != nil {
 		t.Fatal(err)
+	}
+	mid := e.sim.Counts()
+	if d, term := mid["DescribeInstances"]-before["DescribeInstances"], mid["TerminateInstances"]-before["TerminateInstances"]; d != 1 || term != 1 {
+		t.Errorf("Delete made %d DescribeInstances and %d TerminateInstances, want 1 and 1", d, term)
+	}
+	// (Not found once the 300-ms shutdown has passed on a slow machine.)
+	if err := e.cp.Delete(ctx, got); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Fatal(err)
+	}
+	after := e.sim.Counts()
+	if d, term := after["DescribeInstances"]-mid["DescribeInstances"], after["TerminateInstances"]-mid["TerminateInstances"]; d != 1 || term != 0 {
+		t.Errorf("Delete of a shutting-down instance made %d DescribeInstances and %d TerminateInstances, want 1 and 0", d, term)
 	}
 	// Termination is asynchronous: Delete keeps returning nil while the
 	// instance shuts down, then NodeClaimNotFound.

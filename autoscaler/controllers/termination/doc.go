@@ -13,12 +13,18 @@
 //     pods that tolerate the disrupted taint go last, and once the
 //     NodeClaim's terminationGracePeriod has passed (or would pass during a
 //     pod's own grace period) the remaining pods are deleted instead;
-//  4. terminates the instance (TerminateInstances through the batcher) and
-//     waits until EC2 reports it shutting-down or terminated;
+//  4. terminates the instance with one CloudProvider.Delete (on AWS one
+//     DescribeInstances and one TerminateInstances through the batcher,
+//     whose answer reports the instance shutting-down) and records
+//     InstanceTerminating=True on the NodeClaim, as Karpenter's node
+//     termination controller does;
 //  5. removes the finalizer.
 //
 // The NodeClaim's own finalizer (package lifecycle) deletes the Node
-// through this path and waits for it before releasing the NodeClaim. Every
+// through this path and waits for it before releasing the NodeClaim; it
+// terminates the instance itself only when InstanceTerminating is not
+// True (the NodeClaim never had a Node, or its Node was removed around this
+// path), so an instance is terminated once per deletion. Every
 // step reads its state from the API server and EC2, so a controller that
 // crashes at any point resumes where it stopped.
 package termination

@@ -106,15 +106,12 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting)
 		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 	}
-	// 4. Terminate the instance.
-	if node.Spec.ProviderID != "" {
-		gone, err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, node.Spec.ProviderID)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !gone {
-			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
-		}
+	// 4. Terminate the instance, once: the NodeClaim's InstanceTerminating
+	// condition records that the cloud confirmed it, before the Node is
+	// released, so neither a later reconcile nor the NodeClaim's finalizer
+	// (package lifecycle) asks again.
+	if err := c.terminate(ctx, node, nc); err != nil {
+		return reconcile.Result{}, err
 	}
 	// 5. Release the Node.
 	stored := node.DeepCopy()
@@ -124,6 +121,32 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
+}
+
+// terminate terminates the instance behind node (one Delete: see
+// cloudprovider.TerminateInstance) unless nc, the Node's NodeClaim (nil
+// when there is none), already has InstanceTerminating=True, and then sets
+// that condition on nc. It returns the cloud's error, or the API server's
+// when the condition cannot be recorded, so the caller retries; a Node
+// without providerID has no instance and needs nothing.
+func (c *NodeController) terminate(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) error {
+	if node.Spec.ProviderID == "" || (nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue()) {
+		return nil
+	}
+	if err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, node.Spec.ProviderID); err != nil {
+		return err
+	}
+	if nc == nil {
+		return nil
+	}
+	stored := nc.DeepCopy()
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
+	// The optimistic lock keeps a stale copy's conditions from replacing
+	// the stored list (a merge patch replaces lists whole).
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("recording %s on NodeClaim %s: %w", karpv1.ConditionTypeInstanceTerminating, nc.Name, err)
+	}
+	return nil
 }
 
 // deadline is when the remaining pods are deleted rather than evicted: the

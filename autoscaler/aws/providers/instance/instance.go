@@ -337,17 +337,27 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 	return out, nil
 }
 
-// Terminate terminates the instance. A missing instance is
-// *cloudprovider.NodeClaimNotFoundError.
-func (p *Provider) Terminate(ctx context.Context, id string) error {
-	_, err := p.api.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+// Terminate asks EC2 to terminate the instance and returns the state EC2
+// answered for it (TerminateInstances' TerminatingInstances[].CurrentState:
+// "shutting-down" or "terminated" after a successful call; "" when the
+// answer does not name the instance). Callers learn the outcome from this
+// answer and need no DescribeInstances after it. A missing instance is
+// *cloudprovider.NodeClaimNotFoundError; any other error is returned
+// wrapped, and the instance may still be running.
+func (p *Provider) Terminate(ctx context.Context, id string) (string, error) {
+	out, err := p.api.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		if ec2api.IsNotFound(ec2api.Code(err)) {
-			return &cloudprovider.NodeClaimNotFoundError{Err: fmt.Errorf("instance %s: %w", id, err)}
+			return "", &cloudprovider.NodeClaimNotFoundError{Err: fmt.Errorf("instance %s: %w", id, err)}
 		}
-		return fmt.Errorf("terminating instance %s: %w", id, err)
+		return "", fmt.Errorf("terminating instance %s: %w", id, err)
 	}
-	return nil
+	for _, sc := range out.TerminatingInstances {
+		if aws.ToString(sc.InstanceId) == id && sc.CurrentState != nil {
+			return string(sc.CurrentState.Name), nil
+		}
+	}
+	return "", nil
 }
 
 func fromEC2(i ec2types.Instance) *Instance {

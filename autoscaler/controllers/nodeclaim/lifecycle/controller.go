@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -61,7 +62,10 @@ type Options struct {
 
 // Controller reconciles NodeClaims through their lifecycle.
 type Controller struct {
-	kube     client.Client
+	kube client.Client
+	// reader reads from the API server, past the cache: kube until
+	// Register sets the manager's API reader.
+	reader   client.Reader
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	health   *launchhealth.Tracker
@@ -95,12 +99,13 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.LaunchBackoffMax <= 0 {
 		opts.LaunchBackoffMax = 10 * time.Minute
 	}
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
+	return &Controller{kube: kube, reader: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
 }
 
 // Register adds the controller to mgr: it reconciles NodeClaims and is woken
 // by changes to the Node with the same providerID.
 func (c *Controller) Register(mgr manager.Manager) error {
+	c.reader = mgr.GetAPIReader()
 	return builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
 		// Many NodeClaims launch and terminate at once after a scale-up
 		// or scale-down; their concurrent cloud calls are what the EC2
@@ -205,9 +210,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // finalize releases a deleted NodeClaim once nothing of it is left: its
 // Node is deleted through package termination's drain (the finalizer is
-// added first if the Node lacks it, so no pod leaves without eviction), then
-// the instance is terminated and the NodeClaim released once EC2 reports it
-// shutting-down or terminated. A cloud error keeps the finalizer and
+// added first if the Node lacks it, so no pod leaves without eviction) and
+// awaited; that path terminates the instance and records
+// InstanceTerminating=True. finalize terminates the instance itself only
+// when the condition is not True (a NodeClaim that never had a Node, or
+// whose Node was removed around the drain), records the condition, and
+// releases the NodeClaim once the cloud reports the instance
+// shutting-down, terminated or gone. A cloud error keeps the finalizer and
 // retries: the NodeClaim is never released while its instance may run.
 func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
@@ -242,16 +251,29 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			// The Node watch wakes us when the drain releases it.
 			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 		}
-		gone, err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, nc.Status.ProviderID)
-		if err != nil {
+		terminating, err := c.instanceTerminating(ctx, nc)
+		if err != nil || terminating == nil {
 			return reconcile.Result{}, err
 		}
-		if !gone {
-			// Keep the finalizer until EC2 reports the instance
-			// shutting-down, so no instance outlives its NodeClaim.
-			return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
+		nc = terminating
+		if !nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue() {
+			// Keep the finalizer until the cloud confirms the
+			// termination, so no instance outlives its NodeClaim.
+			if err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, nc.Status.ProviderID); err != nil {
+				return reconcile.Result{}, err
+			}
+			stored := nc.DeepCopy()
+			nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
+			if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+				if apierrors.IsConflict(err) {
+					// A stale copy: the next read asks the cloud again,
+					// which answers shutting-down without a terminate.
+					return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+				}
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			log.Info("terminated", "providerID", nc.Status.ProviderID)
 		}
-		log.Info("terminated", "providerID", nc.Status.ProviderID)
 	}
 	stored := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
@@ -264,6 +286,30 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	karpentermetrics.NodeClaimTerminated(nc)
 	return reconcile.Result{}, nil
+}
+
+// instanceTerminating returns nc, or a fresher copy of it, for finalize
+// to tell whether the Node's termination (package termination) already
+// terminated the instance: that path records InstanceTerminating=True on
+// the NodeClaim before it releases the Node, but the informer cache may show
+// the Node gone before it shows the condition. So a NodeClaim that had a
+// Node (Registered) and lacks the condition is read again from the API
+// server (one GET) before its instance is terminated a second time; one that
+// never had a Node is terminated without a read. It returns nil, nil when
+// the NodeClaim is gone.
+func (c *Controller) instanceTerminating(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	if nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue() ||
+		!nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+		return nc, nil
+	}
+	fresh := &karpv1.NodeClaim{}
+	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading NodeClaim %s: %w", nc.Name, err)
+	}
+	return fresh, nil
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {

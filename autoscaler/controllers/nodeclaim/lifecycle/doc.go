@@ -14,8 +14,11 @@
 // deleted, and so is a registered NodeClaim whose Node is gone. Deletion (the
 // karpenter.sh/termination finalizer) deletes the Node, which package
 // termination drains through the Eviction API and whose instance it
-// terminates; the NodeClaim is released once the Node is gone and EC2
-// reports the instance shutting-down or terminated. Launch errors become Warning events on the
+// terminates (recording InstanceTerminating=True on the NodeClaim); the
+// NodeClaim is released once the Node is gone and, for a NodeClaim without
+// that condition (it never had a Node), once its own termination request
+// is confirmed shutting-down or terminated: each instance is terminated
+// once. Launch errors become Warning events on the
 // NodeClaim and a backoff, never a hot loop; only ICE (insufficient
 // capacity) deletes the NodeClaim at once, so the provisioner re-plans with
 // other offerings.

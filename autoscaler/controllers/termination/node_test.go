@@ -1,0 +1,191 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/apis/scheme"
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
+)
+
+const testProviderID = "aws:///us-east-1a/i-0123456789abcdef0"
+
+// countingCloud counts Delete calls and answers them with err. Every other
+// method panics (the embedded interface is nil): termination must make no
+// Get after Delete.
+type countingCloud struct {
+	cloudprovider.CloudProvider
+	err     error
+	deletes int
+}
+
+func (c *countingCloud) Delete(context.Context, *karpv1.NodeClaim) error {
+	c.deletes++
+	return c.err
+}
+
+// deletingNode is a Node being deleted that still carries the termination
+// finalizer, with the providerID of testProviderID.
+func deletingNode() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Finalizers: []string{karpv1.TerminationFinalizer},
+		DeletionTimestamp: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		Spec: corev1.NodeSpec{ProviderID: testProviderID}}
+}
+
+// registeredClaim is the NodeClaim of deletingNode, itself being deleted
+// (mutate may change it).
+func registeredClaim(mutate ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Finalizers: []string{karpv1.TerminationFinalizer},
+		Labels:            map[string]string{karpv1.NodePoolLabelKey: "default"},
+		DeletionTimestamp: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		Status: karpv1.NodeClaimStatus{ProviderID: testProviderID, NodeName: "n1"}}
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+	for _, m := range mutate {
+		m(nc)
+	}
+	return nc
+}
+
+func newNodeController(t *testing.T, cloud cloudprovider.CloudProvider, objs ...client.Object) (*NodeController, client.Client) {
+	t.Helper()
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&karpv1.NodeClaim{}).
+		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&karpv1.NodeClaim{}, clusterstate.NodeClaimProviderIDField, func(o client.Object) []string {
+			return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
+		}).Build()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
+	return NewNodeController(kube, cloud, record.NewFakeRecorder(100), clk), kube
+}
+
+func reconcileNode(t *testing.T, c *NodeController) (reconcile.Result, error) {
+	t.Helper()
+	return c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "n1"}})
+}
+
+// nodeReleased reports whether the Node is gone (its finalizer removed).
+func nodeReleased(t *testing.T, kube client.Client) bool {
+	t.Helper()
+	err := kube.Get(context.Background(), client.ObjectKey{Name: "n1"}, &corev1.Node{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+func claimTerminating(t *testing.T, kube client.Client) bool {
+	t.Helper()
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "default-abc"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue()
+}
+
+// TestReconcileTerminatesOnceAndRecordsIt checks the last steps of a
+// drained Node: one Delete, InstanceTerminating=True on its NodeClaim,
+// the Node released. Its control is the NodeClaim that already has the
+// condition (a reconcile that follows one whose Node patch failed): no
+// Delete at all, the Node released.
+func TestReconcileTerminatesOnceAndRecordsIt(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		claim       *karpv1.NodeClaim
+		wantDeletes int
+	}{
+		{"not yet terminating", registeredClaim(), 1},
+		{"already terminating (control)", registeredClaim(func(nc *karpv1.NodeClaim) {
+			nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
+		}), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cloud := &countingCloud{}
+			c, kube := newNodeController(t, cloud, deletingNode(), tt.claim)
+			res, err := reconcileNode(t, c)
+			if err != nil || res.RequeueAfter != 0 {
+				t.Fatalf("Reconcile = %+v, %v; want done", res, err)
+			}
+			if cloud.deletes != tt.wantDeletes {
+				t.Errorf("%d Deletes, want %d", cloud.deletes, tt.wantDeletes)
+			}
+			if !claimTerminating(t, kube) {
+				t.Error("NodeClaim lacks InstanceTerminating=True")
+			}
+			if !nodeReleased(t, kube) {
+				t.Error("Node not released")
+			}
+		})
+	}
+}
+
+// TestReconcileKeepsTheNodeUntilTheCloudConfirms checks that a cloud
+// error keeps the Node's finalizer and records nothing, and that a Node
+// whose NodeClaim is gone is still terminated through its providerID
+// (control: the same Node released after one Delete).
+func TestReconcileKeepsTheNodeUntilTheCloudConfirms(t *testing.T) {
+	throttled := errors.New("RequestLimitExceeded")
+	cloud := &countingCloud{err: throttled}
+	c, kube := newNodeController(t, cloud, deletingNode(), registeredClaim())
+	if _, err := reconcileNode(t, c); !errors.Is(err, throttled) {
+		t.Fatalf("Reconcile error %v, want %v", err, throttled)
+	}
+	if nodeReleased(t, kube) || claimTerminating(t, kube) || cloud.deletes != 1 {
+		t.Fatalf("after a cloud error: released %t, terminating %t, %d Deletes; want kept, false, 1",
+			nodeReleased(t, kube), claimTerminating(t, kube), cloud.deletes)
+	}
+	cloud.err = nil
+	if _, err := reconcileNode(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if !nodeReleased(t, kube) || !claimTerminating(t, kube) || cloud.deletes != 2 {
+		t.Fatalf("after the retry: released %t, terminating %t, %d Deletes; want true, true, 2",
+			nodeReleased(t, kube), claimTerminating(t, kube), cloud.deletes)
+	}
+
+	orphan := &countingCloud{}
+	c, kube = newNodeController(t, orphan, deletingNode())
+	if _, err := reconcileNode(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if !nodeReleased(t, kube) || orphan.deletes != 1 {
+		t.Fatalf("Node without NodeClaim: released %t after %d Deletes, want true after 1", nodeReleased(t, kube), orphan.deletes)
+	}
+}
+
+// TestReconcileDrainsBeforeTerminating checks that no instance is
+// terminated while a pod still needs to leave: the pod is evicted, the
+// Node kept, the cloud not called; once the pod is gone (control) the
+// instance is terminated.
+func TestReconcileDrainsBeforeTerminating(t *testing.T) {
+	cloud := &countingCloud{}
+	c, kube := newNodeController(t, cloud, deletingNode(), registeredClaim(), pod("web"))
+	res, err := reconcileNode(t, c)
+	if err != nil || res.RequeueAfter != clusterstate.DrainRequeue {
+		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s", res, err, clusterstate.DrainRequeue)
+	}
+	if cloud.deletes != 0 || nodeReleased(t, kube) {
+		t.Fatalf("while draining: %d Deletes, released %t; want 0, false", cloud.deletes, nodeReleased(t, kube))
+	}
+	if remaining(t, kube)["web"] {
+		t.Fatal("pod web not evicted")
+	}
+	if _, err := reconcileNode(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if cloud.deletes != 1 || !nodeReleased(t, kube) {
+		t.Fatalf("once drained: %d Deletes, released %t; want 1, true", cloud.deletes, nodeReleased(t, kube))
+	}
+}

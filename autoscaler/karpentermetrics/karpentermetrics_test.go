@@ -118,7 +118,7 @@ func TestSnakeCaseMatchesKarpenterReasons(t *testing.T) {
 
 func TestObserveSchedulingFeedsBothNames(t *testing.T) {
 	before := counter(t, "karpenter_scheduler_scheduling_duration_seconds", map[string]string{"controller": "provisioner"})
-	ObserveScheduling(ControllerProvisioner, time.Now().Add(-2*time.Second))
+	ObserveScheduling(ControllerProvisioner, 2*time.Second)
 	after := counter(t, "karpenter_scheduler_scheduling_duration_seconds", map[string]string{"controller": "provisioner"})
 	if after != max(before, 0)+1 {
 		t.Errorf("scheduler histogram count %v → %v, want one more", before, after)

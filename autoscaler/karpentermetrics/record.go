@@ -48,11 +48,12 @@ func NodeClaimDisrupted(nc *karpv1.NodeClaim, reason string) {
 }
 
 // ObserveScheduling records one scheduling simulation of controller
-// (ControllerProvisioner or ControllerDisruption) that started at start, in
-// seconds, under both karpenter_scheduler_scheduling_duration_seconds and
-// its pre-v1 name karpenter_provisioner_scheduling_duration_seconds.
-func ObserveScheduling(controller string, start time.Time) {
-	s := time.Since(start).Seconds()
+// (ControllerProvisioner or ControllerDisruption) that took took (measured
+// on the controller's injected clock), in seconds, under both
+// karpenter_scheduler_scheduling_duration_seconds and its pre-v1 name
+// karpenter_provisioner_scheduling_duration_seconds.
+func ObserveScheduling(controller string, took time.Duration) {
+	s := took.Seconds()
 	SchedulingDurationSeconds.WithLabelValues(controller).Observe(s)
 	ProvisionerSchedulingDurationSeconds.WithLabelValues(controller).Observe(s)
 }

@@ -201,7 +201,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}
 	disrupt := disruption.New(podReader, mgr.GetAPIReader(), metered(karpentermetrics.ControllerDisruption), recorder, clock.RealClock{}, disruption.Options{
 		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
-		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy)})
+		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy),
+		// The grace window provisioning plans with, so disruption sees
+		// the nodes pending pods will land on as provisioning does.
+		InitializationGrace: opts.InitializationGrace, DisableInitializationGrace: opts.InitializationGrace <= 0})
 	if err := disruption.Register(mgr, disrupt, disruption.NewPodEvents(mgr.GetClient(), clock.RealClock{})); err != nil {
 		return nil, fmt.Errorf("registering disruption: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -15,6 +14,7 @@ import (
 	karpxv1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/catalog"
 )
 
@@ -33,7 +33,9 @@ type Snapshot struct {
 	NodePools []karpv1.NodePool
 	// EC2NodeClasses are all karpenter.k8s.aws/v1 EC2NodeClasses.
 	EC2NodeClasses []karpxv1.EC2NodeClass
-	// NodeClaims count against their NodePool's spec.limits (status.capacity).
+	// NodeClaims count against their NodePool's spec.limits as they do
+	// for the scheduler (clusterstate.Remaining): status.capacity once
+	// launched, spec.resources.requests while launching.
 	NodeClaims []karpv1.NodeClaim
 	// Nodes give zones when no EC2NodeClass reports its subnets.
 	Nodes []corev1.Node
@@ -280,8 +282,8 @@ func fillOffering(r *NodePoolResult, plan scheduling.NodeClaimPlan) {
 	}
 }
 
-// nodePoolInput returns np with its instance types and remaining limits,
-// or why it cannot launch at all (its EC2NodeClass).
+// nodePoolInput returns np with its instance types and remaining limits
+// (clusterstate.Remaining, the scheduler's own), or why it cannot launch at all (its EC2NodeClass).
 func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.EC2NodeClass) []string) (scheduling.NodePoolInput, string) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
@@ -298,7 +300,7 @@ func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.
 	if c := findCondition(class.Status.Conditions, "Ready"); c != nil && c.Status != metav1.ConditionTrue {
 		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is not Ready (%s: %s)", class.Name, c.Reason, c.Message)
 	}
-	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: catalogTypes(zones(class)), Remaining: s.remaining(np)}, ""
+	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: catalogTypes(zones(class)), Remaining: clusterstate.Remaining(np, s.NodeClaims)}, ""
 }
 
 // modelled reports whether karpx can model np's node class: a
@@ -316,42 +318,6 @@ func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
-}
-
-// remaining is np's spec.limits minus the status.capacity of its
-// NodeClaims (labelled karpenter.sh/nodepool); nil when np has no limits.
-func (s *Snapshot) remaining(np *karpv1.NodePool) corev1.ResourceList {
-	if len(np.Spec.Limits) == 0 {
-		return nil
-	}
-	left := corev1.ResourceList{}
-	for name, q := range np.Spec.Limits {
-		left[name] = q.DeepCopy()
-	}
-	for _, nc := range s.NodeClaims {
-		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
-			continue
-		}
-		for name, used := range nc.Status.Capacity {
-			if q, ok := left[name]; ok {
-				q.Sub(used)
-				if q.Sign() < 0 {
-					q = resource.Quantity{}
-				}
-				left[name] = q
-			}
-		}
-	}
-	if nodes, ok := left[corev1.ResourceName("nodes")]; ok {
-		n := nodes.Value()
-		for _, nc := range s.NodeClaims {
-			if nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
-				n--
-			}
-		}
-		left[corev1.ResourceName("nodes")] = *resource.NewQuantity(max(n, 0), resource.DecimalSI)
-	}
-	return left
 }
 
 // zones returns the zones offerings are built in for a class: its

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/karpx/karpx/autoscaler/aws/budget/budgetstatus"
 	"github.com/karpx/karpx/plugin/table"
 )
 
@@ -24,7 +25,7 @@ var actionColumns = []metav1.TableColumnDefinition{
 	table.Errors, table.QuotaErrors, table.Exhausted, table.WaitP50, table.WaitP99,
 }
 
-func (o *Options) printTables(st *Status) error {
+func (o *Options) printTables(st *budgetstatus.Status) error {
 	wide := o.Print.IsWide()
 	if !o.Print.NoHeaders {
 		if st.Enabled {
@@ -46,11 +47,11 @@ func (o *Options) printTables(st *Status) error {
 	return p.Print(o.Out, actionTable(st))
 }
 
-func categoryTable(st *Status) *metav1.Table {
+func categoryTable(st *budgetstatus.Status) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: categoryColumns}
 	for _, c := range st.Categories {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			c.Category, number(c.Size), number(c.RefillPerSecond), tokens(c.Tokens, st.Enabled), adaptive(c.AdaptiveFactor, c.Slowdowns, st.Enabled),
+			string(c.Category), number(c.Size), number(c.RefillPerSecond), tokens(c.Tokens, st.Enabled), adaptive(c.AdaptiveFactor, c.Slowdowns, st.Enabled),
 			c.Requests, c.Throttled, c.Retries, seconds(c.WaitP99Seconds),
 			c.Errors, c.QuotaErrors, c.Exhausted,
 		}})
@@ -58,11 +59,11 @@ func categoryTable(st *Status) *metav1.Table {
 	return t
 }
 
-func actionTable(st *Status) *metav1.Table {
+func actionTable(st *budgetstatus.Status) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: actionColumns}
 	for _, a := range st.Actions {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			a.Action, a.Category, number(a.Size), number(a.RefillPerSecond), tokens(a.Tokens, st.Enabled), adaptive(a.Adaptive.Factor, a.Adaptive.Slowdowns, st.Enabled),
+			a.Action, string(a.Category), number(a.Size), number(a.RefillPerSecond), tokens(a.Tokens, st.Enabled), adaptive(a.Adaptive.Factor, a.Adaptive.Slowdowns, st.Enabled),
 			a.Requests, a.Throttled, a.Retries, a.Errors, a.QuotaErrors, a.Exhausted,
 			seconds(a.WaitP50Seconds), seconds(a.WaitP99Seconds),
 		}})

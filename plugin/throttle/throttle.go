@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/karpx/karpx/autoscaler/aws/budget/budgetstatus"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/runner"
@@ -28,9 +29,6 @@ const (
 	DefaultNamespace = "karpx"
 	DefaultService   = "karpx-controller"
 	DefaultPort      = "metrics"
-	// statusPath is where the controller serves its budget status
-	// (budget.HandlerPath).
-	statusPath = "/throttle"
 )
 
 // StatusKind is the kind -o json and -o yaml print the budget as, with
@@ -176,7 +174,7 @@ func (o *Options) ValidateSource() error {
 // server's service proxy. It returns *ServiceNotFoundError when the
 // controller's Service does not exist (for example on a cluster running
 // upstream Karpenter), and other errors naming the source and the fix.
-func (o *Options) Fetch(ctx context.Context) (*Status, error) {
+func (o *Options) Fetch(ctx context.Context) (*budgetstatus.Status, error) {
 	var (
 		raw []byte
 		err error
@@ -184,26 +182,16 @@ func (o *Options) Fetch(ctx context.Context) (*Status, error) {
 	if o.Endpoint != "" {
 		raw, err = o.readEndpoint(ctx)
 	} else {
-		raw, err = o.ReadProxy(ctx, statusPath)
+		raw, err = o.ReadProxy(ctx, budgetstatus.Path)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var st Status
+	var st budgetstatus.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decoding the budget status from %s: %w (is it a karpx controller?)", o.source(), err)
 	}
 	return &st, nil
-}
-
-// Summary is a one-line account of the budget, for `kubectl karpx status`.
-func (st *Status) Summary() string {
-	budget := "client-side budget off"
-	if st.Enabled {
-		budget = fmt.Sprintf("client-side budget at %.0f%% of AWS's rates", 100*st.Fraction)
-	}
-	return fmt.Sprintf("%s; %d requests, %d throttled, %d retries, %d retry-quota errors",
-		budget, st.Totals.Requests, st.Totals.Throttled, st.Totals.Retries, st.Totals.QuotaErrors)
 }
 
 // ServiceNotFoundError reports that the controller's Service is missing.
@@ -290,7 +278,7 @@ func (o *Options) readEndpoint(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	if u.Path == "" || u.Path == "/" {
-		u.Path = statusPath
+		u.Path = budgetstatus.Path
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

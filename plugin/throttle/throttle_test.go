@@ -15,30 +15,30 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/aws/budget/budgetstatus"
 	"github.com/karpx/karpx/catalog/awsquota"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/throttle"
 )
 
 // sample is a status as the controller serves it.
-func sample() budget.Status {
-	return budget.Status{
+func sample() budgetstatus.Status {
+	return budgetstatus.Status{
 		Enabled: true, Fraction: 0.5,
-		Categories: []budget.CategoryStatus{
+		Categories: []budgetstatus.CategoryStatus{
 			{Category: awsquota.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24, AdaptiveFactor: 0.5, Slowdowns: 1,
-				Counts: budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP99Seconds: 0.4},
+				Counts: budgetstatus.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP99Seconds: 0.4},
 			{Category: awsquota.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25, AdaptiveFactor: 1,
-				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
+				Counts: budgetstatus.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
-		Actions: []budget.ActionStatus{
+		Actions: []budgetstatus.ActionStatus{
 			{Action: "CreateFleet", Category: awsquota.Mutating, Size: 25, RefillPerSecond: 2.5, Tokens: 24,
-				Adaptive: budget.Adaptive{Factor: 0.5, Size: 12, RefillPerSecond: 1.25, Slowdowns: 1},
-				Counts:   budget.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
+				Adaptive: budgetstatus.Adaptive{Factor: 0.5, Size: 12, RefillPerSecond: 1.25, Slowdowns: 1},
+				Counts:   budgetstatus.Counts{Requests: 12, Throttled: 1, Retries: 1}, WaitP50Seconds: 0.1, WaitP99Seconds: 0.4},
 			{Action: "DescribeSpotPriceHistory", Category: awsquota.NonMutating, Size: 50, RefillPerSecond: 10, Tokens: 3.25,
-				Counts: budget.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
+				Counts: budgetstatus.Counts{Requests: 900, Exhausted: 4}, WaitP99Seconds: 2.5},
 		},
-		Totals: budget.Counts{Requests: 912, Throttled: 1, Retries: 1, Exhausted: 4},
+		Totals: budgetstatus.Counts{Requests: 912, Throttled: 1, Retries: 1, Exhausted: 4},
 	}
 }
 
@@ -130,7 +130,7 @@ func TestJSONRoundTripsBudgetStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got budget.Status
+	var got budgetstatus.Status
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -139,7 +139,7 @@ func TestJSONRoundTripsBudgetStatus(t *testing.T) {
 		t.Errorf("-o json names %+v (%v), want karpx.io/v1alpha1 EC2APIBudget", meta, err)
 	}
 	if want := sample(); !reflect.DeepEqual(got, want) {
-		t.Errorf("the plugin's mirror of budget.Status lost fields:\ngot  %+v\nwant %+v", got, want)
+		t.Errorf("the plugin's mirror of budgetstatus.Status lost fields:\ngot  %+v\nwant %+v", got, want)
 	}
 	out, err = run(t, apiServer(t), "-o", "yaml")
 	if err != nil || !strings.Contains(out, "fraction: 0.5") || !strings.Contains(out, "action: CreateFleet") {

@@ -82,6 +82,11 @@ var rules = []rule{
 		why:  "API types, the catalogue, requirement matching and the lint rules are leaves the autoscaler, webhook and plugin share",
 	},
 	{
+		from: []string{module + "/autoscaler/aws/budget/budgetstatus"},
+		to:   []string{"github.com/aws", module + "/autoscaler/cloudprovider", module + "/autoscaler/aws/ec2api"},
+		why:  "the budget's JSON status is the one declaration the controller serves and kubectl karpx decodes: the plugin imports it, so it links no AWS SDK",
+	},
+	{
 		from: []string{module + "/requirements"},
 		to:   []string{module + "/lint"},
 		why:  "requirement matching is below the lint rules that use it",

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 )
@@ -42,6 +44,9 @@ type BatcherOptions[T, U any] struct {
 	RunToCompletion bool
 	// Metrics, when not nil, records batch sizes and windows.
 	Metrics *Metrics
+	// Clock times batch windows. Nil means clock.RealClock; tests may pass
+	// a k8s.io/utils/clock/testing fake.
+	Clock clock.WithDelayedExecution
 }
 
 // Result is the answer to one request of a batch.
@@ -72,7 +77,7 @@ type batch[T, U any] struct {
 	weight   int
 	started  time.Time
 	deadline time.Time
-	timer    *time.Timer
+	timer    clock.Timer
 }
 
 type request[T, U any] struct {
@@ -83,6 +88,9 @@ type request[T, U any] struct {
 
 // NewBatcher returns a Batcher for opts.
 func NewBatcher[T, U any](opts BatcherOptions[T, U]) *Batcher[T, U] {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Batcher[T, U]{opts: opts, pending: map[string]*batch[T, U]{}}
 }
 
@@ -105,11 +113,11 @@ func (b *Batcher[T, U]) Add(ctx context.Context, in *T) (*U, error) {
 		b.closeLocked(bt) // full: run it, start a new batch
 		bt = nil
 	}
-	now := time.Now()
+	now := b.opts.Clock.Now()
 	if bt == nil {
 		bt = &batch[T, U]{key: key, started: now, deadline: now.Add(b.opts.MaxTimeout)}
 		b.pending[key] = bt
-		bt.timer = time.AfterFunc(min(b.opts.IdleTimeout, b.opts.MaxTimeout), func() { b.close(bt) })
+		bt.timer = b.opts.Clock.AfterFunc(min(b.opts.IdleTimeout, b.opts.MaxTimeout), func() { b.close(bt) })
 	} else {
 		bt.timer.Reset(min(b.opts.IdleTimeout, bt.deadline.Sub(now)))
 	}
@@ -154,7 +162,7 @@ func (b *Batcher[T, U]) closeLocked(bt *batch[T, U]) {
 // run executes a closed batch and hands out the results.
 func (b *Batcher[T, U]) run(bt *batch[T, U]) {
 	if m := b.opts.Metrics; m != nil {
-		m.window.WithLabelValues(b.opts.Name).Observe(time.Since(bt.started).Seconds())
+		m.window.WithLabelValues(b.opts.Name).Observe(b.opts.Clock.Since(bt.started).Seconds())
 	}
 	// Requests whose caller already left are dropped.
 	live := bt.reqs[:0]

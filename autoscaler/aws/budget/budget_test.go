@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
+	"github.com/karpx/karpx/autoscaler/aws/budget/budgetstatus"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -226,7 +227,7 @@ func throttledAtSim(sim *ec2sim.Simulator) int64 {
 	return n
 }
 
-func categoryOf(t *testing.T, st budget.Status, c awsquota.Category) budget.CategoryStatus {
+func categoryOf(t *testing.T, st budgetstatus.Status, c awsquota.Category) budgetstatus.CategoryStatus {
 	t.Helper()
 	for _, cs := range st.Categories {
 		if cs.Category == c {
@@ -234,10 +235,10 @@ func categoryOf(t *testing.T, st budget.Status, c awsquota.Category) budget.Cate
 		}
 	}
 	t.Fatalf("no category %s in %+v", c, st.Categories)
-	return budget.CategoryStatus{}
+	return budgetstatus.CategoryStatus{}
 }
 
-func actionOf(t *testing.T, st budget.Status, action string, c awsquota.Category) budget.ActionStatus {
+func actionOf(t *testing.T, st budgetstatus.Status, action string, c awsquota.Category) budgetstatus.ActionStatus {
 	t.Helper()
 	for _, as := range st.Actions {
 		if as.Action == action && as.Category == c {
@@ -245,7 +246,7 @@ func actionOf(t *testing.T, st budget.Status, action string, c awsquota.Category
 		}
 	}
 	t.Fatalf("no bucket %s/%s in %+v", action, c, st.Actions)
-	return budget.ActionStatus{}
+	return budgetstatus.ActionStatus{}
 }
 
 // TestSpeculativeFailsFastCriticalWaits drains a small bucket on a fake
@@ -447,7 +448,7 @@ func TestHandlerServesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st budget.Status
+	var st budgetstatus.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}

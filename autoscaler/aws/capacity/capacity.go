@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/karpx/karpx/apis/v1"
 )
@@ -63,13 +64,13 @@ type Cache struct {
 	mu        sync.Mutex
 	estimates map[Key]corev1.ResourceList
 	learn     bool
-	now       func() time.Time
+	clk       clock.PassiveClock
 }
 
 // New returns a Cache; learn=false keeps using estimates (P3 control only).
 func New(learn bool) *Cache {
 	return &Cache{observed: expirable.NewLRU[Key, Observation](Entries, nil, ObservedTTL),
-		estimates: map[Key]corev1.ResourceList{}, learn: learn, now: time.Now}
+		estimates: map[Key]corev1.ResourceList{}, learn: learn, clk: clock.RealClock{}}
 }
 
 // Allocatable returns what pods can request on a node of key: the observed
@@ -89,7 +90,7 @@ func (c *Cache) Allocatable(key Key, estimate corev1.ResourceList) corev1.Resour
 
 // Observe records a registered Node's allocatable for key.
 func (c *Cache) Observe(key Key, node string, allocatable corev1.ResourceList) {
-	c.observed.Add(key, Observation{Allocatable: allocatable.DeepCopy(), At: c.now(), Node: node})
+	c.observed.Add(key, Observation{Allocatable: allocatable.DeepCopy(), At: c.clk.Now(), Node: node})
 }
 
 // Entries returns every key with an estimate or an observation, sorted.

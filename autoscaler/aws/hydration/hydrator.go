@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -28,13 +29,17 @@ type Hydrator struct {
 	// RetryBase and RetryMax bound the backoff between failed loads
 	// (doubling per failure). Defaults 1s and 30s.
 	RetryBase, RetryMax time.Duration
+	// Clock times the loads, the retry backoff and the refresh ticker.
+	// Default clock.RealClock; tests may set a k8s.io/utils/clock/testing
+	// fake before Start.
+	Clock clock.WithTicker
 }
 
 var _ manager.LeaderElectionRunnable = (*Hydrator)(nil)
 
 // NewHydrator returns a Hydrator of sources logging to log.
 func NewHydrator(log logr.Logger, sources ...Source) *Hydrator {
-	return &Hydrator{sources: sources, log: log.WithName("hydration"), RetryBase: time.Second, RetryMax: 30 * time.Second}
+	return &Hydrator{sources: sources, log: log.WithName("hydration"), RetryBase: time.Second, RetryMax: 30 * time.Second, Clock: clock.RealClock{}}
 }
 
 // NeedLeaderElection is false: every replica hydrates.
@@ -59,17 +64,17 @@ func (h *Hydrator) Start(ctx context.Context) error {
 func (h *Hydrator) run(ctx context.Context, s Source) {
 	wait := h.RetryBase
 	for {
-		start := time.Now()
+		start := h.Clock.Now()
 		err := s.Refresh(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
-			h.log.Info("hydrated", "dataSet", s.Name, "took", time.Since(start).Round(time.Millisecond).String())
+			h.log.Info("hydrated", "dataSet", s.Name, "took", h.Clock.Since(start).Round(time.Millisecond).String())
 			break
 		}
 		h.log.Info("hydrating failed; retrying", "dataSet", s.Name, "transient", true, "retryIn", wait.String(), "error", err.Error())
-		if !sleep(ctx, wait) {
+		if !sleep(ctx, h.Clock, wait) {
 			return
 		}
 		wait = min(2*wait, h.RetryMax)
@@ -77,13 +82,13 @@ func (h *Hydrator) run(ctx context.Context, s Source) {
 	if s.Period <= 0 {
 		return
 	}
-	t := time.NewTicker(s.Period)
+	t := h.Clock.NewTicker(s.Period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 				h.log.Info("refresh failed; serving the last good data", "dataSet", s.Name, "transient", true, "error", err.Error())
 			}
@@ -91,13 +96,14 @@ func (h *Hydrator) run(ctx context.Context, s Source) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleep waits d on clk, or until ctx ends (false).
+func sleep(ctx context.Context, clk clock.WithTicker, d time.Duration) bool {
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-t.C():
 		return true
 	}
 }

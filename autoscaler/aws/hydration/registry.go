@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Names of the data sets karpx's providers report.
@@ -56,12 +58,12 @@ type Registry struct {
 	mu      sync.Mutex
 	sets    map[string]*State
 	changed chan struct{} // closed and replaced on every hydration
-	now     func() time.Time
+	clk     clock.PassiveClock
 }
 
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry {
-	return &Registry{sets: map[string]*State{}, changed: make(chan struct{}), now: time.Now}
+	return &Registry{sets: map[string]*State{}, changed: make(chan struct{}), clk: clock.RealClock{}}
 }
 
 // Require declares data sets that /readyz waits for.
@@ -87,7 +89,7 @@ func (r *Registry) Succeeded(name string, items int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.get(name)
-	now := r.now()
+	now := r.clk.Now()
 	first := !s.Hydrated
 	s.Hydrated, s.HydratedAt, s.LastAttempt, s.Items, s.LastError = true, now, now, items, ""
 	if first {
@@ -102,7 +104,7 @@ func (r *Registry) Failed(name string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.get(name)
-	s.LastAttempt, s.LastError = r.now(), err.Error()
+	s.LastAttempt, s.LastError = r.clk.Now(), err.Error()
 }
 
 // Hydrated reports whether every named data set is hydrated.

@@ -52,6 +52,15 @@ type Options struct {
 	// scheduling.Solve, so consolidation plans replacements as
 	// provisioning would: Strict (default) or BestEffort.
 	MinValuesPolicy scheduling.MinValuesPolicy
+	// InitializationGrace is the grace window through which a pass sees
+	// the nodes pending pods are expected to land on (see nominated): the
+	// operator's --initialization-grace-window, the one provisioning plans
+	// with. Default 5 min, as the flag's.
+	InitializationGrace time.Duration
+	// DisableInitializationGrace switches the grace window off, as
+	// --initialization-grace-window=0 does for provisioning: nodes are seen
+	// with the taints they carry now.
+	DisableInitializationGrace bool
 }
 
 func (o *Options) defaults() {
@@ -66,6 +75,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxMultiNodeCandidates <= 0 {
 		o.MaxMultiNodeCandidates = 100
+	}
+	if o.InitializationGrace <= 0 {
+		o.InitializationGrace = 5 * time.Minute
 	}
 }
 
@@ -357,16 +369,12 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 	}
 }
 
-// NominationGrace is the initialisation grace window (provisioning's
-// default, --initialization-grace-window) through which nominated() sees
-// nodes: startup, ephemeral and agent taints of a node younger than this
-// do not keep its pending pods away.
-const NominationGrace = 5 * time.Minute
-
 // nominated returns the Nodes that pods not bound yet are expected to land
 // on: the scheduler places every pending pod on the existing nodes (as
-// provisioning would) and a Node that takes one is no candidate, however
-// empty it looks. Without this a node that has just initialised for pods
+// provisioning would, through the same grace window,
+// Options.InitializationGrace: startup, ephemeral and agent taints of a
+// node younger than it do not keep its pending pods away) and a Node that
+// takes one is no candidate, however empty it looks. Without this a node that has just initialised for pods
 // kube-scheduler has not bound yet would be removed as empty.
 func (c *Controller) nominated(s *state) map[string]bool {
 	var pending []*corev1.Pod
@@ -381,7 +389,10 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	}
 	// Seen as provisioning sees them: a node that has just initialised but
 	// still carries an agent's taint is where its pending pods will go.
-	s.cluster.Grace = &clusterstate.Grace{Window: NominationGrace, Now: s.now, AgentTaint: clusterstate.AgentTaint()}
+	s.cluster.Grace = &clusterstate.Grace{Window: c.opts.InitializationGrace, Now: s.now, AgentTaint: clusterstate.AgentTaint()}
+	if c.opts.DisableInitializationGrace {
+		s.cluster.Grace.Window = 0
+	}
 	existing := s.cluster.ExistingNodes(s.types, nil)
 	s.cluster.Grace = nil
 	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing})

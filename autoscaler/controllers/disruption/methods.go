@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -224,9 +223,9 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		VolumeRequirements: s.volumes,
 		MinValuesPolicy:    c.opts.MinValuesPolicy,
 	}
-	solveStart := time.Now()
+	solveStart := c.clock.Now()
 	res := scheduling.Solve(in)
-	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerDisruption, solveStart)
+	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerDisruption, c.clock.Since(solveStart))
 	ok := true
 	for uid := range res.Unschedulable {
 		if moved[uid] {

@@ -409,3 +409,37 @@ func TestConsolidationKeepsNodesWhosePendingPodsAreStillArriving(t *testing.T) {
 		})
 	}
 }
+
+// TestNominationHonoursInitializationGrace: a node initialised 10 min ago
+// still carries Cilium's agent taint and a pending pod is expected on it.
+// With --initialization-grace-window=20m (Options.InitializationGrace) the
+// taint is within the grace window, as provisioning sees it, so the node is
+// nominated and kept; with the default window (5 min, the control) the
+// taint counts, the pod fits nowhere, and the node goes as empty.
+func TestNominationHonoursInitializationGrace(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		window time.Duration
+		kept   bool
+	}{
+		{"window 20m", 20 * time.Minute, true},
+		{"default window", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.opts.InitializationGrace = tt.window
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			node := c.node("n", "p", 10*time.Minute, nil)
+			for _, o := range c.objs {
+				if n, ok := o.(*corev1.Node); ok && n.Name == node {
+					n.Spec.Taints = []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+				}
+			}
+			c.pod("pending", "", "500m", nil)
+			res := c.pass()
+			if got := c.exists("n"); got != tt.kept {
+				t.Errorf("decisions %v: node kept %v, want %v", res.Decisions, got, tt.kept)
+			}
+		})
+	}
+}

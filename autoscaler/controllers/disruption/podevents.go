@@ -53,7 +53,7 @@ func (p *PodEvents) Register(mgr manager.Manager) error {
 				// Informer start-up lists every pod as created; only pods
 				// created bound (static or pre-bound) count, and those
 				// are rare. The binding itself is an update.
-				if pod := e.Object.(*corev1.Pod); time.Since(pod.CreationTimestamp.Time) < time.Minute {
+				if pod := e.Object.(*corev1.Pod); p.clock.Since(pod.CreationTimestamp.Time) < time.Minute {
 					enqueue(q, pod)
 				}
 			},

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -24,6 +25,10 @@ type Options struct {
 	// the seconds between CreateFleet returning and the NodeClaim's
 	// status recording the providerID.
 	Grace time.Duration
+	// Clock times the passes and how long an instance has been unclaimed.
+	// Default clock.RealClock; tests pass a k8s.io/utils/clock/testing
+	// fake.
+	Clock clock.WithTicker
 }
 
 // Collector is a leader-only manager.Runnable.
@@ -32,7 +37,6 @@ type Collector struct {
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	opts     Options
-	now      func() time.Time
 	// orphanSince and goneSince remember when a pass first saw an
 	// unclaimed instance (by providerID) or a NodeClaim without instance.
 	orphanSince map[string]time.Time
@@ -50,7 +54,10 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.Grace <= 0 {
 		opts.Grace = 5 * time.Minute
 	}
-	return &Collector{kube: kube, cloud: cloud, recorder: recorder, opts: opts, now: time.Now,
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Collector{kube: kube, cloud: cloud, recorder: recorder, opts: opts,
 		orphanSince: map[string]time.Time{}, goneSince: map[string]time.Time{}, terminated: map[string]bool{}}
 }
 
@@ -59,13 +66,13 @@ func (c *Collector) NeedLeaderElection() bool { return true }
 
 // Start runs a pass every Period until ctx is done.
 func (c *Collector) Start(ctx context.Context) error {
-	ticker := time.NewTicker(c.opts.Period)
+	ticker := c.opts.Clock.NewTicker(c.opts.Period)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-ticker.C():
 			c.Pass(ctx)
 		}
 	}
@@ -85,7 +92,7 @@ func (c *Collector) Pass(ctx context.Context) {
 		log.Info("cloud list failed; skipping pass, nothing is deleted on a failed answer", "error", err.Error())
 		return
 	}
-	now := c.now()
+	now := c.opts.Clock.Now()
 	live := c.collectInstances(ctx, log, claims.Items, instances, now)
 	c.collectNodeClaims(ctx, log, claims.Items, live, now)
 }

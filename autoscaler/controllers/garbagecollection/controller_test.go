@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -57,14 +58,13 @@ func instance(name, id string) *karpv1.NodeClaim {
 	return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: karpv1.NodeClaimStatus{ProviderID: id}}
 }
 
-func setup(t *testing.T, claims ...client.Object) (*Collector, *fakeCloud, client.Client, *time.Time) {
+func setup(t *testing.T, claims ...client.Object) (*Collector, *fakeCloud, client.Client, *clocktesting.FakeClock) {
 	t.Helper()
 	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(claims...).Build()
 	cloud := &fakeCloud{instances: map[string]*karpv1.NodeClaim{}}
-	c := New(kube, cloud, record.NewFakeRecorder(10), Options{Grace: time.Minute})
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c.now = func() time.Time { return now }
-	return c, cloud, kube, &now
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := New(kube, cloud, record.NewFakeRecorder(10), Options{Grace: time.Minute, Clock: clk})
+	return c, cloud, kube, clk
 }
 
 func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
@@ -78,7 +78,7 @@ func TestOrphanTerminatedOnlyAfterGrace(t *testing.T) {
 	if len(cloud.deleted) != 0 {
 		t.Fatalf("deleted %v on first sight", cloud.deleted)
 	}
-	*now = now.Add(2 * time.Minute)
+	now.Step(2 * time.Minute)
 	c.Pass(context.Background())
 	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-2" {
 		t.Fatalf("deleted %v, want only the unclaimed aws:///a/i-2", cloud.deleted)
@@ -95,7 +95,7 @@ func TestSecondInstanceOfALaunchedNodeClaimIsAnOrphan(t *testing.T) {
 	cloud.instances["aws:///a/i-1"] = instance("claimed", "aws:///a/i-1")
 	cloud.instances["aws:///a/i-9"] = instance("claimed", "aws:///a/i-9")
 	c.Pass(context.Background())
-	*now = now.Add(2 * time.Minute)
+	now.Step(2 * time.Minute)
 	c.Pass(context.Background())
 	if len(cloud.deleted) != 1 || cloud.deleted[0] != "aws:///a/i-9" {
 		t.Fatalf("deleted %v, want only the second instance aws:///a/i-9", cloud.deleted)
@@ -108,7 +108,7 @@ func TestShuttingDownOrphanTerminatedOnce(t *testing.T) {
 	cloud.instances["aws:///a/i-2"] = instance("leaked", "aws:///a/i-2")
 	c.Pass(context.Background())
 	for range 4 {
-		*now = now.Add(2 * time.Minute)
+		now.Step(2 * time.Minute)
 		c.Pass(context.Background())
 	}
 	if len(cloud.deleted) != 1 {
@@ -128,7 +128,7 @@ func TestFailedListChangesNothing(t *testing.T) {
 	cloud.listErr = errors.New("RequestLimitExceeded")
 	for range 5 {
 		c.Pass(context.Background())
-		*now = now.Add(10 * time.Minute)
+		now.Step(10 * time.Minute)
 	}
 	var nc karpv1.NodeClaim
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "healthy"}, &nc); err != nil {
@@ -143,7 +143,7 @@ func TestNodeClaimWithGoneInstanceDeletedAfterGrace(t *testing.T) {
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan-claim"}, &nc); err != nil {
 		t.Fatalf("deleted before grace: %v", err)
 	}
-	*now = now.Add(2 * time.Minute)
+	now.Step(2 * time.Minute)
 	c.Pass(context.Background())
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan-claim"}, &nc); err == nil {
 		t.Fatal("NodeClaim whose instance is gone was kept")

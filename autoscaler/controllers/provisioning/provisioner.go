@@ -66,6 +66,10 @@ type Options struct {
 	// NodeClaims they were planned onto, for the pod-to-launch histogram
 	// (package launchlatency).
 	Latency *launchlatency.Tracker
+	// Clock times batch windows, the resync ticker, nominations, the grace
+	// window and the scheduling histogram. Default clock.RealClock; tests
+	// pass a k8s.io/utils/clock/testing fake.
+	Clock clock.WithTicker
 }
 
 func (o *Options) defaults() {
@@ -87,6 +91,9 @@ func (o *Options) defaults() {
 	if o.InitializationGrace <= 0 {
 		o.InitializationGrace = 5 * time.Minute
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 }
 
 // Provisioner creates NodeClaims for pending pods. It implements
@@ -99,7 +106,7 @@ type Provisioner struct {
 	opts     Options
 	// trigger wakes Start and batches its wake-ups into windows.
 	trigger *trigger.Trigger
-	// clk times batch windows and nominations (a fake clock in tests).
+	// clk is Options.Clock.
 	clk clock.WithTicker
 
 	nominated  nominations
@@ -113,8 +120,7 @@ type Provisioner struct {
 // skipped until the pause ends.
 func NewProvisioner(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Provisioner {
 	opts.defaults()
-	clk := clock.RealClock{}
-	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: trigger.New(clk), clk: clk, agentTaint: clusterstate.AgentTaint()}
+	return &Provisioner{kube: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, trigger: trigger.New(opts.Clock), clk: opts.Clock, agentTaint: clusterstate.AgentTaint()}
 }
 
 // Trigger asks for a provisioning pass on behalf of key, the object whose
@@ -132,14 +138,14 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 // resync.
 func (p *Provisioner) Start(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("provisioner")
-	resync := time.NewTicker(p.opts.ResyncPeriod)
+	resync := p.clk.NewTicker(p.opts.ResyncPeriod)
 	defer resync.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-p.trigger.C():
-		case <-resync.C:
+		case <-resync.C():
 		}
 		// Wait until no new object triggered for BatchIdleDuration, or
 		// BatchMaxDuration passed.
@@ -211,9 +217,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		}
 	}
 
-	solveStart := time.Now()
+	solveStart := p.clk.Now()
 	out := scheduling.Solve(in)
-	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerProvisioner, solveStart)
+	karpentermetrics.ObserveScheduling(karpentermetrics.ControllerProvisioner, p.clk.Since(solveStart))
 	p.nominateExisting(state, out, &res)
 	p.reportUnschedulable(pending, out, &res)
 	errs := p.createNodeClaims(ctx, out.NewNodeClaims, &res)

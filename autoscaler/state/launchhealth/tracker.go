@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Defaults, chosen with the reasons below.
@@ -56,8 +58,10 @@ type Options struct {
 	Threshold   int
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
-	// Now returns the current time. Default time.Now.
-	Now func() time.Time
+	// Clock reads the current time, from which pauses start and end.
+	// Default clock.RealClock; tests pass a k8s.io/utils/clock/testing
+	// fake.
+	Clock clock.PassiveClock
 	// Jitter returns a factor in [0.8, 1.2) applied to each pause. Default
 	// random; tests set a constant.
 	Jitter func() float64
@@ -82,8 +86,8 @@ func New(opts Options) *Tracker {
 	if opts.MaxBackoff < opts.BaseBackoff {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = func() float64 { return 0.8 + 0.4*rand.Float64() }
@@ -111,7 +115,7 @@ func (t *Tracker) Failure(key Key, gens Generations, cause, message string) Stat
 	s.Generations = gens
 	if s.Consecutive >= t.opts.Threshold {
 		backoff := Backoff(t.opts.BaseBackoff, t.opts.MaxBackoff, s.Consecutive-t.opts.Threshold+1)
-		s.PausedUntil = t.opts.Now().Add(time.Duration(float64(backoff) * t.opts.Jitter()))
+		s.PausedUntil = t.opts.Clock.Now().Add(time.Duration(float64(backoff) * t.opts.Jitter()))
 	}
 	return *s
 }
@@ -157,7 +161,7 @@ func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
 		delete(t.states, key)
 		return false, State{}
 	}
-	return t.opts.Now().Before(s.PausedUntil), *s
+	return t.opts.Clock.Now().Before(s.PausedUntil), *s
 }
 
 // Unhealthy reports whether key has failed at least Threshold times in a

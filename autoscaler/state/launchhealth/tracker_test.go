@@ -3,11 +3,14 @@ package launchhealth
 import (
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestPauseAfterThresholdAndBackoffGrows(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tr := New(Options{Now: func() time.Time { return now }, Jitter: func() float64 { return 1 }})
+	clk := clocktesting.NewFakeClock(now)
+	tr := New(Options{Clock: clk, Jitter: func() float64 { return 1 }})
 	key := Key{NodePool: "bad", NodeClass: "bad"}
 	gens := Generations{NodePool: 1, NodeClass: 1}
 
@@ -32,6 +35,7 @@ func TestPauseAfterThresholdAndBackoffGrows(t *testing.T) {
 		t.Fatalf("pause %s, want the cap %s", got, DefaultMaxBackoff)
 	}
 	now = now.Add(DefaultMaxBackoff + time.Second)
+	clk.SetTime(now)
 	if paused, _ := tr.Paused(key, gens); paused {
 		t.Fatal("still paused after the backoff expired")
 	}

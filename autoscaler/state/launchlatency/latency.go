@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -45,7 +46,7 @@ type claim struct {
 // *Tracker ignores every call.
 type Tracker struct {
 	mu      sync.Mutex
-	now     func() time.Time
+	clk     clock.PassiveClock
 	observe func(seconds float64)
 	seen    map[types.NamespacedName]time.Time
 	claims  map[string]*claim
@@ -59,7 +60,7 @@ func New(hook func(seconds float64)) *Tracker {
 	if hook != nil {
 		observe = func(s float64) { podToLaunch.Observe(s); hook(s) }
 	}
-	return &Tracker{now: time.Now, observe: observe, seen: map[types.NamespacedName]time.Time{}, claims: map[string]*claim{}}
+	return &Tracker{clk: clock.RealClock{}, observe: observe, seen: map[types.NamespacedName]time.Time{}, claims: map[string]*claim{}}
 }
 
 // Seen records that pod is pending now, unless it was seen already.
@@ -67,7 +68,7 @@ func (t *Tracker) Seen(pod types.NamespacedName) {
 	if t == nil {
 		return
 	}
-	now := t.now()
+	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.seen[pod]; !ok {
@@ -97,7 +98,7 @@ func (t *Tracker) Planned(nodeClaim string, pods []types.NamespacedName) {
 	if t == nil {
 		return
 	}
-	now := t.now()
+	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := &claim{planned: now}
@@ -119,7 +120,7 @@ func (t *Tracker) Planned(nodeClaim string, pods []types.NamespacedName) {
 
 // issued observes the pods of nodeClaim, once.
 func (t *Tracker) issued(nodeClaim string) {
-	now := t.now()
+	now := t.clk.Now()
 	t.mu.Lock()
 	c := t.claims[nodeClaim]
 	delete(t.claims, nodeClaim)

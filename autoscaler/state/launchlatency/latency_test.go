@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -39,8 +40,9 @@ func TestObservesPodToLaunch(t *testing.T) {
 	now := start
 	var samples []float64
 	tr := New(func(s float64) { samples = append(samples, s) })
-	tr.now = func() time.Time { return now }
-	at := func(sec float64) { now = start.Add(time.Duration(sec * float64(time.Second))) }
+	clk := clocktesting.NewFakeClock(now)
+	tr.clk = clk
+	at := func(sec float64) { clk.SetTime(start.Add(time.Duration(sec * float64(time.Second)))) }
 	a, b, c := types.NamespacedName{Namespace: "default", Name: "a"}, types.NamespacedName{Namespace: "default", Name: "b"}, types.NamespacedName{Namespace: "default", Name: "c"}
 
 	count0, sum0 := histogram(t)

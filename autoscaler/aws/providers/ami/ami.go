@@ -14,6 +14,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
@@ -97,7 +98,7 @@ type Provider struct {
 	mu         sync.Mutex
 	ssmCache   cache.Store[string, string]
 	amiCache   cache.Store[string, []AMI]
-	now        func() time.Time
+	clk        clock.PassiveClock
 }
 
 // NewProvider returns a Provider; kubernetesVersion ("1.35") selects the
@@ -111,7 +112,7 @@ func NewProvider(api ec2api.API, kubernetesVersion string, ttls cache.TTLs) *Pro
 		k8sVersion: kubernetesVersion,
 		ssmCache:   cache.New[string, string](cache.SSMEntries, ttls.SSM),
 		amiCache:   cache.New[string, []AMI](cache.NodeClassEntries, ttls.Default),
-		now:        time.Now,
+		clk:        clock.RealClock{},
 	}
 }
 
@@ -255,7 +256,7 @@ func (p *Provider) fromImage(img ec2types.Image, known map[string][]Variant) []A
 	arch := KubernetesArch(string(img.Architecture))
 	created, _ := time.Parse(time.RFC3339, aws.ToString(img.CreationDate))
 	deprecated := false
-	if dt, err := time.Parse(time.RFC3339, aws.ToString(img.DeprecationTime)); err == nil && dt.Before(p.now()) {
+	if dt, err := time.Parse(time.RFC3339, aws.ToString(img.DeprecationTime)); err == nil && dt.Before(p.clk.Now()) {
 		deprecated = true
 	}
 	variants, ok := known[id]

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
@@ -124,8 +125,8 @@ func TestStaleCatalogueKeptOnFailureAndSuspectEmpty(t *testing.T) {
 	ttls := cache.DefaultTTLs()
 	ttls.InstanceTypes = time.Minute
 	p := NewProvider(api, NewUnavailableOfferings(), ttls, Options{Registry: reg})
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p.now = func() time.Time { return now }
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p.clk = clk
 	if got := names(t, p); len(got) != 2 {
 		t.Fatal(got)
 	}
@@ -137,7 +138,7 @@ func TestStaleCatalogueKeptOnFailureAndSuspectEmpty(t *testing.T) {
 		err   error
 	}{{nil, errors.New("InternalError")}, {[]string{}, nil}} {
 		api.set(tc.types, tc.err)
-		now = now.Add(2 * time.Minute)
+		clk.Step(2 * time.Minute)
 		if got := names(t, p); len(got) != 2 {
 			t.Errorf("case %d: %v, want the last good 2 types", i, got)
 		}
@@ -149,7 +150,7 @@ func TestStaleCatalogueKeptOnFailureAndSuspectEmpty(t *testing.T) {
 		}
 	}
 	api.set([]string{"m5.large"}, nil)
-	now = now.Add(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	if got := names(t, p); len(got) != 1 {
 		t.Errorf("a good non-empty answer replaces the copy: %v", got)
 	}

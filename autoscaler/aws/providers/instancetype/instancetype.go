@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
@@ -31,7 +32,7 @@ import (
 type Provider struct {
 	api         ec2api.API
 	unavailable *UnavailableOfferings
-	now         func() time.Time
+	clk         clock.PassiveClock
 	opts        Options
 	ttls        cache.TTLs
 
@@ -83,7 +84,7 @@ func NewProvider(api ec2api.API, unavailable *UnavailableOfferings, ttls cache.T
 	return &Provider{
 		api:         api,
 		unavailable: unavailable,
-		now:         time.Now,
+		clk:         clock.RealClock{},
 		opts:        o,
 		ttls:        ttls,
 		zoneIDs:     cache.New[string, map[string]string](1, ttls.InstanceTypes),
@@ -185,7 +186,7 @@ func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 	infos, at := p.catalogue, p.infosAt
 	p.stateMu.Unlock()
 	switch {
-	case !at.IsZero() && p.now().Sub(at) < p.ttls.InstanceTypes:
+	case !at.IsZero() && p.clk.Since(at) < p.ttls.InstanceTypes:
 		return infos, nil
 	case !at.IsZero():
 		if p.catalogueMu.TryLock() {
@@ -245,7 +246,7 @@ func (p *Provider) refreshCatalogue(ctx context.Context) error {
 		p.opts.Registry.Failed(hydration.Offerings, err)
 		return err
 	}
-	p.catalogue, p.infosAt, p.infosErr = infos, p.now(), nil
+	p.catalogue, p.infosAt, p.infosErr = infos, p.clk.Now(), nil
 	p.opts.Registry.Succeeded(hydration.InstanceTypes, len(infos))
 	p.opts.Registry.Succeeded(hydration.Offerings, offerings)
 	return nil

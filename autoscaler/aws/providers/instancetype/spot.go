@@ -36,7 +36,7 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 	p.stateMu.Lock()
 	last, at := p.lastSpot, p.spotAt
 	p.stateMu.Unlock()
-	if !at.IsZero() && p.now().Sub(at) < p.ttls.SpotPrice {
+	if !at.IsZero() && p.clk.Since(at) < p.ttls.SpotPrice {
 		return last, nil
 	}
 	if !p.spotMu.TryLock() {
@@ -79,7 +79,7 @@ func (p *Provider) refreshSpot(ctx context.Context) error {
 	pg := p.spotPages
 	if pg == nil {
 		pg = &spotPages{
-			input:  ec2.DescribeSpotPriceHistoryInput{ProductDescriptions: []string{"Linux/UNIX"}, StartTime: aws.Time(p.now())},
+			input:  ec2.DescribeSpotPriceHistoryInput{ProductDescriptions: []string{"Linux/UNIX"}, StartTime: aws.Time(p.clk.Now())},
 			prices: map[string]float64{}, newest: map[string]time.Time{},
 		}
 		p.spotPages = pg
@@ -111,12 +111,12 @@ func (p *Provider) refreshSpot(ctx context.Context) error {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
 	if len(pg.prices) == 0 && len(p.lastSpot) > 0 {
-		p.spotAt = p.now() // retry after a TTL, not on every call
+		p.spotAt = p.clk.Now() // retry after a TTL, not on every call
 		err := fmt.Errorf("suspect empty answer (%d spot prices before): kept the last prices", len(p.lastSpot))
 		p.opts.Logger.Info("WARNING: spot price refresh returned no prices; keeping the last ones", "kept", len(p.lastSpot))
 		return err
 	}
-	p.lastSpot, p.spotAt = pg.prices, p.now()
+	p.lastSpot, p.spotAt = pg.prices, p.clk.Now()
 	p.opts.Registry.Succeeded(hydration.SpotPrices, len(pg.prices))
 	return nil
 }

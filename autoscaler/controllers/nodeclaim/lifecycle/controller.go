@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -58,6 +59,10 @@ type Options struct {
 	// Latency, when set, is told when a NodeClaim's CreateFleet is issued
 	// (the context of its launch carries it; package launchlatency).
 	Latency *launchlatency.Tracker
+	// Clock tells the time of the TTLs, backoffs and NotReady threshold.
+	// Default clock.RealClock{}; tests pass a k8s.io/utils/clock/testing
+	// fake.
+	Clock clock.PassiveClock
 }
 
 // Controller reconciles NodeClaims through their lifecycle.
@@ -70,7 +75,6 @@ type Controller struct {
 	recorder record.EventRecorder
 	health   *launchhealth.Tracker
 	opts     Options
-	now      func() time.Time
 
 	mu       sync.Mutex
 	failures map[types.UID]launchFailures
@@ -99,7 +103,10 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.LaunchBackoffMax <= 0 {
 		opts.LaunchBackoffMax = 10 * time.Minute
 	}
-	return &Controller{kube: kube, reader: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, now: time.Now, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{kube: kube, reader: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
 }
 
 // Register adds the controller to mgr: it reconciles NodeClaims and is woken
@@ -165,7 +172,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// backoff nor a pause of the pair may delay that.
 			return c.launch(ctx, nc)
 		}
-		if age := c.now().Sub(nc.CreationTimestamp.Time); age >= c.opts.LaunchTTL {
+		if age := c.opts.Clock.Now().Sub(nc.CreationTimestamp.Time); age >= c.opts.LaunchTTL {
 			log.Info("no instance launched in time; deleting NodeClaim so its pods are planned again", "launchTTL", c.opts.LaunchTTL.String())
 			c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimeout", "no instance launched within %s; deleting the NodeClaim so its pods are planned again", c.opts.LaunchTTL)
 			if err := c.kube.Delete(ctx, nc); err != nil {
@@ -174,12 +181,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			karpentermetrics.NodeClaimDisrupted(nc, karpentermetrics.ReasonLaunchTimeout)
 			return reconcile.Result{}, nil
 		}
-		if wait := f.next.Sub(c.now()); wait > 0 {
+		if wait := f.next.Sub(c.opts.Clock.Now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		if key, gens, ok := c.healthKey(ctx, nc); ok {
 			if paused, st := c.health.Paused(key, gens); paused {
-				return reconcile.Result{RequeueAfter: st.PausedUntil.Sub(c.now())}, nil
+				return reconcile.Result{RequeueAfter: st.PausedUntil.Sub(c.opts.Clock.Now())}, nil
 			}
 		}
 		return c.launch(ctx, nc)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,8 +28,7 @@ func newTestController(t *testing.T, now time.Time, objs ...client.Object) (*Con
 		WithIndex(&corev1.Node{}, clusterstate.NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 		Build()
 	health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
-	c := New(kube, nil, record.NewFakeRecorder(100), health, Options{})
-	c.now = func() time.Time { return now }
+	c := New(kube, nil, record.NewFakeRecorder(100), health, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 	return c, kube
 }
 
@@ -111,7 +111,7 @@ func TestNodeNotReadyTooLongReportedNeverDeleted(t *testing.T) {
 	if cond := get().StatusConditions().Get(ConditionTypeNodeNotReady); cond != nil && cond.IsTrue() {
 		t.Fatal("reported after 20m")
 	}
-	c.now = func() time.Time { return now.Add(11 * time.Minute) }
+	c.opts.Clock.(*clocktesting.FakePassiveClock).SetTime(now.Add(11 * time.Minute))
 	if _, err := c.watchReady(context.Background(), get(), node); err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,8 @@ func (c *Controller) watchReady(ctx context.Context, nc *karpv1.NodeClaim, node 
 		nc.StatusConditions().SetFalse(ConditionTypeNodeNotReady, "NodeReady", "Node is Ready")
 	case !notReady:
 		return reconcile.Result{}, nil
-	case c.now().Sub(since) < c.opts.NodeNotReadyThreshold:
-		return reconcile.Result{RequeueAfter: c.opts.NodeNotReadyThreshold - c.now().Sub(since)}, nil
+	case c.opts.Clock.Now().Sub(since) < c.opts.NodeNotReadyThreshold:
+		return reconcile.Result{RequeueAfter: c.opts.NodeNotReadyThreshold - c.opts.Clock.Now().Sub(since)}, nil
 	case reported:
 		return reconcile.Result{}, nil
 	default:

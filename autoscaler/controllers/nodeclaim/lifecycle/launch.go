@@ -108,7 +108,7 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		f.count++
 		n := f.count
 		wait := launchhealth.Backoff(c.opts.LaunchBackoffBase, c.opts.LaunchBackoffMax, n)
-		f.next = c.now().Add(wait)
+		f.next = c.opts.Clock.Now().Add(wait)
 		c.failures[nc.UID] = f
 		c.mu.Unlock()
 		log.Info("launch failed; backing off", "reason", reason, "code", code, "attempt", n, "retryIn", wait.String(), "error", err.Error())

@@ -24,7 +24,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	if node == nil {
 		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
-		waited := c.now().Sub(launched.LastTransitionTime.Time)
+		waited := c.opts.Clock.Now().Sub(launched.LastTransitionTime.Time)
 		if waited >= c.opts.RegistrationTTL {
 			log.Info("node did not register in time; deleting NodeClaim and terminating its instance",
 				"providerID", nc.Status.ProviderID, "registrationTTL", c.opts.RegistrationTTL.String())

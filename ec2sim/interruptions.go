@@ -106,6 +106,11 @@ var (
 // rebalance recommendation of an on-demand instance) or ErrInstanceEnded
 // (any kind but the state-change ones, for an instance shutting down or
 // terminated), or an error when no id is given.
+//
+// Longer than 80 lines on purpose: one switch over the interruption kinds,
+// each case the short list of what EC2 does for that kind, validated as a
+// whole under one lock before anything is sent, so that no event of a call
+// with a bad id goes out.
 func (s *Simulator) Interrupt(kind InterruptionKind, instanceIDs ...string) ([]Event, error) {
 	known := false
 	for _, k := range InterruptionKinds {

@@ -303,6 +303,11 @@ func CheckUserData(family, text string) Findings {
 // webhook to a fatal stack overflow). The same holds for base64-decoded
 // userData: KX010 denies it, and its decoded content is inspected only up
 // to the same size.
+//
+// Longer than 80 lines on purpose: it is the dispatch over userData's
+// forms (size, base64, gzip, MIME multipart, then each AMI family's
+// format), read top to bottom in the order a node would decode them; each
+// form's checks live in their own functions.
 func checkUserData(family, text string, unwrap bool) Findings {
 	if text == "" {
 		return nil

@@ -107,7 +107,9 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 
 	drain := &webhook.Drain{}
 	srv := webhook.NewServer(webhook.ServerOptions{Port: f.Port, CertDir: f.CertDir, EnableHTTP2: f.EnableHTTP2})
-	webhook.Register(drain.Server(srv), mgr.GetCache(), opts)
+	// Each request is bounded (read and write deadlines, an in-flight
+	// limit) and answers "Connection: close" while the replica drains.
+	webhook.Register(webhook.RequestLimits{}.Server(drain.Server(srv)), mgr.GetCache(), opts)
 
 	certsReady, err := certificates(mgr, f)
 	if err != nil {

@@ -166,10 +166,17 @@ func TestKarpenterMetricsAfterProvisioningAndScaleToZero(t *testing.T) {
 	}
 	down.expectKeys(t, "karpenter_nodeclaims_terminated_total", "capacity_type", "nodepool")
 	down.expectDelta(t, base, "karpenter_nodeclaims_terminated_total", map[string]string{"nodepool": "metrics", "capacity_type": "on-demand"}, n)
-	del := map[string]string{"controller": "nodeclaim.lifecycle", "method": "Delete", "provider": "aws"}
+	// The Node's termination terminates each instance (one Delete a
+	// node); the NodeClaim's finalizer calls the cloud only for an instance
+	// that termination did not (no Node, or a Node force-deleted).
+	del := map[string]string{"controller": "node.termination", "method": "Delete", "provider": "aws"}
 	if d := down.value("karpenter_cloudprovider_duration_seconds_count", del) - base.value("karpenter_cloudprovider_duration_seconds_count", del); d < n {
 		t.Errorf("cloudprovider_duration_seconds_count%v grew by %v, want ≥ %v", del, d, n)
 	}
+	lcDel := with(del, "controller", "nodeclaim.lifecycle")
+	scenarioLogf(t, "scenario metrics: cloud provider Delete calls by node.termination +%v, by nodeclaim.lifecycle +%v",
+		down.value("karpenter_cloudprovider_duration_seconds_count", del)-base.value("karpenter_cloudprovider_duration_seconds_count", del),
+		down.value("karpenter_cloudprovider_duration_seconds_count", lcDel)-base.value("karpenter_cloudprovider_duration_seconds_count", lcDel))
 	empty, under := with(od, "reason", "empty"), with(od, "reason", "underutilized")
 	scenarioLogf(t, "scenario metrics: scaled to zero; disrupted{reason=empty} +%v, {reason=underutilized} +%v, terminated +%v",
 		down.value("karpenter_nodeclaims_disrupted_total", empty)-base.value("karpenter_nodeclaims_disrupted_total", empty),

@@ -152,27 +152,7 @@ func (e *awsEnv) launch() {
 	if err := e.kube.Create(e.ctx, deployment("huge", 1, "1000", nil)); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(3*time.Minute, "web pods Running on Karpenter's Initialized NodeClaims", func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := e.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil || len(pods.Items) != 3 {
-			return false, nil
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				return false, nil
-			}
-		}
-		claims, err := e.claimsOf(ctx, "general")
-		if err != nil || len(claims) == 0 {
-			return false, nil
-		}
-		for i := range claims {
-			if !conditionTrue(&claims[i], karpv1.ConditionTypeInitialized) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	e.waitWebRunning()
 	claims, err := e.claimsOf(e.ctx, "general")
 	if err != nil {
 		t.Fatal(err)

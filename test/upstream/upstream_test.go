@@ -89,6 +89,32 @@ func (e *upstreamEnv) eventually(timeout time.Duration, what string, cond func(c
 	}
 }
 
+// waitWebRunning waits up to 3 minutes until the 3 pods of Deployment web
+// are Running and every NodeClaim of NodePool general is Initialized.
+func (e *upstreamEnv) waitWebRunning() {
+	e.eventually(3*time.Minute, "web pods Running on Karpenter's Initialized NodeClaims", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := e.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil || len(pods.Items) != 3 {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		claims, err := e.claimsOf(ctx, "general")
+		if err != nil || len(claims) == 0 {
+			return false, nil
+		}
+		for i := range claims {
+			if !conditionTrue(&claims[i], karpv1.ConditionTypeInitialized) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 // claimsOf lists the NodeClaims of a NodePool.
 func (e *upstreamEnv) claimsOf(ctx context.Context, pool string) ([]karpv1.NodeClaim, error) {
 	var list karpv1.NodeClaimList
@@ -197,27 +223,7 @@ func (e *upstreamEnv) launch(general *karpv1.NodePool) {
 	if err := e.kube.Create(e.ctx, deployment("web", 3, "1", nil)); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(3*time.Minute, "web pods Running on Karpenter's Initialized NodeClaims", func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := e.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil || len(pods.Items) != 3 {
-			return false, nil
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				return false, nil
-			}
-		}
-		claims, err := e.claimsOf(ctx, "general")
-		if err != nil || len(claims) == 0 {
-			return false, nil
-		}
-		for i := range claims {
-			if !conditionTrue(&claims[i], karpv1.ConditionTypeInitialized) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	e.waitWebRunning()
 	claims, err := e.claimsOf(e.ctx, "general")
 	if err != nil {
 		t.Fatal(err)

@@ -162,13 +162,6 @@ func (s *Simulator) describeCluster(req *request) (any, error) {
 // restjson deserializers read: the code in X-Amzn-ErrorType, the text in
 // the body's "message".
 func writeRESTJSONError(w http.ResponseWriter, reqID string, e *APIError) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-RequestId", reqID)
-	w.Header().Set("X-Amzn-ErrorType", e.Code)
-	status := e.HTTPStatus
-	if status == 0 {
-		status = defaultStatus(e.Code)
-	}
-	w.WriteHeader(status)
+	writeErrorHeader(w, "application/json", reqID, e)
 	_ = json.NewEncoder(w).Encode(map[string]string{"message": e.Message})
 }

@@ -411,7 +411,15 @@ func (s *Simulator) serveSSM(w http.ResponseWriter, r *http.Request, reqID, targ
 // writeJSONError writes the AWS JSON 1.1 error shape the SDK parses: the
 // code in X-Amzn-ErrorType and in "__type", the text in "message".
 func writeJSONError(w http.ResponseWriter, reqID string, e *APIError) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	writeErrorHeader(w, "application/x-amz-json-1.1", reqID, e)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
+}
+
+// writeErrorHeader writes what the JSON 1.1 and REST-JSON error answers
+// share: the content type, the request id, the code in X-Amzn-ErrorType and
+// the status (e.HTTPStatus, or the code's default).
+func writeErrorHeader(w http.ResponseWriter, contentType, reqID string, e *APIError) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("x-amzn-RequestId", reqID)
 	w.Header().Set("X-Amzn-ErrorType", e.Code)
 	status := e.HTTPStatus
@@ -419,7 +427,6 @@ func writeJSONError(w http.ResponseWriter, reqID string, e *APIError) {
 		status = defaultStatus(e.Code)
 	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
 }
 
 // gcLocked sends the pending state-change events, then forgets instances

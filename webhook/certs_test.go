@@ -25,7 +25,7 @@ import (
 	"github.com/karpx/karpx/webhook"
 )
 
-// TestSelfManagedCertificates runs cert-controller's rotator as
+// TestSelfManagedCertificates runs the certificate rotator as
 // cmd/karpx-webhook does against the real API server: it must fill the
 // Secret, inject the CA into both webhook configurations, and (once the
 // Secret is "mounted") report ready; the server then serves the

@@ -62,8 +62,10 @@
 // (objectHandler): in the load test that took the webhook's CPU per
 // EC2NodeClass review from about 460 to 350 µs, 290 µs with GOGC=400.
 //
-// Certificates are self-managed by default (AddCertRotator,
-// github.com/open-policy-agent/cert-controller: generated, stored in a
-// Secret, rotated before expiry, caBundle injected), or issued by
-// cert-manager (CertModeCertManager).
+// Certificates are self-managed by default (AddCertRotator: a CA and a
+// serving certificate generated, stored in one named Secret, renewed before
+// expiry, the CA injected into caBundle; the rotator gets, watches by
+// metadata.name and updates that Secret and the two webhook configurations
+// only, so its RBAC names them and grants no list), or issued by
+// cert-manager from a CA Issuer (CertModeCertManager).
 package webhook

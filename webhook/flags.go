@@ -55,7 +55,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&f.Port, "port", 9443, "HTTPS port of the webhook server")
 	fs.StringVar(&f.CertDir, "cert-dir", "/certs", "Directory holding tls.crt and tls.key (the mounted certificate Secret)")
-	fs.StringVar(&f.CertMode, "cert-mode", CertModeSelf, "Certificate management: self (cert-controller rotation) or cert-manager")
+	fs.StringVar(&f.CertMode, "cert-mode", CertModeSelf, "Certificate management: self (the webhook generates and rotates its CA and certificate in --secret-name) or cert-manager")
 	fs.StringVar(&f.Namespace, "namespace", namespace, "Namespace of the webhook's Service, Secret and rules ConfigMap")
 	fs.StringVar(&f.ServiceName, "service-name", "karpx-webhook", "Name of the webhook Service (the certificate's DNS name)")
 	fs.StringVar(&f.SecretName, "secret-name", "karpx-webhook-cert", "Name of the Secret holding the CA and serving certificate")

@@ -36,7 +36,7 @@ import (
 )
 
 // TestSelfSignedRotationUnderServiceAccount runs the webhook in self-signed
-// mode (cert-controller) as ServiceAccount karpx-system/karpx-webhook with
+// mode (CertRotator) as ServiceAccount karpx-system/karpx-webhook with
 // the RBAC of manifests/webhook, on the real webhook configurations
 // (karpx-webhook, the names the RBAC allows), against the real API server:
 // the rotator fills Secret karpx-webhook-cert and injects its CA into both

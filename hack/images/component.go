@@ -47,6 +47,10 @@ type Component struct {
 	// Binaries are the component's static binaries, one per platform, in the
 	// order the index lists them.
 	Binaries []Binary
+	// ModCache is the Go module cache (GOMODCACHE) the binaries were built
+	// from: the SBOM gives each module the SHA-256 of its zip there; empty
+	// for none (the go.sum hash stays, as a property).
+	ModCache string
 }
 
 // Binary is a component's static binary for one platform.
@@ -93,6 +97,9 @@ type Written struct {
 	Archive string
 	// SBOM is the CycloneDX JSON file, OUT/NAME.cdx.json.
 	SBOM string
+	// Provenance is the in-toto Statement v1 with the SLSA Provenance v1
+	// predicate (Built.Provenance), OUT/NAME.intoto.json, beside Archive.
+	Provenance string
 }
 
 // Reference returns REPOSITORY/NAME:VERSION.
@@ -174,7 +181,9 @@ func (c Component) Build() (*Built, error) {
 //     manifest (artifactType application/vnd.cyclonedx+json, subject the
 //     index);
 //   - NAME.tar, the same layout as a tar with fixed timestamps and owners;
-//   - NAME.cdx.json, the SBOM (see Built.SBOM).
+//   - NAME.cdx.json, the SBOM (see Built.SBOM);
+//   - NAME.intoto.json, the build provenance of NAME.tar, the index and its
+//     images (see Built.Provenance).
 //
 // Existing outputs are replaced. The same inputs give byte-identical files.
 func (c Component) Write(out string) (*Written, error) {
@@ -187,11 +196,12 @@ func (c Component) Write(out string) (*Written, error) {
 		return nil, fmt.Errorf("image %s: SBOM: %w", c.Name, err)
 	}
 	w := &Written{
-		Reference: c.Reference(),
-		Digest:    built.Digest,
-		Layout:    filepath.Join(out, c.Name),
-		Archive:   filepath.Join(out, c.Name+".tar"),
-		SBOM:      filepath.Join(out, c.Name+".cdx.json"),
+		Reference:  c.Reference(),
+		Digest:     built.Digest,
+		Layout:     filepath.Join(out, c.Name),
+		Archive:    filepath.Join(out, c.Name+".tar"),
+		SBOM:       filepath.Join(out, c.Name+".cdx.json"),
+		Provenance: filepath.Join(out, c.Name+".intoto.json"),
 	}
 	if err := os.RemoveAll(w.Layout); err != nil {
 		return nil, err
@@ -218,6 +228,17 @@ func (c Component) Write(out string) (*Written, error) {
 	}
 	if err := tarDir(w.Layout, w.Archive); err != nil {
 		return nil, fmt.Errorf("image %s: %w", c.Name, err)
+	}
+	st, err := built.Provenance(w)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", c.Name, err)
+	}
+	prov, err := ProvenanceJSON(st)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: provenance: %w", c.Name, err)
+	}
+	if err := os.WriteFile(w.Provenance, prov, 0o644); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

@@ -24,11 +24,21 @@
 //   - _output/images/NAME.tar: the same layout as a tar (an "oci-archive").
 //   - _output/images/NAME.cdx.json: the SBOM, CycloneDX 1.6 JSON: the index
 //     digest, each platform image's digest, each binary's SHA-256, Go version
-//     and build settings, and every Go module compiled into it with its
-//     version and go.sum hash, read from the binary's build info.
+//     and build settings, the standard library (pkg:golang/stdlib@vX.Y.Z,
+//     what scanners match Go's advisories on), and every Go module compiled
+//     into it with its version, its go.sum hash as property karpx:go:sum
+//     (a dirhash, never labelled SHA-256) and the SHA-256 of its module zip
+//     in the module cache (-modcache), read from the binary's build info.
+//   - _output/images/NAME.intoto.json: the build provenance, an in-toto
+//     Statement v1 with an SLSA Provenance v1 predicate
+//     (github.com/in-toto/attestation): subjects NAME.tar, the index and each
+//     platform image with their SHA-256 digests; resolved dependencies the
+//     binaries and the license. It is unsigned: a release signs it where its
+//     keys live.
 //
 // Digests are reproducible: every timestamp is the Unix epoch, owners are
-// root, and the SBOM carries no time or host detail.
+// root, and the SBOM and provenance carry no time detail (the module zip
+// hashes need the same module cache contents).
 //
 // Loading and pushing, all offline from these files:
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/base64"
@@ -26,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -76,7 +79,7 @@ func tinyBinaries(t *testing.T) string {
 func tinyComponent(t *testing.T, version string) Component {
 	t.Helper()
 	dir := tinyBinaries(t)
-	c := Component{Name: "karpx-controller", Version: version, Repository: DefaultRepository, License: []byte("Apache")}
+	c := Component{Name: "karpx-controller", Version: version, Repository: DefaultRepository, License: []byte("Apache"), ModCache: goModCache(t)}
 	for _, p := range wantPlatforms {
 		plat, err := v1.ParsePlatform(p)
 		if err != nil {
@@ -266,6 +269,9 @@ func checkSBOM(t *testing.T, file, layoutDir string, idx v1.Descriptor, referrer
 		deps[d.Ref] = *d.Dependencies
 	}
 	prop := func(c cdx.Component, name string) string {
+		if c.Properties == nil {
+			return ""
+		}
 		for _, p := range *c.Properties {
 			if p.Name == name {
 				return p.Value
@@ -295,30 +301,29 @@ func checkSBOM(t *testing.T, file, layoutDir string, idx v1.Descriptor, referrer
 				t.Errorf("%s %s: go %q GOARCH %q, build info says %s", file, plat, prop(bin, PropGoVersion), prop(bin, PropGoBuildPrefix+"GOARCH"), info.GoVersion)
 			}
 			var got []string
+			stdlibs := 0
 			for _, ref := range deps[binRef] {
 				c := comps[ref]
-				h := ""
-				if c.Hashes != nil {
-					h = (*c.Hashes)[0].Value
-				}
-				if c.Name == "std" {
-					if c.Version != info.GoVersion {
-						t.Errorf("%s %s: std %s, want %s", file, plat, c.Version, info.GoVersion)
+				if c.Name == StdlibName {
+					stdlibs++
+					want := "pkg:golang/stdlib@v" + strings.TrimPrefix(info.GoVersion, "go")
+					if c.PackageURL != want || c.BOMRef != want || c.Version != strings.TrimPrefix(want, "pkg:golang/stdlib@") {
+						t.Errorf("%s %s: standard library %s %s (purl %s), want purl %s (Go %s)", file, plat, c.Name, c.Version, c.PackageURL, want, info.GoVersion)
 					}
 					continue
 				}
-				got = append(got, c.Name+"@"+c.Version+" "+h)
+				got = append(got, c.Name+"@"+c.Version+" "+prop(c, PropGoSum))
+				checkModuleHash(t, file, c, prop(c, PropGoSum))
+			}
+			if stdlibs != 1 {
+				t.Errorf("%s %s: depends on %d standard-library components named %q, want 1", file, plat, stdlibs, StdlibName)
 			}
 			var want []string
 			for _, d := range info.Deps {
 				if d.Replace != nil {
 					d = d.Replace
 				}
-				sum, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(d.Sum, "h1:"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, d.Path+"@"+d.Version+" "+hex.EncodeToString(sum))
+				want = append(want, d.Path+"@"+d.Version+" "+d.Sum)
 			}
 			slices.Sort(got)
 			slices.Sort(want)
@@ -429,7 +434,7 @@ func TestVersionIsTheReleaseNeverLatest(t *testing.T) {
 			t.Errorf("version %q: error %v, want one containing %q", tc.version, err, tc.want)
 		}
 	}
-	err := run("latest", t.TempDir(), DefaultRepository, tinyBinaries(t), "../../LICENSE", wantPlatforms, []string{"karpx-controller"})
+	err := run("latest", t.TempDir(), DefaultRepository, tinyBinaries(t), "../../LICENSE", "", wantPlatforms, []string{"karpx-controller"})
 	if err == nil || !strings.Contains(err.Error(), "never latest") {
 		t.Errorf("-version latest: %v, want refused", err)
 	}
@@ -565,4 +570,63 @@ func checkStaticGoBinary(t *testing.T, name string, bin []byte) {
 	if !slices.ContainsFunc(info.Deps, func(m *debug.Module) bool { return m.Path == "golang.org/x/crypto/x509roots/fallback" }) {
 		t.Errorf("%s: does not link golang.org/x/crypto/x509roots/fallback: TLS to AWS would fail on an empty base (no /etc/ssl)", name)
 	}
+}
+
+// goModCache returns `go env GOMODCACHE`, the module cache the test
+// binaries are built from.
+func goModCache(t *testing.T) string {
+	t.Helper()
+	mc, err := moduleCache("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// checkModuleHash fails t unless module component c's hashes are exactly
+// what a scanner may check: none, or one SHA-256 that is the SHA-256 of the
+// module's zip in the module cache, a zip whose dirhash is sum (the go.sum
+// hash the binary was built with, given as a property). When the cache
+// holds the zip the hash must be there. A go.sum hash itself (base64 or
+// hex) labelled SHA-256, what the SBOM said before, fails.
+func checkModuleHash(t *testing.T, file string, c cdx.Component, sum string) {
+	t.Helper()
+	if !strings.HasPrefix(sum, "h1:") {
+		t.Errorf("%s: module %s@%s: property %s %q, want the go.sum h1: hash", file, c.Name, c.Version, PropGoSum, sum)
+		return
+	}
+	zip := filepath.Join(goModCache(t), "cache", "download", modulePath(t, c.Name), "@v", c.Version+".zip")
+	data, err := os.ReadFile(zip)
+	if err != nil {
+		if c.Hashes != nil {
+			t.Errorf("%s: module %s@%s has hashes %v but no zip in the module cache (%v)", file, c.Name, c.Version, *c.Hashes, err)
+		}
+		return
+	}
+	zipSum := sha256.Sum256(data)
+	if c.Hashes == nil || len(*c.Hashes) != 1 || (*c.Hashes)[0].Algorithm != cdx.HashAlgoSHA256 || (*c.Hashes)[0].Value != hex.EncodeToString(zipSum[:]) {
+		t.Errorf("%s: module %s@%s hashes %v, want one SHA-256 %x (its module zip %s)", file, c.Name, c.Version, c.Hashes, zipSum, zip)
+		if c.Hashes == nil {
+			return
+		}
+	}
+	if h1, err := dirhash.HashZip(zip, dirhash.Hash1); err != nil || h1 != sum {
+		t.Errorf("%s: module %s@%s: zip dirhash %s (%v), the SBOM's go.sum hash %s", file, c.Name, c.Version, h1, err, sum)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sum, "h1:"))
+	for _, h := range *c.Hashes {
+		if h.Value == hex.EncodeToString(raw) || h.Value == strings.TrimPrefix(sum, "h1:") {
+			t.Errorf("%s: module %s@%s: the go.sum hash is labelled %s", file, c.Name, c.Version, h.Algorithm)
+		}
+	}
+}
+
+// modulePath returns the module cache's escaped form of path.
+func modulePath(t *testing.T, path string) string {
+	t.Helper()
+	p, err := module.EscapePath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

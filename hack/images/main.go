@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -19,9 +20,15 @@ func main() {
 		platforms  = flag.String("platforms", "linux/amd64,linux/arm64", "Comma-separated OS/ARCH list: the platforms of each image index, in this order.")
 		components = flag.String("components", "karpx-controller,karpx-webhook", "Comma-separated component (binary) names: one image index each.")
 		license    = flag.String("license", "LICENSE", "License file copied into each image as /LICENSE.")
+		modCache   = flag.String("modcache", "", "Go module cache the binaries were built from, for the SHA-256 of each module zip in the SBOM; empty asks `go env GOMODCACHE`, \"none\" records go.sum hashes only.")
 	)
 	flag.Parse()
-	if err := run(*version, *out, *repository, *binDir, *license, split(*platforms), split(*components)); err != nil {
+	mc, err := moduleCache(*modCache)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: -modcache: %v\n", err)
+		os.Exit(1)
+	}
+	if err := run(*version, *out, *repository, *binDir, *license, mc, split(*platforms), split(*components)); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
 	}
@@ -32,7 +39,23 @@ func split(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
-func run(version, out, repository, binDir, licensePath string, platforms, components []string) error {
+// moduleCache returns flag's module cache: flag itself, "" for "none", or
+// what `go env GOMODCACHE` prints when flag is empty.
+func moduleCache(flag string) (string, error) {
+	switch flag {
+	case "none":
+		return "", nil
+	case "":
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			return "", fmt.Errorf("go env GOMODCACHE: %w (give -modcache DIR or -modcache none)", err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	return flag, nil
+}
+
+func run(version, out, repository, binDir, licensePath, modCache string, platforms, components []string) error {
 	if len(components) == 0 {
 		return fmt.Errorf("-components is empty: give the binary names, e.g. karpx-controller,karpx-webhook")
 	}
@@ -55,7 +78,7 @@ func run(version, out, repository, binDir, licensePath string, platforms, compon
 		return err
 	}
 	for _, name := range components {
-		c := Component{Name: name, Version: version, Repository: repository, License: license}
+		c := Component{Name: name, Version: version, Repository: repository, License: license, ModCache: modCache}
 		for _, p := range plats {
 			c.Binaries = append(c.Binaries, Binary{Platform: p, Path: filepath.Join(binDir, p.OS+"_"+p.Architecture, name)})
 		}
@@ -63,7 +86,7 @@ func run(version, out, repository, binDir, licensePath string, platforms, compon
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s@%s\t%s\t%s\t%s\n", w.Reference, w.Digest, w.Archive, w.Layout, w.SBOM)
+		fmt.Printf("%s@%s\t%s\t%s\t%s\t%s\n", w.Reference, w.Digest, w.Archive, w.Layout, w.SBOM, w.Provenance)
 	}
 	return nil
 }

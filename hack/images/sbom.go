@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/uuid"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // SBOMSpecVersion is the CycloneDX version the SBOM is written in: 1.6, the
@@ -36,7 +40,17 @@ const (
 	PropReplaces = "karpx:go:replaces"
 	// PropPlatform is an image's or binary's OS/ARCH.
 	PropPlatform = "karpx:platform"
+	// PropGoSum is a module's go.sum hash, "h1:BASE64": Go's dirhash, a
+	// SHA-256 over the sorted list of the module's file SHA-256s
+	// (golang.org/x/mod/sumdb/dirhash Hash1), which is no hash of any file a
+	// scanner could fetch, so it is a property and never a CycloneDX hash.
+	PropGoSum = "karpx:go:sum"
 )
+
+// StdlibName is the component name of the Go standard library: with purl
+// pkg:golang/stdlib@vX.Y.Z it is what Trivy, Grype and the Go vulnerability
+// database (govulncheck's "stdlib" module) match Go's own advisories on.
+const StdlibName = "stdlib"
 
 // Module is a Go module compiled into a binary, after replace directives:
 // what the SBOM lists.
@@ -71,23 +85,65 @@ func Modules(info *buildinfo.BuildInfo) []Module {
 	return mods
 }
 
-// SHA256 returns the hex SHA-256 that m's go.sum hash encodes ("h1:" is
-// base64 of a SHA-256 over the module's file hashes, Go's dirhash), or "" for
-// no or another kind of sum.
-func (m Module) SHA256() string {
-	b64, ok := strings.CutPrefix(m.Sum, "h1:")
-	if !ok {
-		return ""
+// ZipSHA256 returns the hex SHA-256 of m's module zip in the module cache
+// modCache (GOMODCACHE; its cache/download tree, as the go command writes
+// it), the file the module proxy serves, after checking that the zip's
+// dirhash is m.Sum, the hash the binary was built with. It returns "" and
+// no error when modCache is empty, m has no sum (a local replacement) or
+// the zip is not in the cache, and an error naming the zip when it cannot
+// be read or its dirhash differs (a corrupt cache).
+func (m Module) ZipSHA256(modCache string) (string, error) {
+	if modCache == "" || m.Sum == "" {
+		return "", nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(raw) != sha256.Size {
-		return ""
+	p, err := module.EscapePath(m.Path)
+	if err != nil {
+		return "", err
 	}
-	return hex.EncodeToString(raw)
+	v, err := module.EscapeVersion(m.Version)
+	if err != nil {
+		return "", err
+	}
+	zip := filepath.Join(modCache, "cache", "download", p, "@v", v+".zip")
+	data, err := os.ReadFile(zip)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	h1, err := dirhash.HashZip(zip, dirhash.Hash1)
+	if err != nil {
+		return "", fmt.Errorf("module zip %s: %w", zip, err)
+	}
+	if h1 != m.Sum {
+		return "", fmt.Errorf("module zip %s has dirhash %s, the binary was built with %s@%s %s: the module cache is corrupt (go clean -modcache)", zip, h1, m.Path, m.Version, m.Sum)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
-// PURL returns m's package URL, pkg:golang/PATH@VERSION?type=module.
-func (m Module) PURL() string { return "pkg:golang/" + m.Path + "@" + m.Version + "?type=module" }
+// stdlib returns the standard library as a Module for a build info's Go
+// version ("go1.26.8", possibly followed by experiment settings): path
+// StdlibName, version v1.26.8 (Go's module version form, as the Go
+// vulnerability database writes it).
+func stdlib(goVersion string) Module {
+	v := goVersion
+	if f := strings.Fields(v); len(f) > 0 {
+		v = f[0]
+	}
+	return Module{Path: StdlibName, Version: "v" + strings.TrimPrefix(v, "go")}
+}
+
+// PURL returns m's package URL, pkg:golang/PATH@VERSION?type=module, or
+// pkg:golang/stdlib@VERSION for the standard library (no module type: it is
+// the toolchain's).
+func (m Module) PURL() string {
+	if m.Path == StdlibName {
+		return "pkg:golang/" + StdlibName + "@" + m.Version
+	}
+	return "pkg:golang/" + m.Path + "@" + m.Version + "?type=module"
+}
 
 // ociPURL returns the package URL of an image or index: pkg:oci/NAME@DIGEST
 // with the repository, the tag and, for a platform image, arch and os.
@@ -105,11 +161,13 @@ func ociPURL(c Component, d v1.Hash, p *v1.Platform) string {
 // platform image is a container component that depends on its binary; each
 // binary is an application component (SHA-256 of the file, Go version, main
 // package and build settings as properties) that depends on the Go standard
-// library ("std" at the Go version) and on every module in its build info
-// (library components: path, version, purl, the go.sum hash as SHA-256).
-// Nothing time- or host-dependent is recorded: the serial number is derived
-// from the index digest. It returns the error reading a binary or its build
-// info.
+// library (StdlibName, pkg:golang/stdlib@vX.Y.Z) and on every module in its
+// build info (library components: path, version, purl, the go.sum hash as
+// property PropGoSum, and as SHA-256 the hash of the module zip in
+// Component.ModCache when it is there and its dirhash is that go.sum hash).
+// Nothing time-dependent is recorded: the serial number is derived from the
+// index digest. It returns the error reading a binary or its build info, or
+// of a module zip whose dirhash differs from the build's.
 func (b *Built) SBOM() (*cdx.BOM, error) {
 	c := b.Component
 	indexRef := ociPURL(c, b.Digest, nil)
@@ -159,16 +217,27 @@ func (b *Built) SBOM() (*cdx.BOM, error) {
 			BOMRef: binRef, Type: cdx.ComponentTypeApplication, Name: c.Name, Version: c.Version,
 			Hashes: &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: hex.EncodeToString(sum[:])}}, Properties: &props,
 		})
-		std := Module{Path: "std", Version: info.GoVersion}
+		std := stdlib(info.GoVersion)
 		add(cdx.Component{BOMRef: std.PURL(), Type: cdx.ComponentTypeLibrary, Name: std.Path, Version: std.Version, PackageURL: std.PURL()})
 		binDeps := []string{std.PURL()}
 		for _, m := range Modules(info) {
 			comp := cdx.Component{BOMRef: m.PURL(), Type: cdx.ComponentTypeLibrary, Name: m.Path, Version: m.Version, PackageURL: m.PURL(), Scope: cdx.ScopeRequired}
-			if h := m.SHA256(); h != "" {
+			h, err := m.ZipSHA256(c.ModCache)
+			if err != nil {
+				return nil, err
+			}
+			if h != "" {
 				comp.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: h}}
 			}
+			var props []cdx.Property
+			if m.Sum != "" {
+				props = append(props, cdx.Property{Name: PropGoSum, Value: m.Sum})
+			}
 			if m.Replaces != "" {
-				comp.Properties = &[]cdx.Property{{Name: PropReplaces, Value: m.Replaces}}
+				props = append(props, cdx.Property{Name: PropReplaces, Value: m.Replaces})
+			}
+			if len(props) > 0 {
+				comp.Properties = &props
 			}
 			add(comp)
 			binDeps = append(binDeps, m.PURL())

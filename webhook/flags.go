@@ -40,6 +40,10 @@ type CommandFlags struct {
 	// MetricsAddr, ProbeAddr and PprofAddr are the metrics, health probe and
 	// pprof listen addresses ("0" or "" disables metrics and pprof).
 	MetricsAddr, ProbeAddr, PprofAddr string
+	// MetricsSecure serves metrics over HTTPS to clients whose bearer token
+	// passes a TokenReview and whose user may get /metrics
+	// (SubjectAccessReview) only (--metrics-secure, default false).
+	MetricsSecure bool
 	// EnableHTTP2 serves HTTP/2 (--enable-http2, off: CVE-2023-44487).
 	EnableHTTP2 bool
 	// ShutdownDelay is how long the server keeps serving after SIGTERM,
@@ -65,6 +69,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.StartupTaintNamespaces, "startup-taint-namespaces", strings.Join(DefaultStartupTaintNamespaces, ","), "Comma-separated namespaces whose DaemonSets enable startup-taint rules (an agent's DaemonSet elsewhere, e.g. a tenant's, changes nothing)")
 	fs.StringVar(&f.DisableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on /metrics, e.g. ClusterRole karpx-metrics-reader)")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
 	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")

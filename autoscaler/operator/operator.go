@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/karpx/karpx/apis/scheme"
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 		// logger and every line they log is dropped. Controllers' reconcile
 		// contexts carry the manager's Logger already.
 		BaseContext:             func() context.Context { return logr.NewContext(context.Background(), log) },
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElection,
@@ -287,4 +288,16 @@ func providerName(cloud cloudprovider.CloudProvider) string {
 		return n.Name()
 	}
 	return "unknown"
+}
+
+// metricsOptions returns the metrics server's options: plain HTTP, or with
+// opts.MetricsSecure HTTPS behind controller-runtime's authentication and
+// authorization filter (TokenReview, then SubjectAccessReview of the
+// request's path and verb).
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers}
+	if opts.MetricsSecure {
+		o.SecureServing, o.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -110,6 +110,12 @@ type Options struct {
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
 	MetricsBindAddress string
+	// MetricsSecure serves the metrics port over HTTPS (a self-signed
+	// certificate) and answers only requests whose bearer token passes a
+	// TokenReview and whose user may "get" the path (SubjectAccessReview;
+	// ClusterRole karpx-metrics-reader); the extra handlers (/throttle...)
+	// too. Default false (--metrics-secure, METRICS_SECURE).
+	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's net/http/pprof (heap, CPU profiles)
@@ -198,6 +204,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.InterruptionActOnRebalance, "interruption-act-on-rebalance", env("INTERRUPTION_ACT_ON_REBALANCE", "false") == "true", "replace and drain a node on an EC2 rebalance recommendation, as on a spot interruption warning (default: an event and a metric only)")
 	fs.StringVar(&o.SQSEndpoint, "sqs-endpoint", env("SQS_ENDPOINT", ""), "override the SQS endpoint URL (defaults to --ec2-endpoint when set)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", env("METRICS_SECURE", "false") == "true", "serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on the path, e.g. ClusterRole karpx-metrics-reader)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", env("PPROF_BIND_ADDRESS", "0"), "address of Go's pprof endpoints (/debug/pprof/); 0 disables")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
@@ -95,7 +96,7 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.MetricsAddr},
+		Metrics:                metricsOptions(f),
 		HealthProbeBindAddress: f.ProbeAddr,
 		PprofBindAddress:       f.PprofAddr,
 		Cache:                  webhook.CacheOptions(opts),
@@ -147,6 +148,18 @@ func run(f webhook.CommandFlags, log logr.Logger) error {
 	}
 	log.Info("starting karpx-webhook", "namespace", f.Namespace, "certMode", f.CertMode, "disabledRules", f.DisableRules)
 	return mgr.Start(drain.SignalContext(f.ShutdownDelay, log))
+}
+
+// metricsOptions returns the metrics server's options: plain HTTP, or with
+// --metrics-secure HTTPS (a self-signed certificate) behind
+// controller-runtime's authentication and authorization filter
+// (TokenReview, then SubjectAccessReview of the path and verb).
+func metricsOptions(f webhook.CommandFlags) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: f.MetricsAddr}
+	if f.MetricsSecure {
+		o.SecureServing, o.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 // certificates returns a channel closed once the serving certificate is in

@@ -112,9 +112,10 @@ func processCPU(t *testing.T, pid int) time.Duration {
 
 // startWebhookProcess runs the karpx-webhook binary against the suite's API
 // server with a self-signed serving certificate (--cert-mode cert-manager:
-// the certificate is mounted, not rotated) and waits for /readyz. The
-// process is killed when the test ends.
-func startWebhookProcess(t *testing.T) *webhookProcess {
+// the certificate is mounted, not rotated), metrics off unless extra
+// (further flags, which win over these) turns them on, and waits for
+// /readyz. The process is killed when the test ends.
+func startWebhookProcess(t *testing.T, extra ...string) *webhookProcess {
 	t.Helper()
 	bin := *webhookBinary
 	if prebuilt := os.Getenv("KARPX_PREBUILT_BIN"); bin == "" && prebuilt != "" {
@@ -143,6 +144,7 @@ func startWebhookProcess(t *testing.T) *webhookProcess {
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
 	)
+	cmd.Args = append(cmd.Args, extra...)
 	pprofAddr := ""
 	if *webhookProfile != "" {
 		pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))

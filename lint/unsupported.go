@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -73,7 +74,7 @@ var unsupportedFields = []UnsupportedField{
 	{"NodePool", "spec.replicas", "", RuleUnsupportedNodePoolField,
 		"Karpenter keeps exactly that many nodes in a static NodePool; karpx's scheduler refuses such a NodePool, so its pods would stay pending"},
 	{"NodePool", "spec.disruption.consolidationPolicy", "Balanced", RuleUnsupportedNodePoolField,
-		"Karpenter v1.14 consolidates a Balanced NodePool only where the savings outweigh the disruption; karpx would consolidate it as WhenEmptyOrUnderutilized"},
+		"Karpenter v1.14 consolidates a Balanced NodePool's underutilized nodes where the savings outweigh the disruption; karpx would consolidate only its empty nodes, as for WhenEmpty (autoscaler/controllers/disruption/methods.go)"},
 }
 
 // unsupportedKinds are the Karpenter kinds karpx does not serve, by
@@ -98,8 +99,9 @@ func UnsupportedFields() []UnsupportedField {
 // CheckUnsupported denies what obj (a decoded JSON object with apiVersion
 // and kind) sets of the deny list: one finding per set field, with the
 // field's path as written ("spec.networkInterfaces",
-// "spec.capacityReservationSelectorTerms"), the rule ID and a message
-// ending in NotSupportedYet; one finding for an object of a kind karpx does
+// "spec.blockDeviceMappings[1].rootVolume"), the rule ID and a message
+// that starts with NotSupportedYet (after the value, for an entry limited
+// to one) and says what Karpenter does with the field; one finding for an object of a kind karpx does
 // not serve. A field is set when it is present and not null, nor an empty
 // list or map (which ask for nothing). Fields under status are not
 // checked. The walk visits at most the entries' paths, so its cost is
@@ -121,20 +123,57 @@ func CheckUnsupported(obj map[string]any) Findings {
 			if u.Value != "" && at.value != u.Value {
 				continue
 			}
-			what := at.path
+			msg := NotSupportedYet + ": " + u.Reason
 			if u.Value != "" {
-				what = fmt.Sprintf("%s: %s", at.path, u.Value)
+				msg = fmt.Sprintf("%s %s", u.Value, msg)
 			}
 			fix := "remove " + at.path
 			if u.Value != "" {
 				fix = "use another value of " + at.path
 			}
 			out = append(out, Finding{RuleID: u.RuleID, Severity: severityOf(u.RuleID), Field: at.path,
-				Message: fmt.Sprintf("%s is %s: %s", what, NotSupportedYet, u.Reason),
+				Message: msg,
 				Fix:     fix + ", or run the workload under Karpenter until karpx implements it"})
 		}
 	}
 	return out
+}
+
+// CheckUnsupportedSpec is CheckUnsupported for an object of kind whose
+// spec is the JSON spec, for callers that do not decode the whole object
+// (the webhook's EC2NodeClass handler). Only the spec's members that a
+// deny-list entry starts with are decoded; the rest are skipped unparsed.
+// A spec that is not a JSON object has no findings (the API server's
+// schema rejects it).
+func CheckUnsupportedSpec(kind string, spec json.RawMessage) Findings {
+	if len(spec) == 0 {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(spec, &members); err != nil {
+		return nil
+	}
+	decoded := map[string]any{}
+	for _, u := range unsupportedFields {
+		rest, ok := strings.CutPrefix(u.Path, "spec.")
+		if u.Kind != kind || !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		name = strings.TrimSuffix(name, "[]")
+		raw, ok := members[name]
+		if _, done := decoded[name]; !ok || done {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err == nil {
+			decoded[name] = v
+		}
+	}
+	if len(decoded) == 0 {
+		return nil
+	}
+	return CheckUnsupported(map[string]any{"kind": kind, "spec": decoded})
 }
 
 // fieldAt is a set field found by setAt: its path with array indices
@@ -206,7 +245,7 @@ var unsupportedRules = []Rule{
 	{RuleUnsupportedNodePoolField, "nodepool-field-not-supported", "NodePool", SeverityDeny,
 		"A NodePool sets a Karpenter v1 field, or a value of one, karpx does not implement yet: " + listPaths("NodePool") + ".",
 		"sigs.k8s.io/karpenter v1.14.0, pkg/apis/v1/nodepool.go (replicas: static NodePools; consolidationPolicy Balanced); karpx issues 32 and 33; the deny list in lint/unsupported.go.",
-		"A static NodePool would never get its nodes (karpx's scheduler refuses it), and a Balanced NodePool would be consolidated more eagerly than Karpenter does.",
+		"A static NodePool would never get its nodes (karpx's scheduler refuses it), and a Balanced NodePool would keep underutilized nodes that Karpenter consolidates.",
 		"Remove spec.replicas (let pods drive the NodePool), or use consolidationPolicy WhenEmpty or WhenEmptyOrUnderutilized."},
 	{RuleUnsupportedKind, "kind-not-supported", "NodeOverlay", SeverityDeny,
 		"The object is a Karpenter kind karpx does not serve yet (karpenter.sh/v1alpha1 NodeOverlay). karpx does not install its CRD, so a cluster refuses it too (no matches for kind).",

@@ -446,7 +446,7 @@ type BlockDeviceMapping struct {
 // A snapshot or a size is required.
 //
 // +kubebuilder:validation:XValidation:message="snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
-// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')"
+// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)"
 type BlockDevice struct {
 	// +optional
 	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`

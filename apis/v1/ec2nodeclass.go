@@ -434,7 +434,10 @@ type BlockDeviceMapping struct {
 	// DeviceName is the device, for example "/dev/xvda".
 	// +optional
 	DeviceName *string `json:"deviceName,omitempty"`
-	// EBS describes the volume.
+	// EBS describes the volume. (The volumeInitializationRate rule is here
+	// rather than on BlockDevice because gofmt rewrites '' in a type's doc
+	// comment.)
+	// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')"
 	// +optional
 	EBS *BlockDevice `json:"ebs,omitempty"`
 	// RootVolume marks the volume used for the node's root and ephemeral storage.
@@ -446,7 +449,6 @@ type BlockDeviceMapping struct {
 // A snapshot or a size is required.
 //
 // +kubebuilder:validation:XValidation:message="snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
-// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)"
 type BlockDevice struct {
 	// +optional
 	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`

@@ -27,7 +27,7 @@ func TestUnsupportedFieldDenied(t *testing.T) {
 	if !strings.Contains(raid0, "instanceStorePolicy: RAID0") {
 		t.Fatalf("fixture lacks the field:\n%s", raid0)
 	}
-	static := nodePool{Name: "static", NodeClass: "raid0"}.yaml()
+	static := nodePool{Name: "static", NodeClass: "raid0", CapacityTypes: []string{onDemand}}.yaml()
 	static = strings.Replace(static, "spec:\n", "spec:\n  replicas: 2\n", 1)
 	if !strings.Contains(static, "replicas: 2") {
 		t.Fatalf("fixture lacks the field:\n%s", static)

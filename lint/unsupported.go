@@ -149,7 +149,7 @@ func CheckUnsupportedSpec(kind string, spec json.RawMessage) Findings {
 	if len(spec) == 0 {
 		return nil
 	}
-	var members map[string]json.RawMessage
+	var members map[string]member
 	if err := json.Unmarshal(spec, &members); err != nil {
 		return nil
 	}
@@ -166,7 +166,7 @@ func CheckUnsupportedSpec(kind string, spec json.RawMessage) Findings {
 			continue
 		}
 		var v any
-		if err := json.Unmarshal(raw, &v); err == nil {
+		if err := json.Unmarshal(raw.raw, &v); err == nil {
 			decoded[name] = v
 		}
 	}
@@ -174,6 +174,17 @@ func CheckUnsupportedSpec(kind string, spec json.RawMessage) Findings {
 		return nil
 	}
 	return CheckUnsupported(map[string]any{"kind": kind, "spec": decoded})
+}
+
+// member is one member of a JSON object, as a slice of the input that
+// encoding/json hands to UnmarshalJSON: not copied (a spec's userData
+// alone is up to 16 KiB), so valid only while that input is.
+type member struct{ raw []byte }
+
+// UnmarshalJSON implements json.Unmarshaler, keeping data uncopied.
+func (m *member) UnmarshalJSON(data []byte) error {
+	m.raw = data
+	return nil
 }
 
 // fieldAt is a set field found by setAt: its path with array indices

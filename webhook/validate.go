@@ -54,24 +54,25 @@ type ec2NodeClassUserData struct {
 	Spec ec2NodeClassSpec `json:"spec"`
 }
 
-// ec2NodeClassSpec is the decoded part of an EC2NodeClass's spec, and the
-// spec's JSON for the deny list of fields karpx does not implement yet
-// (kxlint.CheckUnsupportedSpec), which decodes only the members it names.
+// ec2NodeClassSpec is the decoded part of an EC2NodeClass's spec, and
+// the findings of the deny list of fields karpx does not implement yet
+// (kxlint.CheckUnsupportedSpec, which decodes only the members it names),
+// found while the spec's JSON is at hand.
 type ec2NodeClassSpec struct {
 	AMIFamily        *string                  `json:"amiFamily,omitempty"`
 	AMISelectorTerms []apisv1.AMISelectorTerm `json:"amiSelectorTerms,omitempty"`
 	UserData         *string                  `json:"userData,omitempty"`
-	raw              json.RawMessage
+	unsupported      kxlint.Findings
 }
 
-// UnmarshalJSON implements json.Unmarshaler: the three fields, and a copy
-// of data.
+// UnmarshalJSON implements json.Unmarshaler: the three fields, and the
+// deny list's findings on data.
 func (s *ec2NodeClassSpec) UnmarshalJSON(data []byte) error {
 	type fields ec2NodeClassSpec // without this method
 	if err := json.Unmarshal(data, (*fields)(s)); err != nil {
 		return err
 	}
-	s.raw = append(json.RawMessage(nil), data...)
+	s.unsupported = kxlint.CheckUnsupportedSpec("EC2NodeClass", data)
 	return nil
 }
 
@@ -88,7 +89,7 @@ func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
 // of fields karpx does not implement yet (KX201).
 func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
 	return admit(ctx, v, req, "ec2nodeclasses", "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
-		return append(kxlint.CheckUnsupportedSpec("EC2NodeClass", u.Spec.raw), kxlint.CheckEC2NodeClass(u.ec2NodeClass())...)
+		return append(u.Spec.unsupported, kxlint.CheckEC2NodeClass(u.ec2NodeClass())...)
 	})
 }
 

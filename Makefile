@@ -32,6 +32,11 @@ KARPENTER_VERSION := $(shell go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)
 # The real Karpenter AWS provider (bin/karpenter-aws), for test/upstream: the
 # version hack/karpenter-aws/go.mod pins, read from the file so that no
 # toolchain is fetched to parse the Makefile.
+# KARPENTER_CRD_MODULE is the Karpenter AWS provider release whose CRDs
+# karpx matches: `make generate` installs its NodePool and NodeClaim CRDs
+# (Karpenter's, with the provider's karpenter.k8s.aws label rules), and
+# manifests/crds' TestMatchesUpstream compares every CRD with it.
+KARPENTER_CRD_MODULE := github.com/aws/karpenter-provider-aws@v1.14.0
 KARPENTER_AWS_VERSION := $(shell awk 'NF >= 2 && $$(NF-1) == "github.com/aws/karpenter-provider-aws" { print $$NF }' hack/karpenter-aws/go.mod)
 KARPX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
@@ -106,7 +111,7 @@ demo-down: ## Stop the demo cluster, simulator and controller.
 	PATH="$(BIN):$$PATH" go run ./hack/demo down
 
 .PHONY: test
-test: tools build karpenter-kwok karpenter-aws ## Run unit tests and the end-to-end tests on the real control plane.
+test: tools build karpenter-kwok karpenter-aws upstream-crds ## Run unit tests and the end-to-end tests on the real control plane.
 	@mkdir -p _output && rm -rf _output/scenarios.log _output/e2e-logs
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/scenarios.log KARPX_PREBUILT_BIN=$(BIN) KARPX_E2E_PARALLEL=$(E2E_PARALLEL) \
 		go test -json -count=1 $(TEST_BUILD_FLAGS) -skip '$(TEST_SKIP)' -parallel $(E2E_PARALLEL) -timeout $(TEST_TIMEOUT) ./test/e2e ./... | $(TESTTIMES) -report $(ROOT)/_output/test-times.txt
@@ -114,9 +119,13 @@ test: tools build karpenter-kwok karpenter-aws ## Run unit tests and the end-to-
 	@echo "--- where the time went: _output/test-times.txt ---"
 
 .PHONY: unit
-unit: ## Run only the tests that need no control plane (-short), with a timing report.
+unit: upstream-crds ## Run only the tests that need no control plane (-short), with a timing report.
 	@mkdir -p _output
 	go test -json $(TEST_BUILD_FLAGS) $(UNIT_FLAGS) -short ./... | $(TESTTIMES) -report $(ROOT)/_output/unit-times.txt
+
+.PHONY: upstream-crds
+upstream-crds: ## Download $(KARPENTER_CRD_MODULE) into the module cache (manifests/crds' TestMatchesUpstream reads its CRDs; no-op when cached).
+	go mod download $(KARPENTER_CRD_MODULE)
 
 # Reads `go test -json`, prints plain go test output (failing tests' logs
 # only) and writes per-package and per-test wall times (hack/testtimes).
@@ -340,10 +349,11 @@ images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from karpenter), manifests/ from the chart and docs/rules.md.
+generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from $(KARPENTER_CRD_MODULE)), manifests/ from the chart and docs/rules.md.
 	$(BIN)/controller-gen object paths=./apis/...
 	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
-	install -m 0644 $$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)/pkg/apis/crds/karpenter.sh_*.yaml manifests/crds/
+	dir=$$(go mod download -json $(KARPENTER_CRD_MODULE) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+		install -m 0644 "$$dir"/pkg/apis/crds/karpenter.sh_nodepools.yaml "$$dir"/pkg/apis/crds/karpenter.sh_nodeclaims.yaml manifests/crds/
 	$(MAKE) manifests
 
 .PHONY: manifests

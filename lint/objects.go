@@ -63,7 +63,9 @@ func NewInputBudget() *InputBudget {
 // Spent reports whether a bound was reached: later inputs are not read.
 func (b *InputBudget) Spent() bool { return b.spent != nil }
 
-// Object is one NodePool or EC2NodeClass read from a manifest.
+// Object is one NodePool or EC2NodeClass read from a manifest, or an
+// object of a Karpenter kind karpx does not serve (NodeOverlay), which has
+// Raw alone and which LintObjects denies (KX203).
 type Object struct {
 	// Source is where it came from: a file name or "-" for stdin.
 	Source string `json:"source"`
@@ -82,7 +84,7 @@ type Object struct {
 	DecodeError string `json:"-"`
 }
 
-// Kind returns "NodePool" or "EC2NodeClass".
+// Kind returns "NodePool" or "EC2NodeClass", else Raw's kind.
 func (o Object) Kind() string {
 	k, _ := o.Raw["kind"].(string)
 	switch {
@@ -318,6 +320,11 @@ func (b *InputBudget) decodeOne(js []byte, source string, n, listDepth int) ([]O
 		}
 		return []Object{o}, nil
 	}
+	if _, ok := unsupportedKinds[[2]string{apiVersion, kind}]; ok {
+		// A Karpenter kind karpx does not serve: LintObjects denies it
+		// (KX203) rather than skipping it.
+		return []Object{{Source: source, Document: n, Raw: raw}}, nil
+	}
 	if items, ok := raw["items"].([]any); ok && strings.HasSuffix(kind, "List") {
 		if listDepth >= MaxListDepth {
 			return skip(apiVersion, kind, name, fmt.Sprintf("a %s nested in more than %d Lists; karpx reads Lists at most %d deep: flatten the input", kind, MaxListDepth, MaxListDepth))
@@ -373,8 +380,10 @@ type SchemaValidator interface {
 }
 
 // LintObjects runs every rule on objs, offline: nodeClassRef (KX101) is
-// checked against the EC2NodeClasses among objs, and, when schema is not
-// nil, each object against its CRD (KX011). Findings whose rule ID is in
+// checked against the EC2NodeClasses among objs, each object's fields
+// against the deny list of fields karpx does not implement yet
+// (CheckUnsupported, KX2xx), and, when schema is not nil, each object
+// against its CRD (KX011). Findings whose rule ID is in
 // disabled are dropped. The result is in object order, each object's
 // findings sorted.
 func LintObjects(ctx context.Context, objs []Object, disabled map[string]bool, schema SchemaValidator) []ObjectFinding {
@@ -394,6 +403,9 @@ func LintObjects(ctx context.Context, objs []Object, disabled map[string]bool, s
 				fs = append(fs, Finding{RuleID: RuleCRDSchema, Severity: severityOf(RuleCRDSchema), Field: fields[i], Message: msg,
 					Fix: "correct the field as the message says; the API server rejects the object as written"})
 			}
+		}
+		if o.Raw != nil {
+			fs = append(fs, CheckUnsupported(o.Raw)...)
 		}
 		switch {
 		case o.NodePool != nil:

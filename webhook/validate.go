@@ -51,11 +51,29 @@ type ec2NodeClassUserData struct {
 	Metadata struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
-	Spec struct {
-		AMIFamily        *string                  `json:"amiFamily,omitempty"`
-		AMISelectorTerms []apisv1.AMISelectorTerm `json:"amiSelectorTerms,omitempty"`
-		UserData         *string                  `json:"userData,omitempty"`
-	} `json:"spec"`
+	Spec ec2NodeClassSpec `json:"spec"`
+}
+
+// ec2NodeClassSpec is the decoded part of an EC2NodeClass's spec, and
+// the findings of the deny list of fields karpx does not implement yet
+// (kxlint.CheckUnsupportedSpec, which decodes only the members it names),
+// found while the spec's JSON is at hand.
+type ec2NodeClassSpec struct {
+	AMIFamily        *string                  `json:"amiFamily,omitempty"`
+	AMISelectorTerms []apisv1.AMISelectorTerm `json:"amiSelectorTerms,omitempty"`
+	UserData         *string                  `json:"userData,omitempty"`
+	unsupported      kxlint.Findings
+}
+
+// UnmarshalJSON implements json.Unmarshaler: the three fields, and the
+// deny list's findings on data.
+func (s *ec2NodeClassSpec) UnmarshalJSON(data []byte) error {
+	type fields ec2NodeClassSpec // without this method
+	if err := json.Unmarshal(data, (*fields)(s)); err != nil {
+		return err
+	}
+	s.unsupported = kxlint.CheckUnsupportedSpec("EC2NodeClass", data)
+	return nil
 }
 
 // ec2NodeClass returns an EC2NodeClass with the decoded fields set.
@@ -67,24 +85,38 @@ func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
 }
 
 // admitEC2NodeClass validates an EC2NodeClass CREATE or UPDATE (anything
-// else is allowed): the userData rules of package lint.
+// else is allowed): the userData rules of package lint and its deny list
+// of fields karpx does not implement yet (KX201).
 func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
 	return admit(ctx, v, req, "ec2nodeclasses", "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
-		return kxlint.CheckEC2NodeClass(u.ec2NodeClass())
+		return append(u.Spec.unsupported, kxlint.CheckEC2NodeClass(u.ec2NodeClass())...)
 	})
 }
 
 // admitNodePool validates a NodePool CREATE or UPDATE (anything else is
 // allowed): the NodePool rules of package lint, with the EC2NodeClass
-// lookup through Reader for the new object.
+// lookup through Reader for the new object, and its deny list of fields
+// karpx does not implement yet (KX202).
 func (v *Validator) admitNodePool(ctx context.Context, req *objectRequest[karpv1.NodePool]) admission.Response {
 	return admit(ctx, v, req, "nodepools", "nodePool", func(np *karpv1.NodePool, current bool) kxlint.Findings {
 		var lookup kxlint.NodeClassLookup
 		if current {
 			lookup = v.lookup(logf.FromContext(ctx).WithValues("nodePool", req.Name))
 		}
-		return kxlint.CheckNodePool(ctx, np, lookup)
+		return append(unsupportedNodePool(np), kxlint.CheckNodePool(ctx, np, lookup)...)
 	})
+}
+
+// unsupportedNodePool runs the deny list on np's spec, re-encoded: every
+// field of the NodePool CRD has a field in karpv1.NodePool, so nothing is
+// lost (lint's TestEveryCRDPropertyReadOrDenied walks both), and the
+// type's omitempty drops only empty values, which ask for nothing.
+func unsupportedNodePool(np *karpv1.NodePool) kxlint.Findings {
+	spec, err := json.Marshal(np.Spec)
+	if err != nil {
+		return nil
+	}
+	return kxlint.CheckUnsupportedSpec("NodePool", spec)
 }
 
 // admit runs check on a CREATE or UPDATE (anything else is allowed) and

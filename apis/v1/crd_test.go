@@ -118,7 +118,8 @@ var crdCases = []crdCase{
 	{"empty security group term", `{securityGroupSelectorTerms: [{}]}`, "expected at least one, got none, ['tags', 'id', 'name']"},
 	{"security group id with name", `{securityGroupSelectorTerms: [{id: sg-123, tags: {a: b}}]}`, "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
 	{"security group name with tags", `{securityGroupSelectorTerms: [{name: web, tags: {a: b}}]}`, "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
-	{"empty capacity reservation term", `{capacityReservationSelectorTerms: [{}]}`, "expected at least one, got none, ['tags', 'id']"},
+	{"empty capacity reservation term", `{capacityReservationSelectorTerms: [{}]}`, "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"},
+	{"capacity reservation id with match criteria", `{capacityReservationSelectorTerms: [{id: cr-123, instanceMatchCriteria: open}]}`, "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"},
 	{"capacity reservation id with owner", `{capacityReservationSelectorTerms: [{id: cr-123, ownerID: "123456789012"}]}`, "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"},
 	{"empty tag key", `{tags: {"": v}}`, "empty tag keys aren't supported"},
 	{"restricted tag eks cluster name", `{tags: {"eks:eks-cluster-name": x}}`, "restricted tag matching eks:eks-cluster-name"},
@@ -139,6 +140,13 @@ var crdCases = []crdCase{
 	{"two root volumes", `{blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 20Gi}}, {deviceName: /dev/xvdb, rootVolume: true, ebs: {volumeSize: 20Gi}}]}`, "must have only one blockDeviceMappings with rootVolume"},
 	{"ebs without size or snapshot", `{blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp3}}]}`, "snapshotID or volumeSize must be defined"},
 	{"initialization rate too low", `{blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, volumeInitializationRate: 50}}]}`, "should be greater than or equal to 100"},
+	{"initialization rate without snapshot", `{blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, volumeInitializationRate: 200}}]}`, "snapshotID must be set when volumeInitializationRate is set"},
+	{"placement group by name and id", `{placementGroupSelector: {name: pg, id: pg-123}}`, "'name' and 'id' are mutually exclusive"},
+	{"empty placement group selector", `{placementGroupSelector: {}}`, "expected at least one, got none, ['name', 'id']"},
+	{"network interfaces without primary", `{networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}]}`, "networkInterfaces must include a primary interface with interfaceType='interface'"},
+	{"two EFA-only interfaces on one card", `{networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}, {networkCardIndex: 1, deviceIndex: 1, interfaceType: efa-only}]}`, "can have at most one efa device per network card"},
+	{"empty connection tracking", `{connectionTracking: {}}`, "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"},
+	{"udp timeout out of range", `{connectionTracking: {udpTimeout: 90}}`, "should be less than or equal to 60"},
 	{"unknown amiFamily", `{amiFamily: Ubuntu}`, "Unsupported value: \"Ubuntu\""},
 }
 

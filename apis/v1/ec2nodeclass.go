@@ -56,12 +56,12 @@ type EC2NodeClassList struct {
 //
 // +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
 // +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this.",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
-// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
+// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
 // +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances may launch in; terms
@@ -85,14 +85,30 @@ type EC2NodeClassSpec struct {
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
 	// CapacityReservationSelectorTerms select on-demand capacity reservations
 	// that may be used.
-	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
-	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID)))"
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// PlacementGroupSelector selects one existing EC2 placement group
+	// (cluster, partition or spread) by ID or by name; instances launch
+	// into it. Not implemented by karpx yet: the webhook and lint deny it
+	// (lint/unsupported.go).
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['name', 'id']",rule="has(self.name) || has(self.id)"
+	// +kubebuilder:validation:XValidation:message="'name' and 'id' are mutually exclusive",rule="!(has(self.name) && has(self.id))"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 	// AssociatePublicIPAddress overrides the subnet's public IP setting.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of /28 IPv4 prefixes (16 addresses each)
+	// assigned to the primary network interface at launch (EC2
+	// LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
+	// Ipv4PrefixCount); with prefix delegation it raises max pods. Not
+	// implemented by karpx yet: denied by the webhook and lint.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// AMISelectorTerms select the AMIs; an alias term ("al2023@latest") stands
 	// alone and resolves through the public SSM parameters of that family.
 	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
@@ -149,6 +165,17 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:Enum:={RAID0}
 	// +optional
 	InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
+	// NetworkInterfaces lay out the instance's network interfaces: each
+	// entry is a (networkCardIndex, deviceIndex) slot with an ENA
+	// ("interface") or EFA-only ("efa-only") interface. When set, the list
+	// has the primary interface (card 0, device 0, "interface"), no slot
+	// twice and at most one EFA-only interface per card. At most 150
+	// entries. Not implemented by karpx yet: denied by the webhook and lint.
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must include a primary interface with interfaceType='interface'",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
+	// +kubebuilder:validation:MaxItems:=150
+	// +optional
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
 	// DetailedMonitoring enables 1-minute CloudWatch metrics on instances.
 	// +optional
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
@@ -156,9 +183,93 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// ConnectionTracking sets the idle connection-tracking timeouts of the
+	// instance's ENA interfaces (EC2 ConnectionTrackingSpecificationRequest);
+	// at least one timeout is set. Not implemented by karpx yet: denied by
+	// the webhook and lint.
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// Context is a reserved field passed to CreateFleet.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// CPUOptions are the instance's CPU options (EC2
+	// LaunchTemplateCpuOptionsRequest). Not implemented by karpx yet:
+	// denied by the webhook and lint.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// PlacementGroupSelector selects one placement group; exactly one of ID
+// and Name is set (the CRD's rules on spec.placementGroupSelector).
+type PlacementGroupSelector struct {
+	// ID is a placement group ID, for example "pg-0123456789abcdef0".
+	// +kubebuilder:validation:Pattern:="^pg-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name is the placement group's name, at least one character.
+	// +kubebuilder:validation:MinLength:=1
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// Interface types of a NetworkInterface (EC2
+// LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, InterfaceType).
+const (
+	// InterfaceTypeInterface is an ENA interface with IP addresses.
+	InterfaceTypeInterface = "interface"
+	// InterfaceTypeEFAOnly is an EFA interface without IP addresses.
+	InterfaceTypeEFAOnly = "efa-only"
+)
+
+// NetworkInterface is one network interface slot of an instance.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card, 0 or more (EC2 NetworkCardIndex).
+	// +kubebuilder:validation:Minimum:=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the device on that card, 0 or more (EC2 DeviceIndex).
+	// +kubebuilder:validation:Minimum:=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is InterfaceTypeInterface or InterfaceTypeEFAOnly.
+	// +kubebuilder:validation:Enum:={interface,efa-only}
+	// +required
+	InterfaceType string `json:"interfaceType"`
+}
+
+// ConnectionTracking holds idle timeouts, in seconds, for tracked
+// connections (EC2 ConnectionTrackingSpecificationRequest; bounds from the
+// EC2 API reference: TCP established 60-432000, UDP stream 60-180, UDP
+// 30-60).
+//
+// +kubebuilder:validation:XValidation:message="at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is the idle timeout of an established TCP
+	// connection, 60-432000 seconds.
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout is the idle timeout of a UDP flow seen in both
+	// directions, 60-180 seconds.
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout is the idle timeout of a one-way UDP flow, 30-60 seconds.
+	// +kubebuilder:validation:Minimum:=30
+	// +kubebuilder:validation:Maximum:=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions are an instance's CPU options.
+type CPUOptions struct {
+	// NestedVirtualization is "enabled" or "disabled" (EC2
+	// LaunchTemplateCpuOptionsRequest, NestedVirtualization).
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by ID.
@@ -205,6 +316,13 @@ type CapacityReservationSelectorTerm struct {
 	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
 	// +optional
 	OwnerID string `json:"ownerID,omitempty"`
+	// InstanceMatchCriteria selects reservations by how they accept
+	// instances: "open" (any matching instance) or "targeted" (only
+	// launches that name the reservation) (EC2 CapacityReservation,
+	// InstanceMatchCriteria).
+	// +kubebuilder:validation:Enum:={open,targeted}
+	// +optional
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
 }
 
 // AMISelectorTerm selects AMIs. An alias ("al2023@latest",
@@ -316,7 +434,10 @@ type BlockDeviceMapping struct {
 	// DeviceName is the device, for example "/dev/xvda".
 	// +optional
 	DeviceName *string `json:"deviceName,omitempty"`
-	// EBS describes the volume.
+	// EBS describes the volume. (The volumeInitializationRate rule is here
+	// rather than on BlockDevice because gofmt rewrites '' in a type's doc
+	// comment.)
+	// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')"
 	// +optional
 	EBS *BlockDevice `json:"ebs,omitempty"`
 	// RootVolume marks the volume used for the node's root and ephemeral storage.
@@ -344,7 +465,8 @@ type BlockDevice struct {
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
 	// VolumeInitializationRate is in MiB/s, 100-300 (EC2 CreateVolume,
-	// VolumeInitializationRate).
+	// VolumeInitializationRate); it applies to a volume restored from a
+	// snapshot, so snapshotID must be set with it.
 	// +kubebuilder:validation:Minimum:=100
 	// +kubebuilder:validation:Maximum:=300
 	// +optional
@@ -389,6 +511,10 @@ type EC2NodeClassStatus struct {
 	// (architecture, accelerator) of the instance types it fits.
 	// +optional
 	AMIs []AMI `json:"amis,omitempty"`
+	// CapacityReservations resolved from capacityReservationSelectorTerms.
+	// karpx does not resolve reservations yet, so it never writes this.
+	// +optional
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	// InstanceProfile is the instance profile in use.
 	// +optional
 	InstanceProfile string `json:"instanceProfile,omitempty"`
@@ -413,6 +539,47 @@ type SecurityGroup struct {
 	ID string `json:"id"`
 	// +optional
 	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservation is a resolved EC2 capacity reservation (EC2
+// DescribeCapacityReservations, CapacityReservation).
+type CapacityReservation struct {
+	// AvailabilityZone is the reservation's zone, for example "us-west-2a".
+	// +required
+	AvailabilityZone string `json:"availabilityZone"`
+	// EndTime is when the reservation ends; unset for one without an end.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// ID is the reservation's ID, for example "cr-0123456789abcdef0".
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
+	// +required
+	ID string `json:"id"`
+	// InstanceMatchCriteria is "open" or "targeted".
+	// +kubebuilder:validation:Enum:={open,targeted}
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// InstanceType is the reserved instance type, for example "p5.48xlarge".
+	// +required
+	InstanceType string `json:"instanceType"`
+	// Interruptible is true for a reservation whose capacity its owner may
+	// reclaim.
+	// +optional
+	Interruptible bool `json:"interruptible,omitempty"`
+	// OwnerID is the 12-digit account that owns the reservation.
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
+	// +required
+	OwnerID string `json:"ownerID"`
+	// ReservationType is "default" (an on-demand capacity reservation) or
+	// "capacity-block" (EC2 Capacity Blocks for ML).
+	// +kubebuilder:validation:Enum:={default,capacity-block}
+	// +kubebuilder:default=default
+	// +optional
+	ReservationType string `json:"reservationType,omitempty"`
+	// State is "active", or "expiring" once the end is near.
+	// +kubebuilder:validation:Enum:={active,expiring}
+	// +kubebuilder:default=active
+	// +optional
+	State string `json:"state,omitempty"`
 }
 
 // AMI is a resolved image and the node requirements it serves.

@@ -44,7 +44,9 @@ func run(t *testing.T, stdin string, args ...string) (string, error) {
 // The shared examples pass, except the one NodePool Karpenter's own CRD
 // rejects on a real API server (windows-custom-userdata.yaml,
 // nodeClassRef.group "karpenter.k8s.aws/v1"), which lint must reject with
-// the API server's message.
+// the API server's message, and the EC2NodeClass that asks for RAID0
+// instance store (instance-store-ephemeral-storage.yaml), which karpx does
+// not implement yet (KX201).
 func TestLintExamplesPass(t *testing.T) {
 	out, err := run(t, "", "-f", examplesDir(t), "-o", "json")
 	var r Report
@@ -52,12 +54,15 @@ func TestLintExamplesPass(t *testing.T) {
 		t.Fatalf("bad JSON: %v\n%s", jerr, out)
 	}
 	var de *DeniedError
-	if !errors.As(err, &de) || de.Denials != 1 || len(r.Skipped) != 0 || len(r.Errors) != 0 || r.Objects < 30 {
-		t.Fatalf("want exactly one denial, nothing skipped: %v\n%s", err, out)
+	if !errors.As(err, &de) || de.Denials != 2 || len(r.Skipped) != 0 || len(r.Errors) != 0 || r.Objects < 30 {
+		t.Fatalf("want exactly two denials, nothing skipped: %v\n%s", err, out)
 	}
 	for _, f := range r.Findings {
-		if f.Severity == "deny" && (f.RuleID != "KX011" || !strings.HasSuffix(f.Source, "windows-custom-userdata.yaml") ||
-			f.Field != "spec.template.spec.nodeClassRef.group" || !strings.HasPrefix(f.Message, `Invalid value: "karpenter.k8s.aws/v1"`)) {
+		schema := f.RuleID == "KX011" && strings.HasSuffix(f.Source, "windows-custom-userdata.yaml") &&
+			f.Field == "spec.template.spec.nodeClassRef.group" && strings.HasPrefix(f.Message, `Invalid value: "karpenter.k8s.aws/v1"`)
+		unsupported := f.RuleID == "KX201" && strings.HasSuffix(f.Source, "instance-store-ephemeral-storage.yaml") &&
+			f.Field == "spec.instanceStorePolicy" && strings.Contains(f.Message, "not supported by karpx yet")
+		if f.Severity == "deny" && !schema && !unsupported {
 			t.Errorf("unexpected denial %+v", f)
 		}
 	}

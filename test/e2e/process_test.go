@@ -101,7 +101,9 @@ func (e *env) startControllerBinary(binary, kubeconfig, name string, args ...str
 }
 
 // startProcess starts bin/binary (built by `make build`; binary may also
-// be an absolute path) with args and the
+// be an absolute path; $KARPX_PREBUILT_BIN/binary instead when that
+// variable names a directory holding it, as pluginDir reads it) with args
+// and the
 // test's environment plus env. Its output goes to a log file, shown when
 // the test fails; a Forbidden error in it (a permission manifests/ lacks)
 // fails the test unless forbiddenExcused. The process is killed when the
@@ -112,6 +114,11 @@ func (e *env) startProcess(binary, name string, args, env []string) *process {
 	bin := binary
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(e.root, "bin", binary)
+		if dir := os.Getenv("KARPX_PREBUILT_BIN"); dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, binary)); err == nil {
+				bin = filepath.Join(dir, binary)
+			}
+		}
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s not found: run make build (%v)", bin, err)

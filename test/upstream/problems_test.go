@@ -300,6 +300,11 @@ func TestUpstreamProblemP1RetryStorm(t *testing.T) {
 	problems.Logf(t, "scenario P1 on Karpenter AWS %s: neighbours=%.0f%% watched=%s requests=%d throttled=%d (%.1f%%) sdkRetryQuotaErrors=%d createFleet=%d (%d errors) terminateInstances=%d brokenNodeClaims=%d brokenInstances=%d healthyLost=%d of %d; calls: %s",
 		AWSVersion, 100*problems.P1Neighbours, elapsed.Round(time.Second), requests, throttled, 100*float64(throttled)/float64(max(requests, 1)), quota,
 		fleets, fleetErrors, terminates, len(claims), launched, lost, len(before), formatStats(e.sim.Stats()))
+	if window != problems.P1Window {
+		// A longer window (KARPX_P1_WINDOW) measures; docs/problems.md
+		// records what it showed.
+		return
+	}
 	e.p1Assert(fleets-fleetErrors, len(claims), quota, lost)
 }
 

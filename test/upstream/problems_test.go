@@ -36,8 +36,9 @@ type problemEnv struct {
 }
 
 // newProblemEnv starts a control plane, an ec2sim configured by sim (nil:
-// the defaults karpx's scenarios also start from) and bin/karpenter-aws.
-func newProblemEnv(t *testing.T, sim func(*ec2sim.Config)) *problemEnv {
+// the defaults karpx's scenarios also start from) and bin/karpenter-aws;
+// the scenario's calls get 10 minutes plus extra.
+func newProblemEnv(t *testing.T, sim func(*ec2sim.Config), extra time.Duration) *problemEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
@@ -48,7 +49,7 @@ func newProblemEnv(t *testing.T, sim func(*ec2sim.Config)) *problemEnv {
 	}
 	start := time.Now()
 	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+extra)
 	t.Cleanup(cancel)
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
 	if err != nil {
@@ -228,7 +229,8 @@ func sized(name string, replicas int32, cpu, memory string, nodeSelector map[str
 // healthy nodes lost) over the storm's first problems.P1Window, or until
 // both RequestLimitExceeded and the SDK's retry-quota errors were seen.
 func TestUpstreamProblemP1RetryStorm(t *testing.T) {
-	e := newProblemEnv(t, problems.P1Sim)
+	window := p1Window(t)
+	e := newProblemEnv(t, problems.P1Sim, window)
 	t0 := time.Now()
 	e.apply(ec2NodeClass("healthy", e.cluster.Name, "al2023@latest"))
 	e.apply(withSpec(ec2NodeClass("broken", e.cluster.Name, "al2023@latest"),
@@ -267,7 +269,6 @@ func TestUpstreamProblemP1RetryStorm(t *testing.T) {
 		}
 		quota = e.logLines(problems.P1RetryQuotaMessage)
 	}
-	window := p1Window(t)
 	var waveLaunched time.Time
 	for time.Since(start) < window {
 		time.Sleep(time.Second)
@@ -371,7 +372,7 @@ func (e *problemEnv) healthySnapshot() []string {
 // lines, Warning events naming no instance type, EC2NodeClass or NodePool
 // Ready=False, and NodeClaims deleted.
 func TestUpstreamProblemP2StartupHydration(t *testing.T) {
-	e := newProblemEnv(t, nil)
+	e := newProblemEnv(t, nil, 0)
 	e.apply(ec2NodeClass("default", e.cluster.Name, "al2023@latest"))
 	e.createPools(problemPool("default", "default", []string{problems.P2InstanceType}, nil))
 	if err := e.kube.Create(e.ctx, deployment("before", 2, problems.P2PodCPU, nil)); err != nil {
@@ -468,7 +469,7 @@ func (e *problemEnv) p2Persistent(ctx context.Context, seen map[types.UID]bool, 
 // image leaves. It counts the m5.large (undersized) instances launched
 // until the pod runs, 3 of them were launched, or 90 s passed.
 func TestUpstreamProblemP3CapacityLearning(t *testing.T) {
-	e := newProblemEnv(t, nil)
+	e := newProblemEnv(t, nil, 0)
 	e.sim.SetImageAllocatable(problems.P3ImageAllocatable())
 	e.apply(ec2NodeClass("bottlerocket", e.cluster.Name, problems.P3AMIAlias))
 	np := problemPool("default", "bottlerocket", problems.P3InstanceTypes, nil)
@@ -517,7 +518,7 @@ func TestUpstreamProblemP3CapacityLearning(t *testing.T) {
 // counts every NodeClaim created until every Node went through its
 // NotReady window and 15 s more.
 func TestUpstreamProblemP4NoDuplicateLaunch(t *testing.T) {
-	e := newProblemEnv(t, nil)
+	e := newProblemEnv(t, nil, 0)
 	e.apply(withSpec(ec2NodeClass("gpu", e.cluster.Name, "al2023@latest"),
 		fmt.Sprintf("  tags: {%s: %q}\n", ec2sim.BehaviorTagKey, problems.P4Behavior)))
 	np := problemPool("gpu", "gpu", nil, nil)
@@ -636,7 +637,7 @@ type p4Seen struct {
 // consolidateAfter; once the pods are gone a new controller starts. It
 // measures how long the empty nodes live after the pods left.
 func TestUpstreamProblemP5EmptinessConsolidation(t *testing.T) {
-	e := newProblemEnv(t, nil)
+	e := newProblemEnv(t, nil, 0)
 	e.apply(ec2NodeClass("p5", e.cluster.Name, "al2023@latest"))
 	np := problemPool("empty", "p5", []string{problems.P5InstanceType}, map[string]string{"p5": "empty"})
 	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(problems.P5ConsolidateAfter.String())

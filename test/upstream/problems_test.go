@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +35,33 @@ type problemEnv struct {
 	awsEnv
 	k    *Karpenter
 	opts AWSOptions
+	// endpoint is ec2sim's URL.
+	endpoint string
+}
+
+// errorCodes returns ec2sim's error answers by action and code, from its
+// ec2sim_api_errors_total counter on /metrics, one "action code=N" each.
+func (e *problemEnv) errorCodes() string {
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.endpoint+"/metrics", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "ec2sim_api_errors_total{") {
+			out = append(out, strings.TrimPrefix(strings.TrimSpace(line), "ec2sim_api_errors_total"))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // newProblemEnv starts a control plane, an ec2sim configured by sim (nil:
@@ -71,13 +100,21 @@ func newProblemEnv(t *testing.T, sim func(*ec2sim.Config), extra time.Duration) 
 	}
 	t.Cleanup(func() { stopSim(); <-s.Stopped() })
 	opts := AWSOptions{Endpoint: endpoint, Workdir: t.TempDir()}
+	if dir := os.Getenv("KARPX_PROBLEMS_KEEP_LOGS"); dir != "" {
+		// Keep the controller's logs after the test (a long P1 run).
+		if opts.Workdir, err = os.MkdirTemp(dir, t.Name()+"-"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	k := StartAWSForTest(t, c, opts)
 	t.Logf("control plane, ec2sim and Karpenter AWS %s ready in %s (log %s)", AWSVersion, time.Since(start).Round(time.Millisecond), k.LogPath)
+	e := &problemEnv{awsEnv: awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: s}, k: k, opts: opts, endpoint: endpoint}
 	// A restart runs as the same ServiceAccount (StartAWSForTest wrote its
 	// kubeconfig into the work directory).
 	opts.BinDir = bin
 	opts.Kubeconfig = filepath.Join(opts.Workdir, "karpenter-aws.kubeconfig")
-	return &problemEnv{awsEnv: awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: s}, k: k, opts: opts}
+	e.opts = opts
+	return e
 }
 
 // restartAttempts bounds the starts of restart: a controller that exits
@@ -301,6 +338,7 @@ func TestUpstreamProblemP1RetryStorm(t *testing.T) {
 	problems.Logf(t, "scenario P1 on Karpenter AWS %s: neighbours=%.0f%% watched=%s requests=%d throttled=%d (%.1f%%) sdkRetryQuotaErrors=%d createFleet=%d (%d errors) terminateInstances=%d brokenNodeClaims=%d brokenInstances=%d healthyLost=%d of %d; calls: %s",
 		AWSVersion, 100*problems.P1Neighbours, elapsed.Round(time.Second), requests, throttled, 100*float64(throttled)/float64(max(requests, 1)), quota,
 		fleets, fleetErrors, terminates, len(claims), launched, lost, len(before), formatStats(e.sim.Stats()))
+	t.Logf("ec2sim's error answers: %s", e.errorCodes())
 	if window != problems.P1Window {
 		// A longer window (KARPX_P1_WINDOW) measures; docs/problems.md
 		// records what it showed.

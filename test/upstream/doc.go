@@ -26,7 +26,13 @@
 // (TestUpstreamKarpenterAWS: pods Running on instances it launched, the
 // real kubectl karpx and karpx's webhook on its cluster, scale to zero
 // terminating every instance) and the kwok provider's launch and restart
-// (TestUpstreamKarpenterKwok). The latter skips, naming the fix, without
-// bin/karpenter-kwok; the former fails without bin/karpenter-aws, which
-// `make test` builds.
+// (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
+// TestUpstreamProblemP5EmptinessConsolidation run the five field problems'
+// scenarios on the AWS provider with the ec2sim setup karpx's scenarios
+// use (package test/problems) and assert what Karpenter does: the
+// problem where it reproduces (P3, P4: the controls of karpx's
+// scenarios), its behaviour where it does not (docs/problems.md). The
+// kwok test skips, naming the fix, without bin/karpenter-kwok; the AWS
+// provider's tests fail without bin/karpenter-aws, which `make test`
+// builds.
 package upstream

@@ -1,0 +1,144 @@
+package problems
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/karpx/karpx/ec2sim"
+)
+
+// P1: launch-failure retry storm (PROBLEMS.md P1).
+const (
+	// P1Neighbours is the share of every EC2 token bucket (size and
+	// refill rate) that the account's other clients use (CI, Terraform,
+	// other controllers): the simulator leaves 40% to the autoscaler under
+	// test (ec2sim.ThrottleConfig.Neighbours).
+	P1Neighbours = 0.6
+	// P1Storm is the number of pods for the broken NodePool, each needing
+	// an m5.large of its own (P1PodCPU of its 2 vCPUs), as after a
+	// migration from Cluster Autoscaler.
+	P1Storm = 150
+	// P1Healthy is the number of pods of the healthy NodePool, started
+	// and Running before the storm.
+	P1Healthy = 3
+	// P1PodCPU and P1PodMemory are each pod's requests: one pod per
+	// m5.large (2 vCPU, 8 GiB).
+	P1PodCPU    = "1500m"
+	P1PodMemory = "512Mi"
+	// P1InstanceType is the only instance type of both NodePools.
+	P1InstanceType = "m5.large"
+	// P1Window is how long the storm is watched in real time: karpx's
+	// scenario compresses 30 simulated minutes of its own durations 20x
+	// into it; the real Karpenter's durations cannot be compressed.
+	P1Window = 90 * time.Second
+	// P1RetryQuotaMessage is what aws-sdk-go-v2's standard retryer says
+	// when its client-side retry quota (500 tokens, 5 per retry) is empty
+	// (aws/retry/standard.go, "failed to get rate limit token, retry
+	// quota exceeded, N available, M requested").
+	P1RetryQuotaMessage = "retry quota exceeded"
+)
+
+// P1NeverJoinUserData is the broken EC2NodeClass's spec.userData: a
+// custom bootstrap after which the instance runs but its kubelet never
+// joins (ec2sim's "# karpx-sim: never-join" marker, ec2sim.Behavior).
+const P1NeverJoinUserData = `#!/bin/bash
+# karpx-sim: never-join
+echo "a custom bootstrap that breaks kubelet's join"`
+
+// P1Sim sets the P1 throttling on an ec2sim.Config: EC2's documented
+// default buckets (ec2sim.DefaultThrottleConfig) with P1Neighbours of
+// each used by others.
+func P1Sim(c *ec2sim.Config) { c.Throttle.Neighbours = P1Neighbours }
+
+// P2: "no instance types found" right after the controller starts.
+const (
+	// P2Delay is how long the simulator holds the first
+	// DescribeInstanceTypes call after the restart.
+	P2Delay = 20 * time.Second
+	// P2Failures is how many DescribeInstanceTypes calls after the slow
+	// one answer 503 Unavailable.
+	P2Failures = 3
+	// P2PodCPU is each pod's CPU request: one pod per m5.large.
+	P2PodCPU = "1500m"
+	// P2InstanceType is the NodePool's only instance type.
+	P2InstanceType = "m5.large"
+)
+
+// P2Faults are the fault rules added to the simulator at the restart: the
+// next DescribeInstanceTypes call waits P2Delay, the P2Failures after it
+// fail with Unavailable (HTTP 503, EC2's "the server is overloaded").
+func P2Faults() []ec2sim.FaultRule {
+	return []ec2sim.FaultRule{
+		{Action: "DescribeInstanceTypes", Latency: metav1.Duration{Duration: P2Delay}, Count: 1},
+		{Action: "DescribeInstanceTypes", Code: "Unavailable", Count: P2Failures},
+	}
+}
+
+// P3: one AMI alias, several AMIs, and capacity never learned.
+const (
+	// P3AMIAlias resolves to four AMIs in the simulator: x86_64 and
+	// arm64, standard and NVIDIA.
+	P3AMIAlias = "bottlerocket@latest"
+	// P3Image names the simulator's standard x86_64 Bottlerocket image,
+	// the one launched for m5 types.
+	P3Image = "bottlerocket-aws-k8s-1.35-x86_64"
+	// P3PodMemory fits m5.large's estimated allocatable memory (6903Mi in
+	// karpx's catalogue and in Karpenter's computation) but not its real
+	// one under P3Reserve (5879Mi).
+	P3PodMemory = "6400Mi"
+	// P3PodCPU is the pod's CPU request.
+	P3PodCPU = "100m"
+)
+
+// P3InstanceTypes are the NodePool's types: the undersized one first.
+var P3InstanceTypes = []string{"m5.large", "m5.xlarge"}
+
+// P3Reserve is how much more memory P3Image's nodes reserve than the
+// estimate assumes.
+var P3Reserve = resource.MustParse("1Gi")
+
+// P3ImageAllocatable is the simulator rule that makes P3Image's Nodes
+// report P3Reserve less allocatable memory (ec2sim.Simulator.
+// SetImageAllocatable).
+func P3ImageAllocatable() ec2sim.ImageAllocatable {
+	n := P3Reserve.DeepCopy()
+	n.Neg()
+	return ec2sim.ImageAllocatable{NameContains: P3Image, Offset: corev1.ResourceList{corev1.ResourceMemory: n}}
+}
+
+// P4: a second node launched for pods that already have one.
+const (
+	// P4Behavior is the field report of P4 with every time divided by 5
+	// (report → here, from the instance's launch): the node boots in 20 s
+	// → 4 s; Cilium's node.cilium.io/agent-not-ready taint stays 60 s →
+	// 12 s after the Node registered; the GPU device plugin advertises
+	// nvidia.com/gpu 14 s after the Node was created; kubelet restarts
+	// 26 s after creation and the Node is NotReady for 4 s. The simulator
+	// reads it from instance tag ec2sim.BehaviorTagKey, set through the
+	// EC2NodeClass's spec.tags.
+	P4Behavior = "boot-delay=4s late-taint=node.cilium.io/agent-not-ready=true:NoExecute@12s " +
+		"late-resource=nvidia.com/gpu@14s not-ready-window=26s+4s"
+	// P4CiliumTaint is the agent's taint, not declared by the NodePool.
+	P4CiliumTaint = "node.cilium.io/agent-not-ready"
+	// P4Pods is the number of pending pods, each requesting one
+	// nvidia.com/gpu: the first plan needs exactly P4Pods NodeClaims.
+	P4Pods = 4
+	// P4GPUCount is the instance-gpu-count the NodePool requires.
+	P4GPUCount = "1"
+)
+
+// P5: WhenEmpty NodePools stop scaling down.
+const (
+	// P5ConsolidateAfter is the WhenEmpty pool's consolidateAfter.
+	P5ConsolidateAfter = 10 * time.Second
+	// P5Slack is how long past consolidateAfter an empty node may stay
+	// (disruption passes, drain, termination).
+	P5Slack = 30 * time.Second
+	// P5InstanceType is the WhenEmpty pool's only type; P5PodCPU puts
+	// one workload pod on each.
+	P5InstanceType = "m5.large"
+	P5PodCPU       = "1200m"
+)

@@ -78,8 +78,11 @@ UNIT_FLAGS ?=
 # `make chaos-short`, which .ci/run runs right after `make test`: its 10
 # tests were 417 of the 1,400 test-seconds of test/e2e, and `make test`
 # stays within 35 minutes on a fresh 2-core machine. TEST_SKIP= runs them
-# in `make test` again.
-TEST_SKIP ?= ^TestChaos
+# in `make test` again. The field problems P1-P5 run on the real
+# Karpenter AWS provider (test/upstream TestUpstreamProblem*, each its own
+# control plane, 3-8 minutes together) are their own tier too: `make
+# problems-upstream`, a step of its own in .ci/run.
+TEST_SKIP ?= ^TestChaos|^TestUpstreamProblem
 
 # TEST_BUILD_FLAGS: how `make test` and `make unit` build test binaries.
 # -vet=off: `make vet` runs go vet on every package (.ci/run runs it
@@ -497,6 +500,17 @@ chaos-short: tools build ## Run the chaos suite's short version (what CI runs); 
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/chaos.log KARPX_PREBUILT_BIN=$(BIN) KARPX_E2E_PARALLEL=$(E2E_PARALLEL) \
 		go test -json -count=1 $(TEST_BUILD_FLAGS) -parallel $(E2E_PARALLEL) -timeout 30m -run '^TestChaos' ./test/e2e | $(TESTTIMES) -report $(ROOT)/_output/chaos-times.txt
 	@cat _output/chaos.log
+
+# problems-upstream: the five field problems (../shared/PROBLEMS.md) on the
+# real Karpenter AWS provider (bin/karpenter-aws) with ec2sim set up as for
+# karpx's own scenarios (test/problems); P3 and P4 reproduce there and are
+# the controls of karpx's test/e2e TestP3/TestP4 (docs/problems.md).
+.PHONY: problems-upstream
+problems-upstream: tools karpenter-aws ## Run P1-P5 against the real Karpenter AWS provider; prints each scenario's figures.
+	@mkdir -p _output && rm -f _output/problems-upstream.log
+	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/problems-upstream.log KARPX_PREBUILT_BIN=$(BIN) \
+		go test -json -count=1 $(TEST_BUILD_FLAGS) -timeout 30m -run '^TestUpstreamProblem' ./test/upstream | $(TESTTIMES) -report $(ROOT)/_output/problems-upstream-times.txt
+	@cat _output/problems-upstream.log 2>/dev/null || true
 
 # The chaos suite, long version (five times the pods and faults of the
 # short version `make chaos-short` runs); figures in docs/reliability.md.

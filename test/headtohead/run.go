@@ -200,6 +200,10 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 			boot = append(boot, n.ready.Sub(nc.created).Seconds())
 		}
 	}
+	var steps Decomposition
+	if sim, ok := r.side.(Simulated); ok {
+		steps = Decompose(ncByNode, nodes, sim.Simulator().Instances(), simPendingDelay)
+	}
 	var running, decision []float64
 	for _, p := range s.Pods {
 		if p.workload != "burst" || p.running.IsZero() {
@@ -226,6 +230,9 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	r.res.add("burst: pending → NodeClaim created (decision) p99", "s", percentile(decision, 99), "")
 	r.res.add("burst: NodeClaim created → Node Ready (boot) p50", "s", percentile(boot, 50), "")
 	r.res.add("burst: NodeClaim created → Node Ready (boot) max", "s", percentile(boot, 100), "")
+	if steps != nil {
+		addDecomposition(r.res, steps)
+	}
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")

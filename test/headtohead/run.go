@@ -204,7 +204,7 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	if sim, ok := r.side.(Simulated); ok {
 		steps = Decompose(ncByNode, nodes, sim.Simulator().Instances(), simPendingDelay)
 	}
-	var running, decision []float64
+	var running, decision, bind []float64
 	for _, p := range s.Pods {
 		if p.workload != "burst" || p.running.IsZero() {
 			continue
@@ -212,6 +212,9 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		running = append(running, p.running.Sub(p.created).Seconds())
 		if nc, ok := ncByNode[p.nodeName]; ok {
 			decision = append(decision, max(0, nc.created.Sub(p.created).Seconds()))
+			if n, ok := nodes[p.nodeName]; ok && !n.ready.IsZero() {
+				bind = append(bind, p.running.Sub(n.ready).Seconds())
+			}
 		}
 	}
 	live := s.LiveNodes(PoolName)
@@ -233,6 +236,8 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	if steps != nil {
 		addDecomposition(r.res, steps)
 	}
+	r.res.add("burst: Node Ready → pod Running (launched nodes) p50", "s", percentile(bind, 50), "")
+	r.res.add("burst: Node Ready → pod Running (launched nodes) p99", "s", percentile(bind, 99), "")
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")

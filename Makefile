@@ -436,23 +436,33 @@ bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's 
 
 # Head to head on the real control plane: the same five workloads (burst of
 # H2H_PODS pods of Karpenter's scheduling-benchmark mix, consolidation,
-# drift, scale to zero, P5) against karpx + ec2sim and then upstream
-# Karpenter v1.13.0's kwok provider, each on a fresh control plane, both
-# with the simulated boot delay H2H_BOOT_DELAY; prints one table (figures in
-# docs/performance.md). About 15 minutes per side at 500 pods on 2 cores.
+# drift, scale to zero, P5) against karpx + its own ec2sim, the real
+# Karpenter AWS provider (bin/karpenter-aws, hack/karpenter-aws/go.mod's
+# version) + its own ec2sim with the same settings, and upstream Karpenter
+# v1.13.0's kwok provider, each on a fresh control plane, all with the
+# simulated boot delay H2H_BOOT_DELAY; prints one table with a column per
+# side (figures in docs/performance.md). About 15 minutes per side at 500
+# pods on 2 cores. bench-vs-karpenter-e2e-large is the same at
+# H2H_PODS_LARGE (2,000) pods, the larger burst (about 30 minutes per side).
 H2H_PODS ?= 500
+H2H_PODS_LARGE ?= 2000
 H2H_BOOT_DELAY ?= 5s
 H2H_CONSOLIDATION_WINDOW ?= 2m
-H2H_SIDES ?= karpx,karpenter
+H2H_SIDES ?= karpx,karpenter-aws,karpenter-kwok
+H2H_OUT ?= _output/head-to-head.md
 .PHONY: bench-vs-karpenter-e2e
-bench-vs-karpenter-e2e: tools build karpenter-kwok ## karpx vs upstream Karpenter (kwok provider) on the same workloads and control plane; prints one table.
-	@mkdir -p _output
-	PATH="$(BIN):$$PATH" go test -count=1 -timeout 90m -run '^TestHeadToHead$$' -v ./test/headtohead \
+bench-vs-karpenter-e2e: tools build karpenter-kwok karpenter-aws ## karpx vs Karpenter AWS (on ec2sim) vs Karpenter's kwok provider on the same workloads; prints one table.
+	@mkdir -p $(dir $(H2H_OUT))
+	PATH="$(BIN):$$PATH" go test -count=1 -timeout 180m -run '^TestHeadToHead$$' -v ./test/headtohead \
 		-karpx.h2h-pods $(H2H_PODS) -karpx.h2h-boot-delay $(H2H_BOOT_DELAY) \
 		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-sides $(H2H_SIDES) \
-		-karpx.h2h-out $(ROOT)/_output/head-to-head.md \
+		-karpx.h2h-out $(abspath $(H2H_OUT)) \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|^\s*\||commit '
-	@echo "--- table (also in _output/head-to-head.md) ---" && cat _output/head-to-head.md
+	@echo "--- table (also in $(H2H_OUT)) ---" && cat $(H2H_OUT)
+
+.PHONY: bench-vs-karpenter-e2e-large
+bench-vs-karpenter-e2e-large: ## bench-vs-karpenter-e2e at H2H_PODS_LARGE (2,000) pods; the table goes to _output/head-to-head-large.md.
+	$(MAKE) bench-vs-karpenter-e2e H2H_PODS=$(H2H_PODS_LARGE) H2H_OUT=_output/head-to-head-large.md
 
 # The admission load test: bin/karpx-webhook in its own process against a
 # local kube-apiserver, 2,000 EC2NodeClass reviews/s for 30 s (issue 4's

@@ -1,7 +1,9 @@
-// Package headtohead runs the same workloads against upstream Karpenter
-// (v1.13.0's kwok cloud provider, built by `make karpenter-kwok`) and
-// against karpx with the EC2 simulator, each on its own local control plane
-// (test/cluster), one after the other, and prints one table of what a user
+// Package headtohead runs the same workloads against karpx with its own
+// EC2 simulator, the real Karpenter AWS provider (bin/karpenter-aws, `make
+// karpenter-aws`) with an ec2sim of its own configured the same way, and
+// upstream Karpenter's kwok provider (v1.13.0, `make karpenter-kwok`),
+// each on its own local control plane (test/cluster), one after the
+// other, and prints one table with a column per side of what a user
 // counts: how long pods stay pending, how many nodes and dollars, how fast
 // capacity goes away, how much each autoscaler loads the API server, and
 // each controller's memory and CPU.
@@ -9,11 +11,15 @@
 // Every figure comes from the API server alone (pod, Node and NodeClaim
 // watches, the API server's /metrics and its audit log of the
 // controller's ServiceAccount) and from the controller's /proc entry, so
-// both sides are measured the same way. Both sides get the same NodePool
-// (only its nodeClassRef differs: EC2NodeClass for karpx, KWOKNodeClass for
-// Karpenter), the same instance types and prices, and the same simulated
-// boot delay (ec2sim's BootDelay; the KWOKNodeClass's
-// nodeRegistrationDelay).
+// every side is measured the same way; the two ec2sim sides add the
+// decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
+// running, Node registered, Node Ready) from their simulator's instance
+// records (Decompose). Every side gets the same NodePool (only its
+// nodeClassRef differs: the EC2NodeClass "default" on both AWS sides, a
+// KWOKNodeClass for the kwok provider), the same instance types, zones and
+// prices, and the same simulated boot delay (ec2sim's BootDelay; the
+// KWOKNodeClass's nodeRegistrationDelay). The AWS sides' simulators share
+// one SimConfig, so their throttling buckets are ec2sim's defaults on both.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's
 // scheduling-benchmark pod mix), consolidation (70% of the pods deleted),
@@ -21,6 +27,7 @@
 // scale to zero, and P5 (a WhenEmpty NodePool, preferred anti-affinity
 // pods, and a controller restart once the nodes are empty).
 //
-// `make bench-vs-karpenter-e2e` runs TestHeadToHead; plain `go test` skips
-// it unless -karpx.h2h-pods is set.
+// `make bench-vs-karpenter-e2e` runs TestHeadToHead at 500 pods,
+// `make bench-vs-karpenter-e2e-large` at 2,000; plain `go test` skips it
+// unless -karpx.h2h-pods is set.
 package headtohead

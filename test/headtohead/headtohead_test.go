@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpx/karpx/test/cluster"
+	"github.com/karpx/karpx/test/upstream"
 )
 
 var (
@@ -23,13 +24,15 @@ var (
 	h2hBoot    = flag.Duration("karpx.h2h-boot-delay", 5*time.Second, "TestHeadToHead: simulated boot delay, NodeClaim launched → Node registered, on both sides")
 	h2hWindow  = flag.Duration("karpx.h2h-consolidation-window", 2*time.Minute, "TestHeadToHead: time after deleting 70% of the pods at which nodes and $/h are counted")
 	h2hTimeout = flag.Duration("karpx.h2h-timeout", 10*time.Minute, "TestHeadToHead: bound of each wait (pods Running, nodes replaced, NodeClaims gone)")
-	h2hSides   = flag.String("karpx.h2h-sides", "karpx,karpenter", "TestHeadToHead: comma-separated sides to run, in order")
+	h2hSides   = flag.String("karpx.h2h-sides", "karpx,karpenter-aws,karpenter-kwok", "TestHeadToHead: comma-separated sides to run, in order: karpx, karpenter-aws (bin/karpenter-aws on its own ec2sim), karpenter-kwok (bin/karpenter-kwok; \"karpenter\" is accepted for it)")
 	h2hOut     = flag.String("karpx.h2h-out", "", "TestHeadToHead: also write the table (Markdown) to this file")
 )
 
 // TestHeadToHead is `make bench-vs-karpenter-e2e`: the five workloads
-// against karpx and then upstream Karpenter, each on a fresh control
-// plane, back to back, and one table of their figures. It asserts only
+// against karpx, the real Karpenter AWS provider and Karpenter's kwok
+// provider (-karpx.h2h-sides), each on a fresh control plane (the AWS
+// sides each with their own ec2sim), back to back, and one table of their
+// figures. It asserts only
 // that each side ran its workloads (pods Running, no RBAC refusal); the
 // figures are for docs/performance.md. Skipped unless -karpx.h2h-pods is
 // set.
@@ -46,18 +49,22 @@ func TestHeadToHead(t *testing.T) {
 	root := filepath.Dir(bin)
 	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, Timeout: *h2hTimeout}
 	results := map[string]*Results{}
+	// The table's columns, karpx first: the ratios are karpx / each other.
+	columns := []string{"karpx", "Karpenter AWS", "Karpenter kwok"}
 	for _, name := range strings.Split(*h2hSides, ",") {
 		var side Autoscaler
 		switch strings.TrimSpace(name) {
 		case "karpx":
 			side = &Karpx{Root: root}
-		case "karpenter":
+		case "karpenter-aws":
+			side = newKarpenterAWS(t, filepath.Join(bin, upstream.AWSBinaryName))
+		case "karpenter-kwok", "karpenter":
 			side = newKarpenter(t, root)
-			if side == nil {
-				continue
-			}
 		default:
-			t.Fatalf("-karpx.h2h-sides: unknown side %q (want karpx or karpenter)", name)
+			t.Fatalf("-karpx.h2h-sides: unknown side %q (want karpx, karpenter-aws or karpenter-kwok)", name)
+		}
+		if side == nil {
+			continue
 		}
 		t.Run(side.Name(), func(t *testing.T) {
 			results[side.Name()] = Run(t, side, cfg)
@@ -66,13 +73,14 @@ func TestHeadToHead(t *testing.T) {
 	var table bytes.Buffer
 	head, _ := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	table.WriteString("commit " + strings.TrimSpace(string(head)) + "; ")
-	for _, name := range []string{"karpx", "Karpenter"} {
+	for _, name := range columns {
 		if r := results[name]; r != nil {
 			table.WriteString(name + " run started at load average " + r.LoadAverage + "; ")
 		}
 	}
-	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on both sides\n\n")
-	if err := WriteTable(&table, results["karpx"], results["Karpenter"]); err != nil {
+	table.WriteString("Karpenter AWS " + upstream.AWSVersion + ", Karpenter kwok " + upstream.Version + "; ")
+	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on every side\n\n")
+	if err := WriteTable(&table, columns, results); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("head to head:\n%s", table.String())

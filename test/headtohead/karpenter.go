@@ -47,7 +47,7 @@ func newKarpenter(t *testing.T, root string) Autoscaler {
 }
 
 // Name implements Autoscaler.
-func (k *Karpenter) Name() string { return "Karpenter" }
+func (k *Karpenter) Name() string { return "Karpenter kwok" }
 
 // User implements Autoscaler.
 func (k *Karpenter) User() string { return karpenterUser }

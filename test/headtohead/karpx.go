@@ -2,18 +2,17 @@ package headtohead
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/ec2sim"
 	"github.com/karpx/karpx/test/cluster"
+	"github.com/karpx/karpx/test/upstream"
 )
 
 // Autoscaler is one side of the comparison: how to install it on a fresh
@@ -54,9 +53,24 @@ type Karpx struct {
 
 	cluster    *cluster.Cluster
 	dir        string
+	sim        *ec2sim.Simulator
 	endpoint   string
 	kubeconfig string
 }
+
+// simAMIAlias is both AWS sides' EC2NodeClass AMI alias: AL2023, whose
+// SSM parameters and EKS DescribeCluster ec2sim serves.
+const simAMIAlias = "al2023@latest"
+
+// Simulated is a side whose instances an ec2sim launches; its records
+// give the launch steps of each NodeClaim (Decompose).
+type Simulated interface {
+	// Simulator is the side's own ec2sim, running for the whole run.
+	Simulator() *ec2sim.Simulator
+}
+
+// Simulator implements Simulated: the side's own ec2sim.
+func (k *Karpx) Simulator() *ec2sim.Simulator { return k.sim }
 
 // controllerUser is the karpx controller's ServiceAccount as the API
 // server names it (manifests/controller).
@@ -76,8 +90,10 @@ func (k *Karpx) NodeClassRef() karpv1.NodeClassReference {
 // simPendingDelay is ec2sim's default time from launch to "running".
 const simPendingDelay = 200 * time.Millisecond
 
-// SimConfig is the simulator's configuration on both sides: ec2sim serves
-// it to karpx, and Karpenter's instance-types file and KWOKNodeClass are
+// SimConfig is the simulator's configuration on every side: karpx's and
+// the AWS provider's own ec2sim each serve it (the same zones, prices,
+// throttling buckets and delays: ec2sim's defaults but for the delays),
+// and the kwok provider's instance-types file and KWOKNodeClass are
 // derived from it. bootDelay is the whole simulated boot, launch to Node
 // registered: 200 ms pending, then BootDelay. It must be longer than
 // 200 ms.
@@ -85,46 +101,27 @@ func SimConfig(clusterName string, bootDelay time.Duration) ec2sim.Config {
 	return ec2sim.Config{ClusterName: clusterName, PendingDelay: simPendingDelay, BootDelay: bootDelay - simPendingDelay}
 }
 
-// Install implements Autoscaler: manifests/crds, the EC2NodeClass
-// "default", the simulator (SimConfig) and a kubeconfig for
-// ServiceAccount karpx/karpx.
+// Install implements Autoscaler: manifests/crds, the simulator
+// (SimConfig, started by upstream.StartSimForTest as the AWS provider's
+// side starts its own), the EC2NodeClass "default"
+// (upstream.EC2NodeClassYAML) and a kubeconfig for ServiceAccount
+// karpx/karpx.
 func (k *Karpx) Install(ctx context.Context, tb testing.TB, c *cluster.Cluster, dir string, bootDelay time.Duration) {
 	tb.Helper()
 	k.cluster, k.dir = c, dir
 	if err := c.InstallCRDs(ctx, filepath.Join(k.Root, "manifests", "crds")); err != nil {
 		tb.Fatalf("installing CRDs: %v", err)
 	}
-	if _, err := c.Kubectl(ctx, []byte(fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-%[1]s
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %[1]s}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %[1]s}}]
-`, c.Name)), "apply", "-f", "-"); err != nil {
-		tb.Fatalf("applying the EC2NodeClass: %v", err)
-	}
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	simCfg := SimConfig(c.Name, bootDelay)
-	simCfg.Kube, simCfg.Logger = kube, logr.Discard()
-	sim, err := ec2sim.New(simCfg)
-	if err != nil {
-		tb.Fatal(err)
+	simCfg.Kube = kube
+	k.sim, k.endpoint = upstream.StartSimForTest(tb, c, simCfg)
+	if _, err := c.Kubectl(ctx, []byte(upstream.EC2NodeClassYAML("default", c.Name, simAMIAlias)), "apply", "-f", "-"); err != nil {
+		tb.Fatalf("applying the EC2NodeClass: %v", err)
 	}
-	simCtx, cancel := context.WithCancel(context.Background())
-	k.endpoint, err = sim.Start(simCtx, "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cancel()
-		<-sim.Stopped()
-	})
 	sa := cluster.ServiceAccountForTest(tb, c.RESTConfig, filepath.Join(k.Root, "manifests", "controller"), "karpx", "karpx")
 	k.kubeconfig = filepath.Join(dir, "karpx-controller.kubeconfig")
 	if err := cluster.WriteKubeconfig(sa, k.kubeconfig); err != nil {

@@ -14,33 +14,39 @@ func TestWriteTable(t *testing.T) {
 	karpx.add("burst: pending → Running p99", "s", 2, "")
 	karpx.add("burst: $/h launched", "$/h", 1.5, "")
 	karpx.add("only karpx", "", 3, "note")
-	karpenter := &Results{Side: "Karpenter"}
-	karpenter.add("burst: pending → Running p99", "s", 4, "")
-	karpenter.add("burst: $/h launched", "$/h", 0, "")
-	karpenter.add("only Karpenter", "", math.NaN(), "")
+	aws := &Results{Side: "Karpenter AWS"}
+	aws.add("burst: pending → Running p99", "s", 4, "")
+	aws.add("burst: $/h launched", "$/h", 0, "")
+	aws.add("only Karpenter AWS", "", math.NaN(), "")
+	kwok := &Results{Side: "Karpenter kwok"}
+	kwok.add("burst: pending → Running p99", "s", 1, "")
+	columns := []string{"karpx", "Karpenter AWS", "Karpenter kwok"}
 	var b strings.Builder
-	if err := WriteTable(&b, karpx, karpenter); err != nil {
+	if err := WriteTable(&b, columns, map[string]*Results{"karpx": karpx, "Karpenter AWS": aws, "Karpenter kwok": kwok}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
 	for _, want := range []string{
-		"| figure | karpx | Karpenter | ratio |",
-		"| burst: pending → Running p99 | 2.00 s | 4.00 s | 0.50x |",
-		"| burst: $/h launched | $1.500/h | $0.000/h | - |",
-		"| only karpx | 3 (note) | - | - |",
-		"| only Karpenter | - | - | - |",
+		"| figure | karpx | Karpenter AWS | Karpenter kwok | karpx / Karpenter AWS | karpx / Karpenter kwok |\n|---|---|---|---|---|---|\n",
+		"| burst: pending → Running p99 | 2.00 s | 4.00 s | 1.00 s | 0.50x | 2.00x |",
+		"| burst: $/h launched | $1.500/h | $0.000/h | - | - | - |",
+		"| only karpx | 3 (note) | - | - | - | - |",
+		"| only Karpenter AWS | - | - | - | - | - |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
 	}
-	// One side missing entirely: its column is empty, no ratio.
+	// A side not run: its column shows "-", and so do its ratios.
 	b.Reset()
-	if err := WriteTable(&b, karpx, nil); err != nil {
+	if err := WriteTable(&b, columns, map[string]*Results{"karpx": karpx}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "| burst: pending → Running p99 | 2.00 s | - | - |") {
-		t.Errorf("table without Karpenter:\n%s", b.String())
+	if !strings.Contains(b.String(), "| burst: pending → Running p99 | 2.00 s | - | - | - | - |") {
+		t.Errorf("table with karpx alone:\n%s", b.String())
+	}
+	if err := WriteTable(&b, nil, nil); err == nil {
+		t.Error("WriteTable without columns: no error")
 	}
 }
 

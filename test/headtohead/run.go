@@ -200,7 +200,11 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 			boot = append(boot, n.ready.Sub(nc.created).Seconds())
 		}
 	}
-	var running, decision []float64
+	var steps Decomposition
+	if sim, ok := r.side.(Simulated); ok {
+		steps = Decompose(ncByNode, nodes, sim.Simulator().Instances(), simPendingDelay)
+	}
+	var running, decision, bind []float64
 	for _, p := range s.Pods {
 		if p.workload != "burst" || p.running.IsZero() {
 			continue
@@ -208,6 +212,9 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		running = append(running, p.running.Sub(p.created).Seconds())
 		if nc, ok := ncByNode[p.nodeName]; ok {
 			decision = append(decision, max(0, nc.created.Sub(p.created).Seconds()))
+			if n, ok := nodes[p.nodeName]; ok && !n.ready.IsZero() {
+				bind = append(bind, p.running.Sub(n.ready).Seconds())
+			}
 		}
 	}
 	live := s.LiveNodes(PoolName)
@@ -226,6 +233,11 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	r.res.add("burst: pending → NodeClaim created (decision) p99", "s", percentile(decision, 99), "")
 	r.res.add("burst: NodeClaim created → Node Ready (boot) p50", "s", percentile(boot, 50), "")
 	r.res.add("burst: NodeClaim created → Node Ready (boot) max", "s", percentile(boot, 100), "")
+	if steps != nil {
+		addDecomposition(r.res, steps)
+	}
+	r.res.add("burst: Node Ready → pod Running (launched nodes) p50", "s", percentile(bind, 50), "")
+	r.res.add("burst: Node Ready → pod Running (launched nodes) p99", "s", percentile(bind, 99), "")
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")

@@ -91,13 +91,20 @@ func ratio(a, b Figure, okA, okB bool) string {
 }
 
 // WriteTable writes one Markdown table: a row per figure (in the order
-// either side measured them), the karpx and Karpenter values and their
-// ratio (karpx / Karpenter; below 1 means karpx has less of it). Either
-// side may be nil (not run): its column shows "-".
-func WriteTable(w io.Writer, karpx, karpenter *Results) error {
+// the columns measured them), a column per side named in columns (the
+// first is the base, karpx), each side's value from results (keyed by
+// Results.Side; a side missing from results, not run, shows "-"), then
+// for every other side the ratio base / side (below 1 means the base has
+// less of it). It returns w's write error, or an error when columns is
+// empty.
+func WriteTable(w io.Writer, columns []string, results map[string]*Results) error {
+	if len(columns) == 0 {
+		return fmt.Errorf("WriteTable: no columns: name at least the base side")
+	}
 	var names []string
 	seen := map[string]bool{}
-	for _, r := range []*Results{karpx, karpenter} {
+	for _, c := range columns {
+		r := results[c]
 		if r == nil {
 			continue
 		}
@@ -109,17 +116,30 @@ func WriteTable(w io.Writer, karpx, karpenter *Results) error {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| figure | karpx | Karpenter | ratio |\n|---|---|---|---|\n")
+	b.WriteString("| figure |")
+	for _, c := range columns {
+		b.WriteString(" " + c + " |")
+	}
+	for _, c := range columns[1:] {
+		b.WriteString(" " + columns[0] + " / " + c + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", 2*len(columns)-1) + "\n")
 	for _, name := range names {
-		a, okA := karpx.find(name)
-		k, okK := karpenter.find(name)
-		cell := func(f Figure, ok bool) string {
-			if !ok {
-				return "-"
+		base, okBase := results[columns[0]].find(name)
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, c := range columns {
+			f, ok := results[c].find(name)
+			cell := "-"
+			if ok {
+				cell = format(f)
 			}
-			return format(f)
+			b.WriteString(" " + cell + " |")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, cell(a, okA), cell(k, okK), ratio(a, k, okA, okK))
+		for _, c := range columns[1:] {
+			f, ok := results[c].find(name)
+			b.WriteString(" " + ratio(base, f, okBase, ok) + " |")
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpx/karpx/charts"
+	"github.com/karpx/karpx/ec2sim"
 	"github.com/karpx/karpx/test/cluster"
 )
 
@@ -271,15 +274,79 @@ func StartAWS(ctx context.Context, c *cluster.Cluster, opts AWSOptions) (*Karpen
 	return k, nil
 }
 
-// StartAWSForTest installs the AWS provider's CRDs (InstallAWSCRDs, over
-// karpx's manifests/crds) and its chart's RBAC (AWSRBACManifests) in c
-// and starts bin/karpenter-aws (StartAWS) as ServiceAccount
-// AWSNamespace/AWSServiceAccount, for t: it stops the controller when t
-// ends, fails t when the controller's log shows an API request its RBAC
-// refused, and logs the end of its log when t failed. It skips t with
-// -short; a missing or stale bin/karpenter-aws fails t naming the fix
-// (`make test` builds it, so it must run there).
-func StartAWSForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) *Karpenter {
+// EC2NodeClassYAML is an EC2NodeClass named name for cluster clusterName
+// whose AMIs, subnets and security groups ec2sim serves: the AMI alias
+// (e.g. "al2023@latest", "bottlerocket@latest") resolved through the SSM
+// parameters ec2sim serves, and the discovery tags
+// (karpenter.sh/discovery: clusterName) ec2sim puts on its subnets and
+// security group. Both karpx and the AWS provider accept it.
+func EC2NodeClassYAML(name, clusterName, alias string) string {
+	return fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: %[1]s}
+spec:
+  role: KarpenterNodeRole-%[2]s
+  amiSelectorTerms: [{alias: %[3]s}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
+`, name, clusterName, alias)
+}
+
+// StartSimForTest starts an ec2sim for c on a free loopback port and
+// returns it and its endpoint URL ("http://127.0.0.1:PORT"); it stops
+// when t ends. cfg's empty ClusterName, ClusterEndpoint and ClusterCA
+// become c's (EKS DescribeCluster answers them: the AWS provider derives
+// AL2023's cluster CIDR and bootstrap from it), an empty Kube a client of
+// c's admin (its kubelet emulation registers Nodes through it) and an
+// empty Logger logr.Discard. It fails t on ec2sim.New's validation error
+// (naming the field) or when the port cannot be bound. Both the AWS
+// provider's tests and the head-to-head (karpx's and the AWS provider's
+// side) run their ec2sim through it.
+func StartSimForTest(t testing.TB, c *cluster.Cluster, cfg ec2sim.Config) (*ec2sim.Simulator, string) {
+	t.Helper()
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = c.Name
+	}
+	if cfg.ClusterEndpoint == "" {
+		cfg.ClusterEndpoint = c.RESTConfig.Host
+	}
+	if cfg.ClusterCA == nil {
+		cfg.ClusterCA = c.RESTConfig.CAData
+	}
+	if cfg.Kube == nil {
+		kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Kube = kube
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = logr.Discard()
+	}
+	sim, err := ec2sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	endpoint, err := sim.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); <-sim.Stopped() })
+	return sim, endpoint
+}
+
+// InstallAWSForTest prepares c for the AWS provider's controller, for t:
+// karpx's CRDs (manifests/crds, beside opts.BinDir) and over them the AWS
+// provider's (InstallAWSCRDs), its chart's RBAC (AWSRBACManifests) and a
+// kubeconfig of ServiceAccount AWSNamespace/AWSServiceAccount in
+// opts.Workdir (a t.TempDir when empty). It returns opts with BinDir,
+// Workdir, ClusterName and Kubeconfig filled in, ready for StartAWS (as
+// often as a test restarts the controller). It skips t with -short; a
+// missing or stale bin/karpenter-aws fails t naming the fix (`make test`
+// builds it).
+func InstallAWSForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) AWSOptions {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
@@ -326,6 +393,24 @@ func StartAWSForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) *Karpent
 	if err := cluster.WriteKubeconfig(sa, opts.Kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	return opts
+}
+
+// StartAWSForTest is InstallAWSForTest, then StartAWSProcessForTest.
+func StartAWSForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) *Karpenter {
+	t.Helper()
+	return StartAWSProcessForTest(t, c, InstallAWSForTest(t, c, opts))
+}
+
+// StartAWSProcessForTest starts bin/karpenter-aws (StartAWS) with opts as
+// InstallAWSForTest returned them, for t: it stops the controller when t
+// ends, fails t when the controller's log shows an API request its RBAC
+// refused, and logs the end of its log when t failed. A start error fails
+// t.
+func StartAWSProcessForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) *Karpenter {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	k, err := StartAWS(ctx, c, opts)
 	if err != nil {
 		t.Fatal(err)

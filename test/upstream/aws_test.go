@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -29,23 +28,6 @@ import (
 type awsEnv struct {
 	upstreamEnv
 	sim *ec2sim.Simulator
-}
-
-// ec2NodeClass is an EC2NodeClass for cluster clusterName whose AMIs,
-// subnets and security groups ec2sim serves: the AMI alias (e.g.
-// "al2023@latest", "bottlerocket@latest") resolved through the SSM
-// parameters ec2sim serves, and the discovery tags ec2sim puts on its
-// subnets and security group.
-func ec2NodeClass(name, clusterName, alias string) string {
-	return fmt.Sprintf(`apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: %[1]s}
-spec:
-  role: KarpenterNodeRole-%[2]s
-  amiSelectorTerms: [{alias: %[3]s}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
-`, name, clusterName, alias)
 }
 
 // TestUpstreamKarpenterAWS runs the real Karpenter AWS provider
@@ -75,18 +57,7 @@ func TestUpstreamKarpenterAWS(t *testing.T) {
 	}
 	// EKS DescribeCluster answers with the control plane's endpoint and
 	// CA, as Karpenter resolves AL2023's cluster CIDR and bootstrap from it.
-	sim, err := ec2sim.New(ec2sim.Config{ClusterName: c.Name, ClusterEndpoint: c.RESTConfig.Host, ClusterCA: c.RESTConfig.CAData,
-		Kube: kube, Logger: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simCtx, stopSim := context.WithCancel(context.Background())
-	endpoint, err := sim.Start(simCtx, "127.0.0.1:0")
-	if err != nil {
-		stopSim()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopSim(); <-sim.Stopped() })
+	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
 	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint})
 	t.Logf("control plane, ec2sim and Karpenter AWS %s ready in %s (Karpenter log: %s)", AWSVersion, time.Since(start).Round(time.Millisecond), k.LogPath)
 	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
@@ -131,7 +102,7 @@ func formatStats(stats map[string]ec2sim.ActionStats) string {
 func (e *awsEnv) launch() {
 	t := e.t
 	t0 := time.Now()
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("default", e.cluster.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(EC2NodeClassYAML("default", e.cluster.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.kube.Create(e.ctx, nodePool("general", "default", nil)); err != nil {
@@ -290,7 +261,7 @@ func (e *awsEnv) plugin() {
 // webhook runs: an AL2023 class whose userData restarts the kubelet
 // (KX003). No NodePool uses it.
 func auditUnsafeNodeClass(clusterName string) string {
-	return strings.Replace(ec2NodeClass("audited", clusterName, "al2023@latest"),
+	return strings.Replace(EC2NodeClassYAML("audited", clusterName, "al2023@latest"),
 		"spec:\n", "spec:\n  userData: |\n    #!/bin/bash\n    systemctl restart kubelet\n", 1)
 }
 
@@ -364,7 +335,7 @@ func (e *awsEnv) webhook() {
 		}
 		return hasTaint(np.Spec.Template.Spec.StartupTaints, ciliumTaintKey), nil
 	})
-	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClass("agents", e.cluster.Name, "bottlerocket@latest")), "apply", "-f", "-"); err != nil {
+	if _, err := e.cluster.Kubectl(e.ctx, []byte(EC2NodeClassYAML("agents", e.cluster.Name, "bottlerocket@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.kube.Create(e.ctx, agents); err != nil {

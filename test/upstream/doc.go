@@ -9,7 +9,10 @@
 //     it as the chart's ServiceAccount, with AWSEnv's environment pointing
 //     every AWS service at ec2sim. Its instances are launched through
 //     ec2sim's CreateFleet and join the cluster as ec2sim's kubelet
-//     emulation registers them.
+//     emulation registers them. Its two halves, InstallAWSForTest and
+//     StartAWSProcessForTest (for restarts), StartSimForTest (an ec2sim
+//     for a cluster) and EC2NodeClassYAML are shared with the head-to-head
+//     (test/headtohead), whose karpx and Karpenter AWS sides use them.
 //   - The kwok provider (sigs.k8s.io/karpenter/kwok, the version karpx's
 //     go.mod requires, built by `make karpenter-kwok` into
 //     bin/karpenter-kwok), which makes no cloud call and creates each Node

@@ -1,0 +1,62 @@
+package headtohead
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/karpx/karpx/ec2sim"
+)
+
+func TestDecompose(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	claims := map[string]nodeClaimRecord{
+		"node-a": {name: "nc-a", nodeName: "node-a", created: at(0)},
+		"node-b": {name: "nc-b", nodeName: "node-b", created: at(10)},
+		"node-c": {name: "nc-c", nodeName: "node-c", created: at(0)},
+	}
+	nodes := map[string]nodeRecord{
+		"node-a": {name: "node-a", created: at(6), ready: at(7)},
+		"node-b": {name: "node-b", created: at(20), ready: at(22)},
+		// node-c never became Ready: left out.
+		"node-c": {name: "node-c", created: at(6)},
+	}
+	instances := []ec2sim.Instance{
+		{ID: "i-a", NodeName: "node-a", LaunchTime: at(1)},
+		{ID: "i-b", NodeName: "node-b", LaunchTime: at(13)},
+		{ID: "i-c", NodeName: "node-c", LaunchTime: at(1)},
+		// Not joined, or joined as a Node no NodeClaim names: left out.
+		{ID: "i-d", LaunchTime: at(1)},
+		{ID: "i-e", NodeName: "node-e", LaunchTime: at(1)},
+	}
+	d := Decompose(claims, nodes, instances, 500*time.Millisecond)
+	want := map[string][]float64{
+		"CreateFleet issued": {1, 3},
+		"instance running":   {1.5, 3.5},
+		"Node registered":    {6, 10},
+		"Node Ready":         {7, 12},
+	}
+	for step, w := range want {
+		got := d[step]
+		if len(got) != len(w) {
+			t.Fatalf("%s: %v, want %v", step, got, w)
+		}
+		for i := range w {
+			if math.Abs(got[i]-w[i]) > 1e-9 {
+				t.Errorf("%s: %v, want %v", step, got, w)
+			}
+		}
+	}
+	res := &Results{}
+	addDecomposition(res, d)
+	if f, ok := res.find("burst: NodeClaim created → Node Ready p99"); !ok || f.Value != 12 {
+		t.Errorf("Node Ready p99: %+v, %v; want 12", f, ok)
+	}
+	if f, ok := res.find("burst: NodeClaim created → CreateFleet issued p50"); !ok || f.Value != 1 {
+		t.Errorf("CreateFleet issued p50: %+v, %v; want 1", f, ok)
+	}
+	if len(res.Figures) != 2*len(launchSteps) {
+		t.Errorf("%d figures, want %d", len(res.Figures), 2*len(launchSteps))
+	}
+}

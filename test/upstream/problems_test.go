@@ -269,8 +269,8 @@ func TestUpstreamProblemP1RetryStorm(t *testing.T) {
 	window := p1Window(t)
 	e := newProblemEnv(t, problems.P1Sim, window)
 	t0 := time.Now()
-	e.apply(ec2NodeClass("healthy", e.cluster.Name, "al2023@latest"))
-	e.apply(withSpec(ec2NodeClass("broken", e.cluster.Name, "al2023@latest"),
+	e.apply(EC2NodeClassYAML("healthy", e.cluster.Name, "al2023@latest"))
+	e.apply(withSpec(EC2NodeClassYAML("broken", e.cluster.Name, "al2023@latest"),
 		"  userData: |\n    "+strings.ReplaceAll(problems.P1NeverJoinUserData, "\n", "\n    ")+"\n"))
 	it := []string{problems.P1InstanceType}
 	e.createPools(problemPool("healthy", "healthy", it, map[string]string{"tier": "healthy"}),
@@ -411,7 +411,7 @@ func (e *problemEnv) healthySnapshot() []string {
 // Ready=False, and NodeClaims deleted.
 func TestUpstreamProblemP2StartupHydration(t *testing.T) {
 	e := newProblemEnv(t, nil, 0)
-	e.apply(ec2NodeClass("default", e.cluster.Name, "al2023@latest"))
+	e.apply(EC2NodeClassYAML("default", e.cluster.Name, "al2023@latest"))
 	e.createPools(problemPool("default", "default", []string{problems.P2InstanceType}, nil))
 	if err := e.kube.Create(e.ctx, deployment("before", 2, problems.P2PodCPU, nil)); err != nil {
 		t.Fatal(err)
@@ -509,7 +509,7 @@ func (e *problemEnv) p2Persistent(ctx context.Context, seen map[types.UID]bool, 
 func TestUpstreamProblemP3CapacityLearning(t *testing.T) {
 	e := newProblemEnv(t, nil, 0)
 	e.sim.SetImageAllocatable(problems.P3ImageAllocatable())
-	e.apply(ec2NodeClass("bottlerocket", e.cluster.Name, problems.P3AMIAlias))
+	e.apply(EC2NodeClassYAML("bottlerocket", e.cluster.Name, problems.P3AMIAlias))
 	np := problemPool("default", "bottlerocket", problems.P3InstanceTypes, nil)
 	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})
@@ -557,7 +557,7 @@ func TestUpstreamProblemP3CapacityLearning(t *testing.T) {
 // NotReady window and 15 s more.
 func TestUpstreamProblemP4NoDuplicateLaunch(t *testing.T) {
 	e := newProblemEnv(t, nil, 0)
-	e.apply(withSpec(ec2NodeClass("gpu", e.cluster.Name, "al2023@latest"),
+	e.apply(withSpec(EC2NodeClassYAML("gpu", e.cluster.Name, "al2023@latest"),
 		fmt.Sprintf("  tags: {%s: %q}\n", ec2sim.BehaviorTagKey, problems.P4Behavior)))
 	np := problemPool("gpu", "gpu", nil, nil)
 	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
@@ -676,7 +676,7 @@ type p4Seen struct {
 // measures how long the empty nodes live after the pods left.
 func TestUpstreamProblemP5EmptinessConsolidation(t *testing.T) {
 	e := newProblemEnv(t, nil, 0)
-	e.apply(ec2NodeClass("p5", e.cluster.Name, "al2023@latest"))
+	e.apply(EC2NodeClassYAML("p5", e.cluster.Name, "al2023@latest"))
 	np := problemPool("empty", "p5", []string{problems.P5InstanceType}, map[string]string{"p5": "empty"})
 	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(problems.P5ConsolidateAfter.String())
 	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,21 +83,11 @@ func newProblemEnv(t *testing.T, sim func(*ec2sim.Config), extra time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ec2sim.Config{ClusterName: c.Name, ClusterEndpoint: c.RESTConfig.Host, ClusterCA: c.RESTConfig.CAData, Kube: kube, Logger: logr.Discard()}
+	cfg := ec2sim.Config{Kube: kube}
 	if sim != nil {
 		sim(&cfg)
 	}
-	s, err := ec2sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simCtx, stopSim := context.WithCancel(context.Background())
-	endpoint, err := s.Start(simCtx, "127.0.0.1:0")
-	if err != nil {
-		stopSim()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopSim(); <-s.Stopped() })
+	s, endpoint := StartSimForTest(t, c, cfg)
 	opts := AWSOptions{Endpoint: endpoint, Workdir: t.TempDir()}
 	if dir := os.Getenv("KARPX_PROBLEMS_KEEP_LOGS"); dir != "" {
 		// Keep the controller's logs after the test (a long P1 run).

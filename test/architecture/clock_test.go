@@ -18,7 +18,7 @@ import (
 // clocktesting.FakeClock in tests) instead, so every timed behaviour can
 // be stepped in a test.
 var wallClockFuncs = map[string][]string{
-	"time": {"Now", "Since", "Until", "After", "AfterFunc", "NewTimer", "NewTicker", "Tick", "Sleep"},
+	"time":                                 {"Now", "Since", "Until", "After", "AfterFunc", "NewTimer", "NewTicker", "Tick", "Sleep"},
 	"k8s.io/apimachinery/pkg/apis/meta/v1": {"Now", "NowMicro"},
 	"k8s.io/apimachinery/pkg/util/wait": {"Until", "UntilWithContext", "Forever", "JitterUntil", "JitterUntilWithContext",
 		"NonSlidingUntil", "NonSlidingUntilWithContext", "PollUntilContextTimeout", "PollUntilContextCancel",

@@ -153,23 +153,18 @@ func (s *Simulator) describeLaunchTemplates(req *request) (any, error) {
 				"At least one of the launch templates specified in the request does not exist.")
 		}
 	}
-	var all []xmlLaunchTemplate
+	m := matching[xmlLaunchTemplate]{fs: fs, field: launchTemplateField}
 	for _, key := range sortedKeys(s.ltByName) {
 		lt := s.launchTemplates[s.ltByName[key]]
 		if (len(ids) > 0 || len(names) > 0) && !contains(ids, lt.id) && !contains(names, lt.name) {
 			continue
 		}
 		x := s.ltXML(lt)
-		ok, ferr := matchFilters(x, lt.tags, fs, launchTemplateField)
-		if ferr != nil {
-			return nil, ferr
-		}
-		if ok {
-			all = append(all, x)
-		}
+		m.add(x, lt.tags)
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeLaunchTemplatesResponse{LaunchTemplates: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlLaunchTemplate, next string) any {
+		return &describeLaunchTemplatesResponse{LaunchTemplates: page, NextToken: next}
+	})
 }
 
 func (s *Simulator) deleteLaunchTemplate(req *request) (any, error) {

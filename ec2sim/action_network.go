@@ -101,7 +101,7 @@ func (s *Simulator) describeSubnets(req *request) (any, error) {
 	if len(missing) > 0 {
 		return nil, newError("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", quoteList(missing))
 	}
-	var all []xmlSubnet
+	m := matching[xmlSubnet]{fs: fs, field: subnetField}
 	for _, sn := range s.subnets {
 		if len(ids) > 0 && !contains(ids, sn.ID) {
 			continue
@@ -110,16 +110,11 @@ func (s *Simulator) describeSubnets(req *request) (any, error) {
 			State: "available", VpcID: sn.VPCID, OwnerID: s.cfg.AccountID, CidrBlock: sn.CIDR,
 			AvailableIPAddressCount: sn.size - 5 - used[sn.ID], AvailabilityZone: sn.Zone,
 			AvailabilityZoneID: zoneID(s.cfg.Region, sn.Zone), Tags: xmlTags(sn.Tags)}
-		ok, ferr := matchFilters(x, tagSet(sn.Tags), fs, subnetField)
-		if ferr != nil {
-			return nil, ferr
-		}
-		if ok {
-			all = append(all, x)
-		}
+		m.add(x, tagSet(sn.Tags))
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeSubnetsResponse{Subnets: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlSubnet, next string) any {
+		return &describeSubnetsResponse{Subnets: page, NextToken: next}
+	})
 }
 
 func (s *Simulator) subnetLocked(id string) *subnetState {
@@ -196,23 +191,16 @@ func (s *Simulator) describeSecurityGroups(req *request) (any, error) {
 			return nil, newError("InvalidGroup.NotFound", "The security group '%s' does not exist in default VPC", n)
 		}
 	}
-	var all []xmlSG
+	m := matching[xmlSG]{fs: fs, field: sgField}
 	for _, g := range s.securityGroups {
 		if (len(ids) > 0 && !contains(ids, g.ID)) || (len(names) > 0 && !contains(names, g.Name)) {
 			continue
 		}
 		x := xmlSG{OwnerID: s.cfg.AccountID, GroupID: g.ID, GroupName: g.Name, GroupDescription: g.Description, VpcID: g.VPCID,
 			SecurityGroupArn: "arn:aws:ec2:" + s.cfg.Region + ":" + s.cfg.AccountID + ":security-group/" + g.ID, Tags: xmlTags(g.Tags)}
-		ok, ferr := matchFilters(x, tagSet(g.Tags), fs, sgField)
-		if ferr != nil {
-			return nil, ferr
-		}
-		if ok {
-			all = append(all, x)
-		}
+		m.add(x, tagSet(g.Tags))
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeSGsResponse{Groups: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlSG, next string) any { return &describeSGsResponse{Groups: page, NextToken: next} })
 }
 
 func azField(a xmlAZ, name string) ([]string, bool) {

@@ -113,14 +113,7 @@ func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, reqID strin
 	spec := lookupAction("DescribeCluster")
 	// The cluster name travels in the path; the handler reads it from json.
 	body, _ := json.Marshal(map[string]string{"name": name})
-	out, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, json: body, p: newParams(nil)})
-	if apiErr != nil {
-		writeRESTJSONError(w, reqID, apiErr)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-RequestId", reqID)
-	_ = json.NewEncoder(w).Encode(out)
+	s.serveJSON(w, r, reqID, spec, body, "application/json", writeRESTJSONError)
 }
 
 func (s *Simulator) describeCluster(req *request) (any, error) {

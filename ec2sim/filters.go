@@ -178,3 +178,40 @@ func wildcardMatch(pattern, s string) bool {
 }
 
 func one(s string) []string { return []string{s} }
+
+// matching collects what a Describe call answers: the resources that pass
+// its filters, in the order they were added, for answer to page.
+type matching[T any] struct {
+	fs    []filter
+	field fieldFunc[T]
+	all   []T
+	err   *APIError
+}
+
+// add keeps r when it passes every filter (matchFilters; tags answer the
+// tag filters). After a filter error it keeps nothing more, and answer
+// returns that error.
+func (m *matching[T]) add(r T, tags tagSet) {
+	if m.err != nil {
+		return
+	}
+	ok, err := matchFilters(r, tags, m.fs, m.field)
+	if err != nil {
+		m.err = err
+		return
+	}
+	if ok {
+		m.all = append(m.all, r)
+	}
+}
+
+// answer returns m's first filter error, else resp of the page of m's
+// resources that offset and size select (paginate) and the next page's
+// token ("" on the last page).
+func answer[T any](m *matching[T], offset, size int, resp func(page []T, next string) any) (any, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	lo, hi, next := paginate(len(m.all), offset, size)
+	return resp(m.all[lo:hi], next), nil
+}

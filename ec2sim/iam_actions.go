@@ -18,6 +18,19 @@ func roleName(p params) (string, *APIError) {
 	return iamName(p, "RoleName", "roleName", reIAMRoleName, 64)
 }
 
+// profileAndRole reads and validates InstanceProfileName and RoleName, the
+// parameters of AddRoleToInstanceProfile and RemoveRoleFromInstanceProfile,
+// answering the first one's error.
+func profileAndRole(p params) (profile, role string, err *APIError) {
+	if profile, err = profileName(p); err != nil {
+		return "", "", err
+	}
+	if role, err = roleName(p); err != nil {
+		return "", "", err
+	}
+	return profile, role, nil
+}
+
 // iamName reads the name parameter param and validates it against re (IAM's
 // [\w+=,.@-]+ of at most maxLen characters), answering IAM's
 // ValidationError for field when it is missing or does not match.
@@ -92,11 +105,7 @@ func (s *Simulator) getInstanceProfile(req *request) (any, error) {
 }
 
 func (s *Simulator) addRoleToInstanceProfile(req *request) (any, error) {
-	name, e := profileName(req.p)
-	if e != nil {
-		return nil, e
-	}
-	role, e := roleName(req.p)
+	name, role, e := profileAndRole(req.p)
 	if e != nil {
 		return nil, e
 	}
@@ -114,11 +123,7 @@ func (s *Simulator) addRoleToInstanceProfile(req *request) (any, error) {
 }
 
 func (s *Simulator) removeRoleFromInstanceProfile(req *request) (any, error) {
-	name, e := profileName(req.p)
-	if e != nil {
-		return nil, e
-	}
-	role, e := roleName(req.p)
+	name, role, e := profileAndRole(req.p)
 	if e != nil {
 		return nil, e
 	}

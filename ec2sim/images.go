@@ -250,7 +250,7 @@ func (s *Simulator) describeImages(req *request) (any, error) {
 	if len(missing) > 0 {
 		return nil, newError("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", quoteList(missing))
 	}
-	var all []xmlImage
+	m := matching[xmlImage]{fs: fs, field: imageField}
 	for _, id := range s.imageOrder {
 		img := s.images[id]
 		if len(ids) > 0 && !contains(ids, id) {
@@ -260,16 +260,9 @@ func (s *Simulator) describeImages(req *request) (any, error) {
 			continue
 		}
 		x := img.toXML()
-		ok, ferr := matchFilters(x, tagSet(img.Tags), fs, imageField)
-		if ferr != nil {
-			return nil, ferr
-		}
-		if ok {
-			all = append(all, x)
-		}
+		m.add(x, tagSet(img.Tags))
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeImagesResponse{Images: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlImage, next string) any { return &describeImagesResponse{Images: page, NextToken: next} })
 }
 
 // ownedBy implements DescribeImages' Owner list: account ids, "self" and

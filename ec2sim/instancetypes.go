@@ -445,19 +445,14 @@ func (s *Simulator) describeInstanceTypes(req *request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	var all []xmlInstanceType
+	m := matching[xmlInstanceType]{fs: fs, field: typeInfoField}
 	for _, x := range allTypeInfos() {
 		if len(names) > 0 && !contains(names, x.InstanceType) {
 			continue
 		}
-		ok, ferr := matchFilters(x, nil, fs, typeInfoField)
-		if ferr != nil {
-			return nil, ferr
-		}
-		if ok {
-			all = append(all, x)
-		}
+		m.add(x, nil)
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeInstanceTypesResponse{InstanceTypes: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlInstanceType, next string) any {
+		return &describeInstanceTypesResponse{InstanceTypes: page, NextToken: next}
+	})
 }

@@ -36,7 +36,7 @@ func (s *Simulator) describeInstanceTypeOfferings(req *request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	var all []xmlOffering
+	m := matching[xmlOffering]{fs: fs, field: offeringField}
 	for _, x := range allTypeInfos() {
 		locs := []string{s.cfg.Region}
 		if lt != "region" {
@@ -54,17 +54,12 @@ func (s *Simulator) describeInstanceTypeOfferings(req *request) (any, error) {
 		}
 		for _, loc := range locs {
 			o := xmlOffering{InstanceType: x.InstanceType, LocationType: lt, Location: loc}
-			ok, ferr := matchFilters(o, nil, fs, offeringField)
-			if ferr != nil {
-				return nil, ferr
-			}
-			if ok {
-				all = append(all, o)
-			}
+			m.add(o, nil)
 		}
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeOfferingsResponse{Offerings: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlOffering, next string) any {
+		return &describeOfferingsResponse{Offerings: page, NextToken: next}
+	})
 }
 
 func offeringField(o xmlOffering, name string) ([]string, bool) {

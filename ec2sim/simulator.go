@@ -398,12 +398,21 @@ func (s *Simulator) serveSSM(w http.ResponseWriter, r *http.Request, reqID, targ
 		return
 	}
 	s.responseDelay()
+	s.serveJSON(w, r, reqID, spec, body, "application/x-amz-json-1.1", writeJSONError)
+}
+
+// serveJSON dispatches the JSON-protocol request of spec with body (the
+// AWS JSON 1.1 protocol of SSM and SQS, or EKS's REST-JSON) and writes the
+// answer: the action's output encoded as JSON with contentType and the
+// request id, or its error through writeErr (the protocol's error shape).
+func (s *Simulator) serveJSON(w http.ResponseWriter, r *http.Request, reqID string, spec *actionSpec, body []byte, contentType string,
+	writeErr func(http.ResponseWriter, string, *APIError)) {
 	out, apiErr := s.dispatch(&request{ctx: r.Context(), spec: spec, json: body, p: newParams(nil)})
 	if apiErr != nil {
-		writeJSONError(w, reqID, apiErr)
+		writeErr(w, reqID, apiErr)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("x-amzn-RequestId", reqID)
 	_ = json.NewEncoder(w).Encode(out)
 }

@@ -73,7 +73,7 @@ func (s *Simulator) describeSpotPriceHistory(req *request) (any, error) {
 	// Prices change hourly in the simulator; the answer carries the start of
 	// the current hour as the timestamp.
 	ts := ec2Time(req.now.Truncate(time.Hour))
-	var all []xmlSpotPrice
+	m := matching[xmlSpotPrice]{fs: fs, field: spotPriceField}
 	for _, x := range allTypeInfos() {
 		if len(types) > 0 && !contains(types, x.InstanceType) {
 			continue
@@ -92,18 +92,13 @@ func (s *Simulator) describeSpotPriceHistory(req *request) (any, error) {
 				}
 				sp := xmlSpotPrice{AvailabilityZone: z, AvailabilityZoneID: zoneID(s.cfg.Region, z), InstanceType: x.InstanceType,
 					ProductDescription: prod, SpotPrice: fmt.Sprintf("%.6f", price), Timestamp: ts}
-				ok, ferr := matchFilters(sp, nil, fs, spotPriceField)
-				if ferr != nil {
-					return nil, ferr
-				}
-				if ok {
-					all = append(all, sp)
-				}
+				m.add(sp, nil)
 			}
 		}
 	}
-	lo, hi, next := paginate(len(all), offset, size)
-	return &describeSpotPriceHistoryResponse{Prices: all[lo:hi], NextToken: next}, nil
+	return answer(&m, offset, size, func(page []xmlSpotPrice, next string) any {
+		return &describeSpotPriceHistoryResponse{Prices: page, NextToken: next}
+	})
 }
 
 func spotPriceField(sp xmlSpotPrice, name string) ([]string, bool) {

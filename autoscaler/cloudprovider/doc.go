@@ -2,7 +2,10 @@
 // the cloud: the CloudProvider interface, the InstanceType and Offering
 // values the scheduler packs pods onto, the typed errors controllers branch
 // on, TerminateInstance (what "the instance is gone" means through the
-// interface), and the interruption annotations a cloud's interruption
+// interface), the priority a caller gives its cloud calls through the
+// context (WithPriority, PriorityFrom: the AWS request budget serves
+// launches and terminations before speculative reads), and the
+// interruption annotations a cloud's interruption
 // handling writes on NodeClaims for the disruption controller and `kubectl
 // karpx status` to read. It holds cloud-neutral types only and imports no
 // other karpx package.

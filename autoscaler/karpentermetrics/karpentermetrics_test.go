@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -178,6 +179,43 @@ func TestDecoratorTimesCallsAndNamesErrors(t *testing.T) {
 			t.Errorf("errors_total{method=%s,error=%q} = %v, want 1", method, errLabel, got)
 		}
 	}
+}
+
+// slowCloud answers Get after stepping its fake clock by took.
+type slowCloud struct {
+	fakeCloud
+	clk  *clocktesting.FakeClock
+	took time.Duration
+}
+
+func (s slowCloud) Get(context.Context, string) (*karpv1.NodeClaim, error) {
+	s.clk.Step(s.took)
+	return nil, nil
+}
+
+// The duration observed is the injected clock's time across the call.
+func TestDecoratorTimesOnItsClock(t *testing.T) {
+	ctrl := fmt.Sprintf("test-clock-%d", time.Now().UnixNano())
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := DecorateWithClock(slowCloud{clk: fc, took: 3 * time.Second}, ctrl, "aws", fc).Get(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"controller": ctrl, "method": "Get", "provider": "aws"}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			if mf.GetName() == "karpenter_cloudprovider_duration_seconds" && sameLabels(m, labels) {
+				if h := m.GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 3 {
+					t.Errorf("Get observed %d times, %v s in all; want once, 3 s", h.GetSampleCount(), h.GetSampleSum())
+				}
+				return
+			}
+		}
+	}
+	t.Error("no karpenter_cloudprovider_duration_seconds series for the call")
 }
 
 func TestStateCollector(t *testing.T) {

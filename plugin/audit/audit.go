@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -337,25 +335,10 @@ func readPath(name string, recursive bool, budget *kxlint.InputBudget) ([]kxlint
 		readFile(name)
 		return objs, skipped, errs
 	}
-	var files []string
-	_ = filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			errs = append(errs, kxlint.InputError{Source: p, Message: err.Error()})
-			return nil
-		}
-		if d.IsDir() {
-			if p != name && !recursive {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, p)
-		}
+	files, _ := lint.ManifestFiles(name, recursive, func(p string, err error) error {
+		errs = append(errs, kxlint.InputError{Source: p, Message: err.Error()})
 		return nil
 	})
-	sort.Strings(files)
 	for _, f := range files {
 		readFile(f)
 	}

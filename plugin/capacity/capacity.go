@@ -123,16 +123,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if !o.All {
 		rep.Entries = slices.DeleteFunc(rep.Entries, func(e capacity.Entry) bool { return e.Observed == nil })
 	}
-	p, err := o.Print.ToPrinter()
-	if err != nil {
+	if printed, err := o.Print.PrintObject(o.Out, ReportKind, &rep); printed || err != nil {
 		return err
-	}
-	if p != nil {
-		obj, err := output.Object(ReportKind, &rep)
-		if err != nil {
-			return err
-		}
-		return p.PrintObj(obj, o.Out)
 	}
 	if len(rep.Entries) == 0 {
 		fmt.Fprintln(o.ErrOut, "No observed capacity yet (no Node launched by karpx has registered); --all lists the estimates.")

@@ -16,7 +16,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/plugin/cluster"
-	"github.com/karpx/karpx/plugin/output"
 	"github.com/karpx/karpx/plugin/table"
 )
 
@@ -126,16 +125,8 @@ func (o *Options) runWithoutController(ctx context.Context, errOut io.Writer) er
 		return err
 	}
 	fmt.Fprintln(errOut, NoControllerMessage)
-	p, err := o.Print.ToPrinter()
-	if err != nil {
+	if printed, err := o.Print.PrintObject(o.Out, NodeClaimReportKind, rep); printed || err != nil {
 		return err
-	}
-	if p != nil {
-		obj, err := output.Object(NodeClaimReportKind, rep)
-		if err != nil {
-			return err
-		}
-		return p.PrintObj(obj, o.Out)
 	}
 	if len(rep.NodeClaims) == 0 {
 		fmt.Fprintln(errOut, "No NodeClaims found.")

@@ -93,18 +93,11 @@ func (o *VersionOptions) Run(_ context.Context) error {
 	if !o.ClientOnly {
 		info.ServerVersion, serverErr = o.serverVersion()
 	}
-	p, err := o.Print.ToPrinter()
+	printed, err := o.Print.PrintObject(o.Out, VersionKind, &info)
 	if err != nil {
 		return err
 	}
-	if p != nil {
-		obj, err := output.Object(VersionKind, &info)
-		if err != nil {
-			return err
-		}
-		if err := p.PrintObj(obj, o.Out); err != nil {
-			return err
-		}
+	if printed {
 		return serverErr
 	}
 	wide := o.Print.IsWide()

@@ -2,7 +2,9 @@
 // is pending, and what Karpenter's NodePools would launch for it.
 //
 // It reads the pod, the NodePools, EC2NodeClasses, NodeClaims and
-// DaemonSets, and runs the autoscaler's own scheduling code
+// DaemonSets (each DaemonSet's template pod built by the autoscaler's own
+// clusterstate.DaemonSetTemplatePods, the overhead the provisioner and
+// consolidation reserve on a new node), and runs the autoscaler's own scheduling code
 // (autoscaler/scheduling.Solve) on them without launching anything: once
 // per NodePool, to say which requirement, taint or limit rules each one out
 // (or that its EC2NodeClass is missing or not ready), and once with all of

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/runner"
 )
@@ -244,9 +246,9 @@ func (o *Options) read(ctx context.Context) (*Snapshot, error) {
 	if optional("Nodes", &nodes) {
 		snap.Nodes = nodes.Items
 	}
-	var ds appsDaemonSetList
-	if optional("DaemonSets", &ds.list) {
-		snap.DaemonSetPods = ds.pods()
+	var ds appsv1.DaemonSetList
+	if optional("DaemonSets", &ds) {
+		snap.DaemonSetPods = clusterstate.DaemonSetTemplatePods(ds.Items)
 	}
 	// The pod's own events only (the API server filters on
 	// involvedObject.uid), for the autoscaler's nominations and failures.

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -383,19 +382,4 @@ func catalogTypes(zones []string) []*cloudprovider.InstanceType {
 		types = append(types, it)
 	}
 	return types
-}
-
-// appsDaemonSetList lists DaemonSets and turns each into the pod its
-// template would create.
-type appsDaemonSetList struct{ list appsv1.DaemonSetList }
-
-func (d *appsDaemonSetList) pods() []*corev1.Pod {
-	pods := make([]*corev1.Pod, 0, len(d.list.Items))
-	for _, ds := range d.list.Items {
-		pods = append(pods, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
-			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
-		})
-	}
-	return pods
 }

@@ -342,13 +342,28 @@ func (o *Options) read(name string, budget *kxlint.InputBudget, objs *[]kxlint.O
 		readFile(name, decode, fail)
 		return
 	}
+	files, err := ManifestFiles(name, o.Recursive, func(_ string, err error) error { return err })
+	if err != nil {
+		fail(name, err)
+	}
+	for _, f := range files {
+		readFile(f, decode, fail)
+	}
+}
+
+// ManifestFiles returns the manifest files (.yaml, .yml, .json, any case)
+// in dir, sorted, and with recursive those of its subdirectories too:
+// what lint and audit read from a directory argument. onErr is called with
+// each path the walk cannot read; a non-nil return stops the walk and is
+// returned with the files found until then.
+func ManifestFiles(dir string, recursive bool, onErr func(path string, err error) error) ([]string, error) {
 	var files []string
-	err = filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return onErr(p, err)
 		}
 		if d.IsDir() {
-			if p != name && !o.Recursive {
+			if p != dir && !recursive {
 				return filepath.SkipDir
 			}
 			return nil
@@ -359,13 +374,8 @@ func (o *Options) read(name string, budget *kxlint.InputBudget, objs *[]kxlint.O
 		}
 		return nil
 	})
-	if err != nil {
-		fail(name, err)
-	}
 	sort.Strings(files)
-	for _, f := range files {
-		readFile(f, decode, fail)
-	}
+	return files, err
 }
 
 func readFile(name string, decode func(io.Reader, string), fail func(string, error)) {

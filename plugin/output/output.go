@@ -3,6 +3,7 @@ package output
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -102,6 +103,22 @@ func (f *Flags) ToPrinter() (printers.ResourcePrinter, error) {
 		}
 	}
 	return nil, &UnsupportedError{Format: format, Allowed: f.Allowed()}
+}
+
+// PrintObject prints v as kind (see Object) with the printer of -o json,
+// yaml or name and returns true; for a table format it prints nothing and
+// returns false, for the caller to print its table. Errors are
+// ToPrinter's, Object's and the printer's.
+func (f *Flags) PrintObject(out io.Writer, kind string, v any) (bool, error) {
+	p, err := f.ToPrinter()
+	if err != nil || p == nil {
+		return false, err
+	}
+	obj, err := Object(kind, v)
+	if err != nil {
+		return true, err
+	}
+	return true, p.PrintObj(obj, out)
 }
 
 // UnsupportedError is an -o value the command does not support. Its

@@ -205,18 +205,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := o.Print.ToPrinter()
-	if err != nil {
+	if printed, err := o.Print.PrintObject(o.Out, StatusKind, st); printed || err != nil {
 		return err
 	}
-	if p == nil {
-		return o.printTables(st)
-	}
-	obj, err := output.Object(StatusKind, st)
-	if err != nil {
-		return err
-	}
-	return p.PrintObj(obj, o.Out)
+	return o.printTables(st)
 }
 
 // source names where the status is read from, for errors.

@@ -13,6 +13,9 @@
 // (autoscaler/state) no cloud and no controller; the AWS cloud provider,
 // providers, EC2 client and caches never import controllers, and the
 // providers not the seam (but for the listed exceptions); a new package
-// under a covered tree is checked without an edit here. And every path in
-// README.md's layout table exists (readme_test.go).
+// under a covered tree is checked without an edit here. Production code
+// under autoscaler/ reads time through an injected k8s.io/utils/clock, the
+// few wall-clock uses listed with their reasons (clock_test.go). And every
+// path in README.md's layout table exists, and its rows for autoscaler/
+// name every package under autoscaler/ (readme_test.go).
 package architecture

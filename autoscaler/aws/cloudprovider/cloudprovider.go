@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -85,6 +86,9 @@ type Options struct {
 	// empty catalogue before it is loaded (problem P2's behaviour). Only
 	// the P2 control scenario sets it.
 	ServeBeforeHydrated bool
+	// Clock stamps the deletion time of a shutting-down instance's
+	// NodeClaim view (Get, List). Default clock.RealClock.
+	Clock clock.PassiveClock
 }
 
 // CloudProvider implements cloudprovider.CloudProvider on EC2. Create it
@@ -148,6 +152,9 @@ func New(opts Options) (*CloudProvider, error) {
 	}
 	if opts.Hydration == nil {
 		opts.Hydration = hydration.NewRegistry()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	log := opts.Logger.WithName("aws")
 	unavailable := instancetype.NewUnavailableOfferings()

@@ -4,8 +4,8 @@
 //
 // CloudProvider composes the providers under autoscaler/aws/providers, one
 // per AWS resource (subnet, securitygroup, ami, instancetype, launchtemplate,
-// instance), which are the only code that calls EC2 or SSM, through the
-// ec2api.API interface. This package reads EC2NodeClasses, chooses what to
+// instance, instanceprofile), which are the only code that calls EC2 and
+// SSM (through the ec2api.API interface) or IAM (ec2api.IAMAPI). This package reads EC2NodeClasses, chooses what to
 // launch from a NodeClaim's requirements, and translates between instances
 // and NodeClaims:
 //

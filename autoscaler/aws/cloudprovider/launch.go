@@ -369,7 +369,7 @@ func (c *CloudProvider) nodeClaimView(inst *instance.Instance) *karpv1.NodeClaim
 		nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: v1.Group, Kind: "EC2NodeClass", Name: class}
 	}
 	if inst.State == "shutting-down" {
-		now := metav1.Now()
+		now := metav1.NewTime(c.opts.Clock.Now())
 		nc.DeletionTimestamp = &now
 	}
 	c.fillFromInstance(nc, inst)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 )
 
 // Info is what Discover found; an empty field was not discovered.
@@ -48,13 +49,17 @@ type retry struct {
 	// serves: the first requests after a restart are refused) rather
 	// than for a definite answer.
 	AuthGrace time.Duration
+	// Clock times AuthGrace and the waits between reads.
+	Clock clock.Clock
 }
 
 // defaultRetry is Discover's: waits up to 5 s apart, and 30 s for a
 // restarted API server's authorizer to sync. In the chaos suite a
 // controller started right after an API server restart got Forbidden for
 // /version (client-go prints it as "unknown": the body was not text).
-var defaultRetry = retry{Cap: 5 * time.Second, AuthGrace: 30 * time.Second}
+func defaultRetry(clk clock.Clock) retry {
+	return retry{Cap: 5 * time.Second, AuthGrace: 30 * time.Second, Clock: clk}
+}
 
 // Discover reads Info through cfg. Each field is discovered on its own; a
 // read the API server answers transiently (it is restarting, overloaded or
@@ -66,8 +71,16 @@ var defaultRetry = retry{Cap: 5 * time.Second, AuthGrace: 30 * time.Second}
 // after a restart). The returned error joins the failures (fields that
 // failed stay empty), so the caller can fall back field by field;
 // errors.Is(err, ErrNoAnswer) when ctx ended before the API server gave a
-// definite answer for one of them.
+// definite answer for one of them. The waits and AuthGrace run on the
+// wall clock; DiscoverWithClock takes another.
 func Discover(ctx context.Context, cfg *rest.Config) (Info, error) {
+	return DiscoverWithClock(ctx, cfg, clock.RealClock{})
+}
+
+// DiscoverWithClock is Discover with the waits between reads (250 ms
+// doubling up to 5 s) and the 30 s grace for a restarted API server's
+// refusals timed on clk.
+func DiscoverWithClock(ctx context.Context, cfg *rest.Config, clk clock.Clock) (Info, error) {
 	var info Info
 	var errs []error
 	switch {
@@ -85,7 +98,7 @@ func Discover(ctx context.Context, cfg *rest.Config) (Info, error) {
 	if err != nil {
 		return info, fmt.Errorf("discovering cluster settings: %w", err)
 	}
-	version, cidr, err := discover(ctx, cs, defaultRetry)
+	version, cidr, err := discover(ctx, cs, defaultRetry(clk))
 	info.KubernetesVersion, info.ServiceCIDR = version, cidr
 	if err != nil {
 		errs = append(errs, err)
@@ -147,27 +160,31 @@ func transient(err error, startingUp bool) bool {
 }
 
 // do calls read until it returns nil or an error that is not transient,
-// waiting between calls as r says (10% jitter; wait.Backoff's delays,
-// which stay at Cap once there), each retry logged through ctx's logger
-// with what. It returns read's last error; when ctx ends first, that
-// error wrapped with ErrNoAnswer and ctx's error.
+// waiting on r.Clock between calls as r says (10% jitter; wait.Backoff's
+// delays, which stay at Cap once there), each retry logged through ctx's
+// logger with what. It returns read's last error; when ctx ends first,
+// that error wrapped with ErrNoAnswer and ctx's error.
 func (r retry) do(ctx context.Context, what string, read func() error) error {
-	start := time.Now()
+	start := r.Clock.Now()
 	backoff := wait.Backoff{Duration: min(250*time.Millisecond, r.Cap), Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: r.Cap}
-	var last error
-	err := backoff.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
-		last = read()
-		if last == nil || !transient(last, time.Since(start) < r.AuthGrace) {
-			return true, nil
+	for {
+		last := read()
+		if last == nil || !transient(last, r.Clock.Since(start) < r.AuthGrace) {
+			return last
 		}
 		logr.FromContextOrDiscard(ctx).Info("API server did not answer; asking again rather than falling back to a default",
 			"setting", what, "error", last.Error())
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (%w): %w", ErrNoAnswer, err, last)
+		t := r.Clock.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+		// The timer may win the select after ctx ended: check again.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w (%w): %w", ErrNoAnswer, err, last)
+		}
 	}
-	return last
 }
 
 // serviceCIDR returns the first IPv4 CIDR of the "kubernetes" ServiceCIDR,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func svc(ip string) *corev1.Service {
@@ -38,7 +40,7 @@ func TestServiceCIDR(t *testing.T) {
 		{"unknown range", []runtime.Object{svc("10.0.0.1")}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := serviceCIDR(context.Background(), fake.NewClientset(tc.objs...), retry{Cap: time.Millisecond})
+			got, err := serviceCIDR(context.Background(), fake.NewClientset(tc.objs...), steppedRetry(t, 0))
 			if got != tc.want || (err != nil) != tc.wantErr || errors.Is(err, ErrNoAnswer) {
 				t.Errorf("serviceCIDR = %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
 			}
@@ -110,7 +112,7 @@ func TestDiscoverWaitsOutATransientAnswer(t *testing.T) {
 	unavailable := apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
 	versionCalls := answerFirst(cs, "version", 2, unavailable)
 	cidrCalls := answerFirst(cs, "servicecidrs", 2, unavailable)
-	version, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond})
+	version, cidr, err := discover(context.Background(), cs, steppedRetry(t, 0))
 	if err != nil || version != "1.35" || cidr != "10.0.0.0/24" {
 		t.Errorf("discover = %q, %q, %v; want 1.35, 10.0.0.0/24 and no error", version, cidr, err)
 	}
@@ -124,7 +126,7 @@ func TestDiscoverWaitsOutATransientAnswer(t *testing.T) {
 func TestDiscoverFallsBackOnADefiniteAnswer(t *testing.T) {
 	cs := clusterWithServiceCIDR()
 	calls := answerFirst(cs, "servicecidrs", 1, apierrors.NewNotFound(schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}, "kubernetes"))
-	_, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond})
+	_, cidr, err := discover(context.Background(), cs, steppedRetry(t, 0))
 	if err != nil || cidr != "10.100.0.0/16" || *calls != 1 {
 		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want the Service's EKS default 10.100.0.0/16 after 1", cidr, err, *calls)
 	}
@@ -139,7 +141,7 @@ func TestDiscoverGivesUpTransientlyWhenCtxEnds(t *testing.T) {
 	answerFirst(cs, "servicecidrs", 1<<30, apierrors.NewServiceUnavailable("restarting"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	version, cidr, err := discover(ctx, cs, retry{Cap: time.Millisecond})
+	version, cidr, err := discover(ctx, cs, steppedRetry(t, 0))
 	if version != "" || cidr != "" || !errors.Is(err, ErrNoAnswer) || !errors.Is(err, context.Canceled) {
 		t.Errorf("discover = %q, %q, %v; want empty settings and ErrNoAnswer", version, cidr, err)
 	}
@@ -152,7 +154,7 @@ func TestDiscoverWaitsOutARestartedServersRefusals(t *testing.T) {
 	cs := clusterWithServiceCIDR()
 	gr := schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}
 	calls := answerFirst(cs, "servicecidrs", 2, apierrors.NewForbidden(gr, "kubernetes", errors.New("RBAC not synced")))
-	_, cidr, err := discover(context.Background(), cs, retry{Cap: time.Millisecond, AuthGrace: time.Hour})
+	_, cidr, err := discover(context.Background(), cs, steppedRetry(t, time.Hour))
 	if err != nil || cidr != "10.0.0.0/24" || *calls != 3 {
 		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want 10.0.0.0/24 after 3", cidr, err, *calls)
 	}
@@ -160,8 +162,48 @@ func TestDiscoverWaitsOutARestartedServersRefusals(t *testing.T) {
 	// right to read ServiceCIDRs) and the Service is asked instead.
 	cs = clusterWithServiceCIDR()
 	calls = answerFirst(cs, "servicecidrs", 2, apierrors.NewForbidden(gr, "kubernetes", errors.New("no RBAC")))
-	_, cidr, err = discover(context.Background(), cs, retry{Cap: time.Millisecond})
+	_, cidr, err = discover(context.Background(), cs, steppedRetry(t, 0))
 	if err != nil || cidr != "10.100.0.0/16" || *calls != 1 {
 		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want the Service's 10.100.0.0/16 after 1", cidr, err, *calls)
+	}
+}
+
+// steppedRetry returns a retry whose clock is a fake one that a goroutine
+// steps by 2 s (twice Cap, more than a jittered wait) whenever do waits on
+// it, until the test ends: every wait is exactly 2 s of fake time, so
+// AuthGrace covers a known number of reads.
+func steppedRetry(t *testing.T, authGrace time.Duration) retry {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(done); <-stopped })
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if fc.HasWaiters() {
+				fc.Step(2 * time.Second)
+			}
+			goruntime.Gosched()
+		}
+	}()
+	return retry{Cap: time.Second, AuthGrace: authGrace, Clock: fc}
+}
+
+// Refusals are taken for a restarting server for AuthGrace of the
+// injected clock, then as a definite answer: with waits of 2 s and a
+// grace of 10 s, the reads at 0, 2, 4, 6 and 8 s are retried and the one
+// at 10 s falls back to the Service.
+func TestDiscoverRefusalsBecomeDefiniteAfterAuthGrace(t *testing.T) {
+	cs := clusterWithServiceCIDR()
+	gr := schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}
+	calls := answerFirst(cs, "servicecidrs", 1<<30, apierrors.NewForbidden(gr, "kubernetes", errors.New("no RBAC")))
+	_, cidr, err := discover(context.Background(), cs, steppedRetry(t, 10*time.Second))
+	if err != nil || cidr != "10.100.0.0/16" || *calls != 6 {
+		t.Errorf("discover = %q, %v after %d ServiceCIDR gets; want the Service's 10.100.0.0/16 after 6", cidr, err, *calls)
 	}
 }

@@ -1,20 +1,22 @@
-// Package ec2api is where karpx's AWS clients are built and named: it
-// builds the EC2, SSM, IAM and SQS SDK clients (New, NewFromConfig) and
-// exposes them through narrow interfaces that list exactly the operations
-// karpx calls: API (EC2 and SSM), IAMAPI (instance profiles) and SQSAPI
-// (the interruption queue). Client's methods pass each call to the SDK
-// client unchanged; the one addition is CreateFleet marking the launch
-// issued for package launchlatency. test/cluster's IAM policy test reads
-// these interfaces, and checks that no other non-test package builds an
-// SDK client, so the policy grants every call karpx makes.
+// Package ec2api builds karpx's AWS SDK clients and names the operations
+// karpx calls. New (and NewFromConfig) builds the EC2, SSM, IAM and SQS
+// clients of the AWS SDK for Go v2 and returns them as a Client, which
+// holds each behind an interface of the SDK's own method signatures that
+// lists exactly the operations karpx calls: EC2API and SSMAPI (together
+// API), IAMAPI (instance profiles) and SQSAPI (the interruption queue).
+// Client has no methods of its own, so every call goes straight to the
+// SDK client; what runs around a call is on that client's middleware
+// stack: the client-side request budget and its metrics
+// (autoscaler/aws/budget, through Config.APIOptions, on the EC2 and SSM
+// clients only) and launchIssued, which marks a CreateFleet call's
+// launches issued for package launchlatency. The batcher
+// (autoscaler/aws/batcher) wraps an API, above the clients.
 //
-// Every provider under autoscaler/aws/providers takes one of these
-// interfaces, never an SDK client, so what sits between the callers and
-// AWS is added once, below every caller: the batcher
-// (autoscaler/aws/batcher) is a wrapper that implements API, and the
-// client-side budget and request metrics (autoscaler/aws/budget) go on the
-// EC2 and SSM clients' middleware stacks (Config.APIOptions). Tests use a
-// fake or point a real Client at the loopback EC2 simulator (ec2apitest).
+// test/cluster's IAM policy test reads API, IAMAPI and SQSAPI and checks
+// that no other non-test package builds an SDK client, so the policy
+// grants every call karpx makes. Providers under autoscaler/aws/providers
+// take these interfaces, never an SDK client; tests use a fake or point a
+// real Client at the loopback EC2 simulator (ec2apitest).
 //
 // The package also classifies AWS error codes (Code, IsNotFound,
 // IsInsufficientCapacity, IsAlreadyExists, IsPermanent) so providers agree

@@ -15,10 +15,18 @@ import (
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 )
 
-// API lists every EC2 and SSM operation karpx calls. Method signatures are the
-// SDK's own, so *ec2.Client-style paginators (ec2.NewDescribeInstanceTypesPaginator
-// and friends) accept an API directly.
+// API lists every EC2 and SSM operation karpx calls (EC2API and SSMAPI).
+// Method signatures are the SDK's own, so *ec2.Client-style paginators
+// (ec2.NewDescribeInstanceTypesPaginator and friends) accept an API
+// directly.
 type API interface {
+	EC2API
+	SSMAPI
+}
+
+// EC2API lists every EC2 operation karpx calls, with the SDK's signatures:
+// an *ec2.Client implements it.
+type EC2API interface {
 	// DescribeInstanceTypes lists instance type details (paginated).
 	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
 	// DescribeInstanceTypeOfferings lists the zones each type is sold in (paginated).
@@ -47,11 +55,17 @@ type API interface {
 	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
 	// DescribeSpotPriceHistory reads current spot prices (paginated).
 	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+}
+
+// SSMAPI lists every SSM operation karpx calls, with the SDK's signature:
+// an *ssm.Client implements it.
+type SSMAPI interface {
 	// GetParameter reads an SSM parameter (public AMI aliases).
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// IAMAPI lists every IAM operation karpx calls: managing the instance
+// IAMAPI lists every IAM operation karpx calls, with the SDK's signatures
+// (an *iam.Client implements it): managing the instance
 // profile of an EC2NodeClass's spec.role (autoscaler/aws/providers/instanceprofile).
 // It is separate from API because IAM is a global service with its own
 // quotas: the EC2 request budget and batcher do not apply to it.
@@ -70,7 +84,8 @@ type IAMAPI interface {
 	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
 }
 
-// SQSAPI lists every SQS operation karpx calls: reading the interruption
+// SQSAPI lists every SQS operation karpx calls, with the SDK's signatures
+// (an *sqs.Client implements it): reading the interruption
 // queue (autoscaler/aws/providers/sqs). It is separate from API because SQS
 // has its own quotas (none per action for standard queues, Amazon SQS
 // Developer Guide, "Amazon SQS quotas"): the EC2 request budget and
@@ -119,12 +134,18 @@ type Config struct {
 	APIOptions []func(*middleware.Stack) error
 }
 
-// Client implements API with the AWS SDK for Go v2.
+// Client is karpx's AWS client: the EC2, SSM, IAM and SQS SDK clients,
+// each behind the interface that lists the operations karpx calls. It has
+// no methods of its own: a call goes straight to the SDK client, and what
+// runs around it is on that client's middleware stack (Config.APIOptions,
+// launchIssued). Its method set is exactly API, IAMAPI and SQSAPI, so the
+// IAM policy test (test/cluster), which reads those interfaces, sees every
+// call a holder of a Client can make.
 type Client struct {
-	ec2 *ec2.Client
-	ssm *ssm.Client
-	iam *iam.Client
-	sqs *sqs.Client
+	EC2API
+	SSMAPI
+	IAMAPI
+	SQSAPI
 }
 
 var (
@@ -156,9 +177,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if iamEndpoint == "" {
 		iamEndpoint = cfg.BaseEndpoint
 	}
-	c.iam = newIAM(awsCfg, iamEndpoint)
+	c.IAMAPI = newIAM(awsCfg, iamEndpoint)
 	if cfg.SQSEndpoint != "" {
-		c.sqs = newSQS(awsCfg, cfg.SQSEndpoint)
+		c.SQSAPI = newSQS(awsCfg, cfg.SQSEndpoint)
 	}
 	return c, nil
 }
@@ -186,147 +207,46 @@ func newIAM(awsCfg aws.Config, endpoint string) *iam.Client {
 // non-empty ec2Endpoint overrides the EC2 endpoint; a non-empty ssmEndpoint
 // (or, when empty, ec2Endpoint) overrides the SSM endpoint; IAM and SQS
 // requests go to ec2Endpoint when it is set, else to AWS's endpoints.
-// apiOptions go on the EC2 and SSM clients' stacks (see Config.APIOptions).
+// apiOptions go on the EC2 and SSM clients' stacks (see Config.APIOptions),
+// after launchIssued on the EC2 client's.
 func NewFromConfig(awsCfg aws.Config, ec2Endpoint, ssmEndpoint string, apiOptions ...func(*middleware.Stack) error) *Client {
 	if ssmEndpoint == "" {
 		ssmEndpoint = ec2Endpoint
 	}
 	return &Client{
-		ec2: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
+		EC2API: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
 			if ec2Endpoint != "" {
 				o.BaseEndpoint = aws.String(ec2Endpoint)
 			}
-			o.APIOptions = append(o.APIOptions, apiOptions...)
+			o.APIOptions = append(append(o.APIOptions, addLaunchIssued), apiOptions...)
 		}),
-		ssm: ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
+		SSMAPI: ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
 			if ssmEndpoint != "" {
 				o.BaseEndpoint = aws.String(ssmEndpoint)
 			}
 			o.APIOptions = append(o.APIOptions, apiOptions...)
 		}),
-		iam: newIAM(awsCfg, ec2Endpoint),
-		sqs: newSQS(awsCfg, ec2Endpoint),
+		IAMAPI: newIAM(awsCfg, ec2Endpoint),
+		SQSAPI: newSQS(awsCfg, ec2Endpoint),
 	}
 }
 
-// DescribeInstanceTypes implements API.
-func (c *Client) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
-	return c.ec2.DescribeInstanceTypes(ctx, in, optFns...)
-}
+// launchIssuedID is launchIssued's ID on the EC2 client's stack.
+const launchIssuedID = "karpx.launchlatency.Issued"
 
-// DescribeInstanceTypeOfferings implements API.
-func (c *Client) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
-	return c.ec2.DescribeInstanceTypeOfferings(ctx, in, optFns...)
-}
+// launchIssued marks, for package launchlatency, the launches a CreateFleet
+// call's context carries as issued: provisioning latency ends as the call
+// enters the EC2 client, before the request budget may hold it.
+var launchIssued = middleware.InitializeMiddlewareFunc(launchIssuedID, func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	if middleware.GetOperationName(ctx) == "CreateFleet" {
+		launchlatency.Issued(ctx)
+	}
+	return next.HandleInitialize(ctx, in)
+})
 
-// DescribeAvailabilityZones implements API.
-func (c *Client) DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {
-	return c.ec2.DescribeAvailabilityZones(ctx, in, optFns...)
-}
-
-// DescribeSubnets implements API.
-func (c *Client) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
-	return c.ec2.DescribeSubnets(ctx, in, optFns...)
-}
-
-// DescribeSecurityGroups implements API.
-func (c *Client) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
-	return c.ec2.DescribeSecurityGroups(ctx, in, optFns...)
-}
-
-// DescribeImages implements API.
-func (c *Client) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
-	return c.ec2.DescribeImages(ctx, in, optFns...)
-}
-
-// CreateLaunchTemplate implements API.
-func (c *Client) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
-	return c.ec2.CreateLaunchTemplate(ctx, in, optFns...)
-}
-
-// DescribeLaunchTemplates implements API.
-func (c *Client) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
-	return c.ec2.DescribeLaunchTemplates(ctx, in, optFns...)
-}
-
-// DeleteLaunchTemplate implements API.
-func (c *Client) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
-	return c.ec2.DeleteLaunchTemplate(ctx, in, optFns...)
-}
-
-// CreateFleet implements API.
-func (c *Client) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
-	// The launch is issued now (provisioning latency ends here).
-	launchlatency.Issued(ctx)
-	return c.ec2.CreateFleet(ctx, in, optFns...)
-}
-
-// DescribeInstances implements API.
-func (c *Client) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
-	return c.ec2.DescribeInstances(ctx, in, optFns...)
-}
-
-// TerminateInstances implements API.
-func (c *Client) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
-	return c.ec2.TerminateInstances(ctx, in, optFns...)
-}
-
-// CreateTags implements API.
-func (c *Client) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
-	return c.ec2.CreateTags(ctx, in, optFns...)
-}
-
-// DescribeSpotPriceHistory implements API.
-func (c *Client) DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
-	return c.ec2.DescribeSpotPriceHistory(ctx, in, optFns...)
-}
-
-// GetParameter implements API.
-func (c *Client) GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	return c.ssm.GetParameter(ctx, in, optFns...)
-}
-
-// GetInstanceProfile implements IAMAPI.
-func (c *Client) GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
-	return c.iam.GetInstanceProfile(ctx, in, optFns...)
-}
-
-// CreateInstanceProfile implements IAMAPI.
-func (c *Client) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
-	return c.iam.CreateInstanceProfile(ctx, in, optFns...)
-}
-
-// TagInstanceProfile implements IAMAPI.
-func (c *Client) TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
-	return c.iam.TagInstanceProfile(ctx, in, optFns...)
-}
-
-// AddRoleToInstanceProfile implements IAMAPI.
-func (c *Client) AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
-	return c.iam.AddRoleToInstanceProfile(ctx, in, optFns...)
-}
-
-// RemoveRoleFromInstanceProfile implements IAMAPI.
-func (c *Client) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
-	return c.iam.RemoveRoleFromInstanceProfile(ctx, in, optFns...)
-}
-
-// DeleteInstanceProfile implements IAMAPI.
-func (c *Client) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
-	return c.iam.DeleteInstanceProfile(ctx, in, optFns...)
-}
-
-// GetQueueUrl implements SQSAPI.
-func (c *Client) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-	return c.sqs.GetQueueUrl(ctx, in, optFns...)
-}
-
-// ReceiveMessage implements SQSAPI.
-func (c *Client) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return c.sqs.ReceiveMessage(ctx, in, optFns...)
-}
-
-// DeleteMessage implements SQSAPI.
-func (c *Client) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
-	return c.sqs.DeleteMessage(ctx, in, optFns...)
+// addLaunchIssued puts launchIssued first in the Initialize step, so it
+// runs before every middleware of Config.APIOptions (the budget's
+// admission may wait for a token there).
+func addLaunchIssued(stack *middleware.Stack) error {
+	return stack.Initialize.Add(launchIssued, middleware.Before)
 }

@@ -1,7 +1,8 @@
 package ec2api
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -12,11 +13,7 @@ import (
 // when the value is "*" (any value, as in Karpenter's selector terms). Keys
 // are sorted so equal terms give byte-identical requests.
 func TagFilters(tags map[string]string) []ec2types.Filter {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(tags))
 	filters := make([]ec2types.Filter, 0, len(keys))
 	for _, k := range keys {
 		if tags[k] == "*" {

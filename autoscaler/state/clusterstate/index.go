@@ -29,25 +29,26 @@ const (
 // has already started).
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeNameField, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
+		return nonEmpty(o.(*corev1.Pod).Spec.NodeName)
 	}); err != nil {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &corev1.Node{}, NodeProviderIDField, func(o client.Object) []string {
-		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
+		return nonEmpty(o.(*corev1.Node).Spec.ProviderID)
 	}); err != nil {
 		return err
 	}
 	return indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDField, func(o client.Object) []string {
-		if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
+		return nonEmpty(o.(*karpv1.NodeClaim).Status.ProviderID)
 	})
+}
+
+// nonEmpty is the index values of one field: v, or none when v is empty
+// (an unscheduled pod, a Node or NodeClaim without providerID is not
+// indexed).
+func nonEmpty(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
 }

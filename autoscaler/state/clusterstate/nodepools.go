@@ -71,20 +71,31 @@ func Remaining(np *karpv1.NodePool, nodeClaims []karpv1.NodeClaim) corev1.Resour
 }
 
 // DaemonSetPods returns one pod per DaemonSet, built from its template, so
-// that every new node reserves room for the DaemonSets that will run on it.
-// It returns the list error.
+// that every new node reserves room for the DaemonSets that will run on it
+// (DaemonSetTemplatePods of the listed DaemonSets). It returns the list
+// error.
 func DaemonSetPods(ctx context.Context, kube client.Reader) ([]*corev1.Pod, error) {
 	var list appsv1.DaemonSetList
 	if err := kube.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing DaemonSets: %w", err)
 	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		ds := &list.Items[i]
+	return DaemonSetTemplatePods(list.Items), nil
+}
+
+// DaemonSetTemplatePods returns, for each of daemonSets, the pod its
+// template would create (name and namespace of the DaemonSet, its
+// template's labels and a deep copy of its template's spec): the overhead
+// the scheduler (scheduling.Input.DaemonSetPods) reserves on every new
+// node, the same for the provisioner, consolidation and kubectl karpx
+// explain.
+func DaemonSetTemplatePods(daemonSets []appsv1.DaemonSet) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(daemonSets))
+	for i := range daemonSets {
+		ds := &daemonSets[i]
 		pods = append(pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
 			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
 		})
 	}
-	return pods, nil
+	return pods
 }

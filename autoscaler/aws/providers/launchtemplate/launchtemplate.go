@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -171,11 +173,7 @@ func int64To32(p *int64) *int32 {
 
 // Tags converts a tag map to EC2 tags sorted by key.
 func Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	tags := make([]ec2types.Tag, 0, len(keys))
 	for _, k := range keys {
 		tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})

@@ -18,7 +18,10 @@
 // NodeClaim is released once the Node is gone and, for a NodeClaim without
 // that condition (it never had a Node), once its own termination request
 // is confirmed shutting-down or terminated: each instance is terminated
-// once. Launch errors become Warning events on the
+// once. A registered NodeClaim whose condition the cache does not show yet
+// is read once from the API server first (so the controller's RBAC grants
+// get on nodeclaims). TTLs, backoffs and the NotReady threshold run on
+// Options.Clock. Launch errors become Warning events on the
 // NodeClaim and a backoff, never a hot loop; only ICE (insufficient
 // capacity) deletes the NodeClaim at once, so the provisioner re-plans with
 // other offerings.

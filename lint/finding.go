@@ -43,6 +43,11 @@ type Finding struct {
 	Message string `json:"message"`
 	// Fix says how to correct it.
 	Fix string `json:"fix"`
+
+	// unresolved marks a KX009 finding about a command karpx cannot
+	// determine (rather than a part it cannot decode): its severity
+	// follows Options.Unresolved.
+	unresolved bool
 }
 
 // Location returns the field and line, for example "spec.userData line 7".

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,17 @@ const (
 	// maxInterpBytes bounds the bytes a run may hold in files, output and
 	// variables: MaxDecodedBytes (1 MiB), the bound on decoded userData.
 	maxInterpBytes = MaxDecodedBytes
+	// maxInterpVarBytes bounds the bytes a run's variables hold at once:
+	// 256 KiB. With maxInterpExpansions it bounds what one command line
+	// can expand to (16 MiB) before the next step's check stops the run.
+	maxInterpVarBytes = 256 << 10
+	// maxInterpExpansions bounds the parameter expansions and command
+	// substitutions in one word and in one simple command: 64; a
+	// command line with more is refused before the run.
+	maxInterpExpansions = 64
+	// maxInterpBraceWords bounds the words one brace expansion makes
+	// ({1..100}{1..100}): 10,000.
+	maxInterpBraceWords = 10000
 	// maxInterpScripts bounds the scripts one run starts (sh -c, sourced
 	// and executed files, unit Exec lines, cron commands): 256.
 	maxInterpScripts = 256
@@ -242,15 +254,113 @@ func (sb *sandbox) runText(src string, origin int, via string) {
 	sb.exec(&run{sb: sb, origin: max(origin, 1), via: via}, f)
 }
 
-// sequential clears the background flags of f's statements: the sandbox
-// runs background jobs in order, so that no goroutine outlives the run.
-func sequential(f *syntax.File) {
+// prepare readies f for the sandbox and returns why it cannot be run
+// within the bounds, or "". Background jobs run in order, so that no
+// goroutine outlives the run; every statement that only assigns
+// variables is followed by a ":" (x=$x$x becomes x=$x$x && :), so that
+// the call handler's checks run after it; words and command lines with
+// more than maxInterpExpansions expansions, brace expansions of more
+// than maxInterpBraceWords words and ${x//pattern/replacement} with an
+// expansion in the replacement are refused, since each can grow a value
+// past the bounds within one step.
+func prepare(f *syntax.File) string {
+	var assigns []*syntax.Stmt
+	reason := ""
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if st, ok := n.(*syntax.Stmt); ok {
-			st.Background, st.Disown = false, false
+		if reason != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			n.Background, n.Disown = false, false
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok && len(c.Args) == 0 && len(c.Assigns) > 0 {
+				assigns = append(assigns, n)
+			}
+		case *syntax.CallExpr:
+			total := 0
+			for _, w := range n.Args {
+				total += expansions(w)
+			}
+			for _, a := range n.Assigns {
+				if a.Value != nil {
+					total += expansions(a.Value)
+				}
+			}
+			if total > maxInterpExpansions {
+				reason = fmt.Sprintf("a command line has more than %d expansions", maxInterpExpansions)
+			}
+		case *syntax.Word:
+			if expansions(n) > maxInterpExpansions {
+				reason = fmt.Sprintf("a word has more than %d expansions", maxInterpExpansions)
+			}
+			w := *n
+			w.Parts = slices.Clone(n.Parts)
+			if syntax.SplitBraces(&w) && braceWords(&w) > maxInterpBraceWords {
+				reason = fmt.Sprintf("a brace expansion makes more than %d words", maxInterpBraceWords)
+			}
+		case *syntax.ParamExp:
+			if n.Repl != nil && n.Repl.With != nil && expansions(n.Repl.With) > 0 {
+				reason = "a ${…//…/…} replacement holds an expansion"
+			}
 		}
 		return true
 	})
+	colon := &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: ":"}}}
+	for _, st := range assigns {
+		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
+			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}
+	}
+	return reason
+}
+
+// expansions counts the parameter expansions and command substitutions
+// of w, outside nested command substitutions.
+func expansions(w *syntax.Word) int {
+	n := 0
+	var parts func(ps []syntax.WordPart)
+	parts = func(ps []syntax.WordPart) {
+		for _, p := range ps {
+			switch p := p.(type) {
+			case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ProcSubst:
+				n++
+			case *syntax.DblQuoted:
+				parts(p.Parts)
+			}
+		}
+	}
+	parts(w.Parts)
+	return n
+}
+
+// braceWords is the number of words the brace expansions of w make,
+// capped just above maxInterpBraceWords.
+func braceWords(w *syntax.Word) int {
+	n := 1
+	for _, p := range w.Parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if b.Sequence && len(b.Elems) >= 2 {
+			lo, err1 := strconv.Atoi(b.Elems[0].Lit())
+			hi, err2 := strconv.Atoi(b.Elems[1].Lit())
+			if err1 != nil || err2 != nil {
+				k = 26 // {a..z}: letters
+			} else {
+				k = max(hi-lo, lo-hi) + 1
+			}
+		} else {
+			for _, e := range b.Elems {
+				k += braceWords(e)
+			}
+		}
+		n *= max(k, 1)
+		if n > maxInterpBraceWords {
+			return maxInterpBraceWords + 1
+		}
+	}
+	return n
 }
 
 // exec runs f in a fresh interpreter bound to the sandbox.
@@ -259,7 +369,10 @@ func (sb *sandbox) exec(r *run, f *syntax.File) {
 		_ = sb.halt(fmt.Sprintf("it runs longer than %v", maxInterpTime))
 		return
 	}
-	sequential(f)
+	if why := prepare(f); why != "" {
+		_ = sb.halt(why)
+		return
+	}
 	runner, err := interp.New(
 		interp.Env(sandboxEnv{sb: sb}),
 		interp.Dir("/root"),
@@ -305,10 +418,13 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 	if steps > maxInterpSteps {
 		return nil, sb.halt(fmt.Sprintf("it runs more than %d commands", maxInterpSteps))
 	}
-	if runtime.Callers(maxShellParseFrames, sb.pc[:]) > 0 {
+	if steps%8 == 0 && runtime.Callers(maxShellParseFrames, sb.pc[:]) > 0 {
 		return nil, sb.halt("its functions or nested scripts recurse deeper than karpx follows")
 	}
 	hc := interp.HandlerCtx(ctx)
+	if b, ok := hc.Stdout.(interface{ Len() int }); ok && b.Len() > maxInterpBytes {
+		return nil, sb.halt(fmt.Sprintf("a command substitution outputs more than %d bytes", maxInterpBytes))
+	}
 	size := 0
 	hc.Env.Each(func(_ string, v expand.Variable) bool {
 		size += len(v.Str)
@@ -318,10 +434,10 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 		for k, s := range v.Map {
 			size += len(k) + len(s)
 		}
-		return size <= maxInterpBytes
+		return size <= maxInterpVarBytes
 	})
-	if size > maxInterpBytes {
-		return nil, sb.halt(fmt.Sprintf("its variables hold more than %d bytes", maxInterpBytes))
+	if size > maxInterpVarBytes {
+		return nil, sb.halt(fmt.Sprintf("its variables hold more than %d bytes", maxInterpVarBytes))
 	}
 	if r.origin == 0 && hc.Pos.IsValid() {
 		r.cur.Store(int64(r.line(hc.Pos)))

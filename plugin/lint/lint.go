@@ -59,8 +59,12 @@ type Options struct {
 	Print *output.Flags
 	// Disable lists rule IDs ("KX101") whose findings are dropped.
 	Disable []string
+	// UninspectableCommands is what a command karpx cannot determine
+	// does: "deny" (default) or "warn" (--uninspectable-commands).
+	UninspectableCommands string
 
-	disabled map[string]bool
+	disabled   map[string]bool
+	unresolved kxlint.Severity
 }
 
 // NewOptions returns Options with defaults, writing to streams.
@@ -141,6 +145,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.Recursive, "recursive", "R", o.Recursive, "Process directories given with -f recursively")
 	o.Print.AddFlags(cmd, true)
 	f.StringSliceVar(&o.Disable, "disable", o.Disable, "Rule IDs to skip, e.g. KX101,KX102")
+	f.StringVar(&o.UninspectableCommands, "uninspectable-commands", "deny", kxlint.UnresolvedFlagUsage)
 }
 
 // Complete adds positional arguments to Filenames and builds the disabled
@@ -155,7 +160,8 @@ func (o *Options) Complete(_ *cobra.Command, args []string) error {
 }
 
 // Validate checks that there is input, that -o is known, that stdin is
-// named at most once, and that every disabled rule exists.
+// named at most once, that every disabled rule exists, and reads
+// --uninspectable-commands.
 func (o *Options) Validate() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("no input: give -f FILENAME, a directory, or - for stdin")
@@ -177,6 +183,11 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--disable: unknown rule %q", id)
 		}
 	}
+	sev, err := kxlint.ParseUnresolvedSeverity(o.UninspectableCommands)
+	if err != nil {
+		return err
+	}
+	o.unresolved = sev
 	return nil
 }
 
@@ -218,9 +229,15 @@ func NewResults() Results {
 // Check lints objs (rules in disabled skipped; schema, when not nil,
 // validates them against their CRDs) into r and returns the number of
 // denying and warning findings.
-func (r *Results) Check(ctx context.Context, objs []kxlint.Object, disabled map[string]bool, schema kxlint.SchemaValidator) (denials, warnings int) {
+//
+// unresolved is the severity of KX009 findings about commands karpx
+// cannot determine (kxlint.Finding.Unresolved); "" keeps deny.
+func (r *Results) Check(ctx context.Context, objs []kxlint.Object, disabled map[string]bool, schema kxlint.SchemaValidator, unresolved kxlint.Severity) (denials, warnings int) {
 	if findings := kxlint.LintObjects(ctx, objs, disabled, schema); findings != nil {
 		r.Findings = findings
+	}
+	for i := range r.Findings {
+		r.Findings[i].Finding = r.Findings[i].WithUnresolvedSeverity(unresolved)
 	}
 	r.Objects = len(objs)
 	for _, f := range r.Findings {
@@ -291,7 +308,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		o.read(name, budget, &objs, &report)
 	}
-	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
+	denials, warnings := report.Check(ctx, objs, o.disabled, schema, o.unresolved)
 	if err := o.print(printer, &report, denials, warnings); err != nil {
 		return err
 	}

@@ -97,6 +97,9 @@ type sandbox struct {
 	// executed holds the offsets of the top script's simple commands the
 	// interpreter ran.
 	executed map[uint]bool
+	// commands are the command lines the run recorded (at most
+	// maxInterpSteps), for TestPrinciple.
+	commands []string
 	halted   string
 	pc       [1]uintptr
 }
@@ -199,6 +202,15 @@ func (sb *sandbox) charge(n int) error {
 // commands it ran (KX003, and ruleUnresolved for each command karpx cannot
 // determine) and the offsets of the simple commands it ran.
 func interpretShell(f *syntax.File, base int) ([]shellEffect, map[uint]bool) {
+	sb := runSandbox(f, base)
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.effects, sb.executed
+}
+
+// runSandbox runs f and the scripts it leaves at boot paths, and returns
+// the finished sandbox.
+func runSandbox(f *syntax.File, base int) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
 	sb := &sandbox{ctx: ctx, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
@@ -223,7 +235,7 @@ func interpretShell(f *syntax.File, base int) ([]shellEffect, map[uint]bool) {
 		sb.effects = append(sb.effects, shellEffect{rule: ruleUnresolved, line: base,
 			what: "the script cannot be followed to its end: " + sb.halted})
 	}
-	return sb.effects, sb.executed
+	return sb
 }
 
 // runText parses and runs a script the top script starts at line origin.
@@ -495,6 +507,7 @@ func (r *run) execCmd(ctx context.Context, args []string) error {
 		}
 		return nil // a file of the AMI: part of the image, like its programs
 	}
+	sb.record(args)
 	argv := unwrap(toArgs(args))
 	if len(argv) == 0 {
 		return nil
@@ -527,6 +540,15 @@ func (r *run) suffix() string {
 		return ""
 	}
 	return " (in " + r.via + ")"
+}
+
+// record notes a command line the script runs.
+func (sb *sandbox) record(args []string) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.commands) < maxInterpSteps {
+		sb.commands = append(sb.commands, strings.Join(args, " "))
+	}
 }
 
 // file returns the virtual file at p. A process substitution's named

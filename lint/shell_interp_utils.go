@@ -239,6 +239,7 @@ func (r *run) xargs(hc interp.HandlerContext, args []string, line int) error {
 
 // execArgs runs argv as the exec handler would, from a utility.
 func (r *run) execArgs(hc interp.HandlerContext, argv []string, line int) error {
+	r.sb.record(argv)
 	if what := r.sb.tainted(argv[0]); what != "" {
 		r.sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)
 		return nil

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-		"fmt"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -120,7 +120,9 @@ var splices = []splice{
 		return "printf '%s\\n' '" + c + "' > /tmp/a\ncp /tmp/a /opt/b.sh\nsh /opt/b.sh"
 	}},
 	{"base64 into a shell", func(_ *rand.Rand, c string) string { return "echo " + enc64([]byte(c)) + " | base64 -d | bash" }},
-	{"base64 into eval", func(_ *rand.Rand, c string) string { return "eval \"$(echo " + enc64([]byte(c)) + " | base64 --decode)\"" }},
+	{"base64 into eval", func(_ *rand.Rand, c string) string {
+		return "eval \"$(echo " + enc64([]byte(c)) + " | base64 --decode)\""
+	}},
 	{"gzip and base64", func(_ *rand.Rand, c string) string {
 		return "echo " + enc64(gzipBytes(c)) + " | base64 -d | gunzip | sh"
 	}},

@@ -210,10 +210,17 @@ func interpretShell(f *syntax.File, base int) ([]shellEffect, map[uint]bool) {
 
 // runSandbox runs f and the scripts it leaves at boot paths, and returns
 // the finished sandbox.
-func runSandbox(f *syntax.File, base int) *sandbox {
+func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, base, nil) }
+
+// runSandboxWith is runSandbox with files already on the virtual file
+// system (cloud-config write_files, by path), as if written before line 1.
+func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
 	sb := &sandbox{ctx: ctx, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	for p, c := range files {
+		sb.files[p] = vfile{content: c, line: base}
+	}
 	top := &run{sb: sb, base: base}
 	sb.exec(top, f)
 	// Files left where the node runs them at boot run after the script.

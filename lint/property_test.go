@@ -258,3 +258,37 @@ func TestPrinciple(t *testing.T) {
 		}
 	}
 }
+
+// TestMechanismExamples runs lint/examples/mechanisms (docs/rules.md, "The
+// principle"): every unsafe manifest is denied with KX003 or KX009, every
+// safe twin admitted without a finding of either.
+func TestMechanismExamples(t *testing.T) {
+	ms, err := MechanismExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 20 {
+		t.Fatalf("%d mechanism pairs, want at least 20", len(ms))
+	}
+	for _, m := range ms {
+		t.Run(m.Name, func(t *testing.T) {
+			for _, c := range []struct {
+				manifest string
+				unsafe   bool
+			}{{m.Unsafe, true}, {m.Safe, false}} {
+				objs, _, err := DecodeObjects(strings.NewReader(c.manifest), m.Name)
+				if err != nil || len(objs) != 1 || objs[0].EC2NodeClass == nil {
+					t.Fatalf("does not decode to one EC2NodeClass: %v", err)
+				}
+				fs := CheckEC2NodeClass(objs[0].EC2NodeClass)
+				denied := hasAnyRule(fs.Denials(), RuleUserDataNodeRestart, RuleUserDataUninspectable)
+				switch {
+				case c.unsafe && !denied:
+					t.Errorf("unsafe example admitted: %v", fs)
+				case !c.unsafe && fs.Denied():
+					t.Errorf("safe twin denied: %v", fs)
+				}
+			}
+		})
+	}
+}

@@ -12,8 +12,65 @@ import (
 // (examples/KXnnn.passes.yaml). docs/rules.md shows them and
 // TestRuleExamples runs both, so the page cannot drift from the rules.
 //
-//go:embed examples/*.yaml
+//go:embed examples/*.yaml examples/mechanisms/*.yaml
 var examplesFS embed.FS
+
+// MechanismExample is one pair of lint/examples/mechanisms: an
+// EC2NodeClass whose userData reaches a denied command by one mechanism
+// (Unsafe, denied with KX003 or KX009) and its safe twin (Safe, admitted).
+type MechanismExample struct {
+	// Name is the file name without its index and suffix, e.g.
+	// "base64-into-shell".
+	Name string
+	// Summary is the file's first comment line.
+	Summary string
+	// Unsafe and Safe are the two manifests as written.
+	Unsafe, Safe string
+}
+
+// MechanismExamples returns the pairs of lint/examples/mechanisms in file
+// order; the error names a file without its twin.
+func MechanismExamples() ([]MechanismExample, error) {
+	entries, err := examplesFS.ReadDir("examples/mechanisms")
+	if err != nil {
+		return nil, err
+	}
+	var out []MechanismExample
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".unsafe.yaml")
+		if !ok {
+			continue
+		}
+		u, err := examplesFS.ReadFile("examples/mechanisms/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		s, err := examplesFS.ReadFile("examples/mechanisms/" + base + ".safe.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("%s has no safe twin: %w", e.Name(), err)
+		}
+		name := base
+		if _, rest, ok := strings.Cut(base, "-"); ok {
+			name = rest
+		}
+		summary, _, _ := strings.Cut(string(u), "\n")
+		out = append(out, MechanismExample{Name: name, Summary: strings.TrimSpace(strings.TrimPrefix(summary, "#")), Unsafe: string(u), Safe: string(s)})
+	}
+	return out, nil
+}
+
+// userDataOf returns the userData block of an example manifest, unindented.
+func userDataOf(manifest string) string {
+	_, after, ok := strings.Cut(manifest, "  userData: |\n")
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(after, "\n"), "\n") {
+		b.WriteString(strings.TrimPrefix(l, "    ") + "\n")
+	}
+	return b.String()
+}
 
 // RuleExampleSources returns the example manifests of rule id as written
 // in lint/examples: fires is flagged by the rule, passes is not. They may
@@ -79,6 +136,15 @@ func RulesMarkdown() (string, error) {
 	b.WriteString("written to boot-executed paths) parsed with a shell parser, with literal variables\n")
 	b.WriteString("substituted before commands are judged.\n\n")
 	b.WriteString(principleMarkdown)
+	ms, err := MechanismExamples()
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias); ")
+	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009) and admits every safe twin.\n\n")
+	for _, m := range ms {
+		fmt.Fprintf(&b, "#### %s\n\n%s\n\nDenied:\n\n```sh\n%s```\n\nAdmitted:\n\n```sh\n%s```\n\n", m.Name, m.Summary, userDataOf(m.Unsafe), userDataOf(m.Safe))
+	}
 	b.WriteString("| ID | Name | Severity | Applies to |\n|---|---|---|---|\n")
 	for _, r := range Rules() {
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s |\n", r.ID, strings.ToLower(r.ID), r.Name, r.Severity, r.Kind)

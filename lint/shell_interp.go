@@ -48,10 +48,13 @@ const (
 	// magnitude above the largest userData of the corpus test (Karpenter's
 	// examples run a few dozen).
 	maxInterpSteps = 20000
-	// maxInterpTime bounds a run's wall time: 250 ms. It stops loops the
-	// step bound does not see (arithmetic for loops without a command);
-	// ordinary userData runs in well under a millisecond.
-	maxInterpTime = 250 * time.Millisecond
+	// maxInterpTime bounds a run's wall time: 1 s, a safety net. Every
+	// loop iteration, function call and assignment is a step (prepare),
+	// so maxInterpSteps stops a run first (20,000 steps take about 250 ms
+	// on a loaded 2-core machine); a review waiting for CPU on an
+	// overloaded node must not trip this bound. Ordinary userData runs in
+	// well under a millisecond.
+	maxInterpTime = time.Second
 	// maxInterpBytes bounds the bytes a run may hold in files, output and
 	// variables: MaxDecodedBytes (1 MiB), the bound on decoded userData.
 	maxInterpBytes = MaxDecodedBytes
@@ -276,8 +279,9 @@ func (sb *sandbox) runText(src string, origin int, via string) {
 // prepare readies f for the sandbox and returns why it cannot be run
 // within the bounds, or "". Background jobs run in order, so that no
 // goroutine outlives the run; every statement that only assigns
-// variables is followed by a ":" (x=$x$x becomes x=$x$x && :), so that
-// the call handler's checks run after it; words and command lines with
+// variables is followed by a ":" (x=$x$x becomes x=$x$x && :), and every
+// loop body starts with one, so that the call handler's checks run after
+// each assignment and in each iteration; words and command lines with
 // more than maxInterpExpansions expansions, brace expansions of more
 // than maxInterpBraceWords words and ${x//pattern/replacement} with an
 // expansion in the replacement are refused, since each can grow a value
@@ -325,6 +329,16 @@ func prepare(f *syntax.File) string {
 		return true
 	})
 	colon := &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: ":"}}}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		// Each loop iteration starts with ":", so that it is a step.
+		switch n := n.(type) {
+		case *syntax.WhileClause:
+			n.Do = append([]*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: n.Pos()}}, n.Do...)
+		case *syntax.ForClause:
+			n.Do = append([]*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: n.Pos()}}, n.Do...)
+		}
+		return true
+	})
 	for _, st := range assigns {
 		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
 			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}

@@ -104,7 +104,6 @@ type sandbox struct {
 	// maxInterpSteps), for TestPrinciple.
 	commands []string
 	halted   string
-	pc       [1]uintptr
 }
 
 // vfile is a file the script wrote: its content and the line of the
@@ -451,7 +450,8 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 	if steps > maxInterpSteps {
 		return nil, sb.halt(fmt.Sprintf("it runs more than %d commands", maxInterpSteps))
 	}
-	if steps%8 == 0 && runtime.Callers(maxShellParseFrames, sb.pc[:]) > 0 {
+	var pc [1]uintptr
+	if steps%8 == 0 && runtime.Callers(maxShellParseFrames, pc[:]) > 0 {
 		return nil, sb.halt("its functions or nested scripts recurse deeper than karpx follows")
 	}
 	hc := interp.HandlerCtx(ctx)

@@ -33,11 +33,42 @@ const ReportKind = "LintReport"
 type DeniedError struct {
 	// Denials is the number of denying findings (at least 1).
 	Denials int
+	// Rules are the rule IDs of the denying findings, sorted, each once.
+	Rules []string
 }
 
-// Error implements error.
+// Error implements error: who would deny (the API server only for KX011,
+// the CRD schema; the webhook for every other rule) and the rules.
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%d finding(s) would be denied by the karpx admission webhook or the API server (KX011)", e.Denials)
+	by, schema := "the karpx admission webhook", false
+	for _, id := range e.Rules {
+		schema = schema || id == kxlint.RuleCRDSchema
+	}
+	switch {
+	case schema && len(e.Rules) == 1:
+		by = "the API server"
+	case schema:
+		by = "the karpx admission webhook and the API server"
+	}
+	s := fmt.Sprintf("%d finding(s) would be denied by %s", e.Denials, by)
+	if len(e.Rules) > 0 {
+		s += " (" + strings.Join(e.Rules, ", ") + ")"
+	}
+	return s
+}
+
+// denialRules returns the sorted rule IDs of fs's denials, each once.
+func denialRules(fs []kxlint.ObjectFinding) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range fs {
+		if f.Severity == kxlint.SeverityDeny && !seen[f.RuleID] {
+			seen[f.RuleID] = true
+			out = append(out, f.RuleID)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ExitCode is the process exit status for a denial: 1.
@@ -314,7 +345,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	switch {
 	case denials > 0:
-		return &DeniedError{Denials: denials}
+		return &DeniedError{Denials: denials, Rules: denialRules(report.Findings)}
 	case len(report.Errors) > 0:
 		return &InputError{Errors: len(report.Errors)}
 	case len(objs) == 0:

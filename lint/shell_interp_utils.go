@@ -356,7 +356,7 @@ func (r *run) base64(hc interp.HandlerContext, args []string) error {
 	}
 	out, derr := base64.StdEncoding.DecodeString(stripSpace(in))
 	if derr != nil {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	if err := r.sb.charge(len(out)); err != nil {
 		return err
@@ -387,7 +387,7 @@ func (r *run) gzip(hc interp.HandlerContext, name string, args []string) error {
 	decoded := 0
 	out, gerr := gunzip(in, &decoded)
 	if gerr != nil {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	if err := r.sb.charge(len(out)); err != nil {
 		return err
@@ -434,7 +434,7 @@ func (r *run) tr(hc interp.HandlerContext, args []string) error {
 		}
 	}
 	if len(sets) == 0 {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	var table [256]int
 	for i := range table {
@@ -449,7 +449,7 @@ func (r *run) tr(hc interp.HandlerContext, args []string) error {
 	case len(sets) > 1:
 		to := trSet(sets[1])
 		if len(to) == 0 {
-			return interp.NewExitStatus(1)
+			return interp.ExitStatus(1)
 		}
 		for i, c := range from {
 			table[c] = int(to[min(i, len(to)-1)])

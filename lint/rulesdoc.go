@@ -189,7 +189,7 @@ boot-executed path) is run in mvdan.cc/sh's interpreter inside a sandbox that ex
   and a command whose name, or a script whose text, holds a mark is **uninspectable**;
 - the interpreter takes one path through the script. A command on another path is judged
   statically when its name and script are literal, and is uninspectable when they are not;
-- a script that does not finish within the sandbox's bounds (20,000 commands, 250 ms, 1 MiB
+- a script that does not finish within the sandbox's bounds (5,000 commands, assignments and loop iterations, 1 s, 1 MiB
   written, 256 KiB of variables, 256 scripts started, 64 expansions per command line, brace
   expansions of 10,000 words, recursion of 4,000 call frames) is uninspectable: a script that
   loops or forks is refused, never a hang.

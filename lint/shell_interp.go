@@ -44,13 +44,16 @@ import (
 // Bounds of one sandboxed run (the script and every script it runs).
 const (
 	// maxInterpSteps bounds the simple commands (builtins, functions and
-	// recorded commands) a run may execute: 20,000, two orders of
-	// magnitude above the largest userData of the corpus test (Karpenter's
-	// examples run a few dozen).
-	maxInterpSteps = 20000
+	// recorded commands), assignments and loop iterations a run may
+	// execute: 5,000, two orders of magnitude above the userData of the
+	// corpus test (Karpenter's examples run a few dozen). Each side of a
+	// pipe runs on its own goroutine, so a function that pipes into itself
+	// (f(){ f | f & }) holds up to this many goroutines and pipes: 5,000
+	// keeps the webhook's peak RSS near 100 MB for such a script.
+	maxInterpSteps = 5000
 	// maxInterpTime bounds a run's wall time: 1 s, a safety net. Every
 	// loop iteration, function call and assignment is a step (prepare),
-	// so maxInterpSteps stops a run first (20,000 steps take about 250 ms
+	// so maxInterpSteps stops a run first (5,000 steps take about 80 ms
 	// on a loaded 2-core machine); a review waiting for CPU on an
 	// overloaded node must not trip this bound. Ordinary userData runs in
 	// well under a millisecond.

@@ -20,8 +20,10 @@ import (
 // "Write Files") and scans it for secrets, and as a script when its path is
 // executed at boot. budget counts what the document's entries
 // decompressed to so far, at most MaxDecodedBytes in all (a few kilobytes
-// of gzip per entry could otherwise expand to a megabyte each).
-func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int, budget *int) []Finding {
+// of gzip per entry could otherwise expand to a megabyte each). The
+// decoded content is stored in files by path, for the sandbox run of the
+// document's commands (cloudConfigFlow).
+func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int, budget *int, files map[string]string) []Finding {
 	p, _ := scalarAt(f, "path")
 	content := mapValue(f, "content")
 	ctx := fmt.Sprintf("cloud-config write_files[%d] %s", j, p)
@@ -63,6 +65,12 @@ func scanWriteFile(s segment, j int, f *yaml.Node, idx func(*yaml.Node) int, bud
 			return []Finding{uninspectable(s, ci, ctx+": encoding "+enc+" but the content does not decompress ("+err.Error()+")")}
 		}
 		text, decoded = out, true
+	}
+	if p != "" {
+		if app, _ := scalarAt(f, "append"); strings.EqualFold(app, "true") {
+			text = files[path.Clean(p)] + text
+		}
+		files[path.Clean(p)] = text
 	}
 	var out []Finding
 	if decoded {

@@ -140,7 +140,9 @@ func TestShellNestingBound(t *testing.T) {
 	}{
 		{"control: 40 nested arithmetic parentheses", head + "x=$(( " + nest("(", "1", ")", 40) + " ))\n" + restart + "\n", "KX003"},
 		{"control: 100 nested subshells", head + nest("( ", restart, " )", 100) + "\n", "KX003"},
-		{"control: 100 nested command substitutions", head + "echo " + nest("$(", restart, ")", 100) + "\n", "KX003"},
+		// The output of systemctl is used as a command name at every level
+		// above it: a command karpx cannot determine (KX009).
+		{"control: 100 nested command substitutions", head + "echo " + nest("$(", restart, ")", 100) + "\n", "KX003,KX009"},
 		{"control: 100 nested if", head + nest("if true; then ", restart, "; fi", 100) + "\n", "KX003"},
 		{"nested (( under 16 KB", head + nest("((", "1", "))", 3000) + "\n" + restart + "\n", "KX009"},
 		{"unclosed ((", head + strings.Repeat("((", 5000) + "\n", "KX009"},

@@ -54,6 +54,7 @@ func scanCloudConfig(s segment, depth int) []Finding {
 	}
 	root := doc.Content[0]
 	var out []Finding
+	files := map[string]string{}
 	for k := 0; k+1 < len(root.Content); k += 2 {
 		key, val := root.Content[k].Value, root.Content[k+1]
 		switch key {
@@ -80,7 +81,7 @@ func scanCloudConfig(s segment, depth int) []Finding {
 			if val.Kind == yaml.SequenceNode {
 				decoded := 0
 				for j, f := range val.Content {
-					out = append(out, scanWriteFile(s, j, f, idx, &decoded)...)
+					out = append(out, scanWriteFile(s, j, f, idx, &decoded, files)...)
 				}
 			}
 		case "users":
@@ -103,7 +104,75 @@ func scanCloudConfig(s segment, depth int) []Finding {
 			}
 		}
 	}
-	return out
+	return append(out, cloudConfigFlow(s, root, idx, files)...)
+}
+
+// cloudConfigFlow runs the document's commands in the sandbox as
+// cloud-init runs them: bootcmd's entries as one script, then the files
+// of write_files in place, then runcmd's entries as one script (cloud-init
+// writes runcmd to a single shell script), so that a file written by one
+// entry or by write_files and run by another, and a unit or cron table
+// write_files installs, are followed. Its findings are at the runcmd (or
+// bootcmd) key; each entry's own findings come from scanCommandList.
+func cloudConfigFlow(s segment, root *yaml.Node, idx func(*yaml.Node) int, files map[string]string) []Finding {
+	var script []string
+	at := -1
+	for _, key := range []string{"bootcmd", "runcmd"} {
+		val := mapValue(root, key)
+		if val == nil || val.Kind != yaml.SequenceNode {
+			continue
+		}
+		if at < 0 || key == "runcmd" {
+			at = idx(val)
+		}
+		for _, item := range val.Content {
+			if cmd, _, ok := commandOf(item, idx); ok {
+				script = append(script, cmd)
+			}
+		}
+	}
+	if at < 0 && len(files) == 0 {
+		return nil
+	}
+	f, perr := parseShell(strings.Join(script, "\n") + "\n")
+	if perr != nil {
+		return nil // each entry's parse error is reported on its own
+	}
+	sb := runSandboxWith(f, 1, files)
+	var effects []shellEffect
+	for _, e := range sb.effects {
+		e.line = 1
+		effects = append(effects, e)
+	}
+	if at < 0 {
+		at = 0
+	}
+	return effectFindings(s, effects, at, "cloud-config bootcmd, write_files and runcmd as cloud-init runs them")
+}
+
+// commandOf is the shell text of a bootcmd or runcmd entry and its 0-based
+// segment line: a string is a line of the script, a list an argv that
+// cloud-init quotes (cloud-init docs, "Runcmd").
+func commandOf(item *yaml.Node, idx func(*yaml.Node) int) (string, int, bool) {
+	i := idx(item)
+	switch item.Kind {
+	case yaml.ScalarNode:
+		if item.Style == yaml.LiteralStyle || item.Style == yaml.FoldedStyle {
+			i++
+		}
+		return item.Value, i, true
+	case yaml.SequenceNode:
+		words := make([]string, 0, len(item.Content))
+		for _, w := range item.Content {
+			q, err := syntax.Quote(w.Value, syntax.LangBash)
+			if err != nil {
+				q = "'" + strings.ReplaceAll(w.Value, "'", `'\''`) + "'"
+			}
+			words = append(words, q)
+		}
+		return strings.Join(words, " "), i, true
+	}
+	return "", 0, false
 }
 
 func powerVerb(mode string) string {
@@ -130,25 +199,8 @@ func scanCommandList(s segment, key string, val *yaml.Node, idx func(*yaml.Node)
 	var failed []Finding
 	for j, item := range val.Content {
 		ctx := fmt.Sprintf("cloud-config %s[%d]", key, j)
-		var cmd string
-		i := idx(item)
-		switch item.Kind {
-		case yaml.ScalarNode:
-			cmd = item.Value
-			if item.Style == yaml.LiteralStyle || item.Style == yaml.FoldedStyle {
-				i++
-			}
-		case yaml.SequenceNode:
-			words := make([]string, 0, len(item.Content))
-			for _, w := range item.Content {
-				q, err := syntax.Quote(w.Value, syntax.LangBash)
-				if err != nil {
-					q = "'" + strings.ReplaceAll(w.Value, "'", `'\''`) + "'"
-				}
-				words = append(words, q)
-			}
-			cmd = strings.Join(words, " ")
-		default:
+		cmd, i, ok := commandOf(item, idx)
+		if !ok {
 			continue
 		}
 		lines = append(lines, cmd)

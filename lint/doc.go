@@ -28,7 +28,11 @@
 // commands judged by what they do after literal variables are
 // substituted, following sh -c, eval,
 // here-documents, at, pipes into shells and files written to boot-executed
-// paths; cloud-config is walked as YAML module by module (bootcmd, runcmd,
+// paths. Each script is also run in mvdan.cc/sh/v3/interp inside a sandbox
+// that executes nothing (shell_interp.go): every command is recorded and
+// judged, files written are followed into units, cron tables and later
+// runs, and a command karpx cannot determine is KX009 (docs/rules.md, "The
+// principle"; Finding.Unresolved, --uninspectable-commands); cloud-config is walked as YAML module by module (bootcmd, runcmd,
 // power_state, write_files with its encodings, users, ssh_keys), and
 // #include, #part-handler and #cloud-config-archive parts are handled as
 // cloud-init handles them. Secrets are looked for in the text and in every

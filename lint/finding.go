@@ -43,6 +43,11 @@ type Finding struct {
 	Message string `json:"message"`
 	// Fix says how to correct it.
 	Fix string `json:"fix"`
+
+	// unresolved marks a KX009 finding about a command karpx cannot
+	// determine (rather than a part it cannot decode): its severity
+	// follows Options.Unresolved.
+	unresolved bool
 }
 
 // Location returns the field and line, for example "spec.userData line 7".
@@ -206,4 +211,50 @@ func Ratchet(current, previous Findings) Findings {
 		out[i] = f
 	}
 	return out
+}
+
+// Unresolved reports whether f is a KX009 finding about a command karpx
+// cannot determine (docs/rules.md, "The principle"), as opposed to a part
+// it cannot decode; ParseUnresolvedSeverity and WithUnresolvedSeverity
+// let a deployment choose what such a finding does.
+func (f Finding) Unresolved() bool { return f.unresolved }
+
+// WithUnresolvedSeverity returns f with Severity sev when f is Unresolved,
+// else f unchanged. sev is SeverityDeny (the default: unknown is never
+// allowed) or SeverityWarning.
+func (f Finding) WithUnresolvedSeverity(sev Severity) Finding {
+	if f.unresolved && sev != "" {
+		f.Severity = sev
+	}
+	return f
+}
+
+// WithUnresolvedSeverity returns a copy of fs with every Unresolved
+// finding's severity set to sev (SeverityDeny or SeverityWarning).
+func (fs Findings) WithUnresolvedSeverity(sev Severity) Findings {
+	if sev == "" || sev == SeverityDeny {
+		return fs
+	}
+	out := make(Findings, len(fs))
+	for i, f := range fs {
+		out[i] = f.WithUnresolvedSeverity(sev)
+	}
+	return out
+}
+
+// UnresolvedFlagUsage is the help text of the webhook's and the plugin's
+// --uninspectable-commands flag.
+const UnresolvedFlagUsage = "What a command karpx cannot determine (KX009, docs/rules.md \"The principle\") does: deny (default) or warn"
+
+// ParseUnresolvedSeverity reads the --uninspectable-commands setting:
+// "deny" (or "") is SeverityDeny, "warn" or "warning" SeverityWarning;
+// anything else is an error naming the flag and the values it takes.
+func ParseUnresolvedSeverity(s string) (Severity, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "deny":
+		return SeverityDeny, nil
+	case "warn", "warning":
+		return SeverityWarning, nil
+	}
+	return "", fmt.Errorf("--uninspectable-commands %q: want deny or warn", s)
 }

@@ -24,9 +24,10 @@ const (
 	// RuleUserDataOwnedSetting (KX008, warning): a Bottlerocket or
 	// NodeConfig setting that the autoscaler sets itself and overrides.
 	RuleUserDataOwnedSetting = "KX008"
-	// RuleUserDataUninspectable (KX009, deny): a userData part that cannot
-	// be decoded or read as text (bad base64, corrupt gzip, binary,
-	// unknown transfer encoding, too deep a nesting).
+	// RuleUserDataUninspectable (KX009, deny): a command the node will
+	// run that karpx cannot determine (Finding.Unresolved), or a userData
+	// part that cannot be decoded or read as text (bad base64, corrupt
+	// gzip, binary, unknown transfer encoding, too deep a nesting).
 	RuleUserDataUninspectable = "KX009"
 	// RuleUserDataBase64 (KX010, deny): spec.userData that is itself
 	// base64-encoded.
@@ -103,7 +104,7 @@ var rules = []Rule{
 		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
 		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values.", "", ""},
 	{RuleUserDataUninspectable, "userdata-uninspectable-part", "EC2NodeClass", SeverityDeny,
-		"A spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode), runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3), or passes one of the bounds within which karpx inspects userData: more than 256 MIME parts, gzip-compressed documents nested more than 8 deep, more than 1 MiB decompressed, shell nesting deeper than the parser's 4,000 call frames (about 140 nested arithmetic parentheses), cloud-config whose aliases expand to more than 20,000 YAML nodes or nest more than 64 levels, Bottlerocket TOML arrays or inline tables nested more than 32 levels; a part karpx cannot inspect could hide anything.",
+		"A command the node will run cannot be determined (its name or script comes from the output of a program, a file karpx did not see written or an environment variable, or lies on a path karpx's interpreter did not take and is not literal; the script passes the interpreter's bounds; see The principle above; --uninspectable-commands=warn makes these warnings), or a spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode), runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3), or passes one of the bounds within which karpx inspects userData: more than 256 MIME parts, gzip-compressed documents nested more than 8 deep, more than 1 MiB decompressed, shell nesting deeper than the parser's 4,000 call frames (about 140 nested arithmetic parentheses), cloud-config whose aliases expand to more than 20,000 YAML nodes or nest more than 64 levels, Bottlerocket TOML arrays or inline tables nested more than 32 levels; a part karpx cannot inspect could hide anything.",
 		"RFC 2045 section 6 (Content-Transfer-Encoding); RFC 2046 section 5.1 (nested multiparts); cloud-init documentation, \"User data formats\" (MIME multi-part, gzip compressed content, include file, part handler, cloud config archive) and module Write Files (encoding b64, gzip, gz+b64).", "", ""},
 	{RuleUserDataBase64, "userdata-base64-encoded", "EC2NodeClass", SeverityDeny,
 		"spec.userData is itself base64-encoded; Karpenter base64-encodes userData for EC2, so the node would receive base64 text instead of a script or settings.",

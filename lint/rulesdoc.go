@@ -12,8 +12,65 @@ import (
 // (examples/KXnnn.passes.yaml). docs/rules.md shows them and
 // TestRuleExamples runs both, so the page cannot drift from the rules.
 //
-//go:embed examples/*.yaml
+//go:embed examples/*.yaml examples/mechanisms/*.yaml
 var examplesFS embed.FS
+
+// MechanismExample is one pair of lint/examples/mechanisms: an
+// EC2NodeClass whose userData reaches a denied command by one mechanism
+// (Unsafe, denied with KX003 or KX009) and its safe twin (Safe, admitted).
+type MechanismExample struct {
+	// Name is the file name without its index and suffix, e.g.
+	// "base64-into-shell".
+	Name string
+	// Summary is the file's first comment line.
+	Summary string
+	// Unsafe and Safe are the two manifests as written.
+	Unsafe, Safe string
+}
+
+// MechanismExamples returns the pairs of lint/examples/mechanisms in file
+// order; the error names a file without its twin.
+func MechanismExamples() ([]MechanismExample, error) {
+	entries, err := examplesFS.ReadDir("examples/mechanisms")
+	if err != nil {
+		return nil, err
+	}
+	var out []MechanismExample
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".unsafe.yaml")
+		if !ok {
+			continue
+		}
+		u, err := examplesFS.ReadFile("examples/mechanisms/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		s, err := examplesFS.ReadFile("examples/mechanisms/" + base + ".safe.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("%s has no safe twin: %w", e.Name(), err)
+		}
+		name := base
+		if _, rest, ok := strings.Cut(base, "-"); ok {
+			name = rest
+		}
+		summary, _, _ := strings.Cut(string(u), "\n")
+		out = append(out, MechanismExample{Name: name, Summary: strings.TrimSpace(strings.TrimPrefix(summary, "#")), Unsafe: string(u), Safe: string(s)})
+	}
+	return out, nil
+}
+
+// userDataOf returns the userData block of an example manifest, unindented.
+func userDataOf(manifest string) string {
+	_, after, ok := strings.Cut(manifest, "  userData: |\n")
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(after, "\n"), "\n") {
+		b.WriteString(strings.TrimPrefix(l, "    ") + "\n")
+	}
+	return b.String()
+}
 
 // RuleExampleSources returns the example manifests of rule id as written
 // in lint/examples: fires is flagged by the rule, passes is not. They may
@@ -78,6 +135,16 @@ func RulesMarkdown() (string, error) {
 	b.WriteString("runcmd and bootcmd entries, `sh -c` arguments, here-documents, `eval` of literals, scripts\n")
 	b.WriteString("written to boot-executed paths) parsed with a shell parser, with literal variables\n")
 	b.WriteString("substituted before commands are judged.\n\n")
+	b.WriteString(principleMarkdown)
+	ms, err := MechanismExamples()
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias); ")
+	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009) and admits every safe twin.\n\n")
+	for _, m := range ms {
+		fmt.Fprintf(&b, "#### %s\n\n%s\n\nDenied:\n\n```sh\n%s```\n\nAdmitted:\n\n```sh\n%s```\n\n", m.Name, m.Summary, userDataOf(m.Unsafe), userDataOf(m.Safe))
+	}
 	b.WriteString("| ID | Name | Severity | Applies to |\n|---|---|---|---|\n")
 	for _, r := range Rules() {
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s |\n", r.ID, strings.ToLower(r.ID), r.Name, r.Severity, r.Kind)
@@ -97,3 +164,40 @@ func RulesMarkdown() (string, error) {
 	}
 	return b.String(), nil
 }
+
+// principleMarkdown is the section of docs/rules.md that states the rule
+// every userData check follows; TestPrinciple and
+// TestPropertySplicedCommandNeverAdmitted enforce it.
+const principleMarkdown = `## The principle
+
+**For every executable part of userData, karpx determines the commands the node will run, or
+refuses the part as uninspectable (KX009). Unknown is never "allowed".**
+
+Every shell script (a part, a boothook, a runcmd or bootcmd entry, a script written to a
+boot-executed path) is run in mvdan.cc/sh's interpreter inside a sandbox that executes nothing:
+
+- every command that is not a shell builtin is recorded and judged by KX003 and KX007, after
+  quotes, variables, command substitutions, ` + "`eval`" + `, functions and wrappers (` + "`sudo`, `env`, `nohup`" + ` …) have
+  done their work;
+- files the script writes go to a virtual file system, and are followed when they are run,
+  sourced, passed to a shell, installed as a systemd unit (` + "`/etc/systemd/system`, `systemctl link`" + `),
+  a cron table (` + "`/etc/cron.d`, `crontab`" + `), an ` + "`at`" + ` job, or left where the node runs them at boot
+  (rc.local, cloud-init's per-boot scripts, profile.d);
+- the pure utilities scripts use to build commands run in-process: ` + "`echo`, `printf`, `base64`,\n  `gzip -d`, `tr`, `sed`'s `s` command, `cat`, `tee`, `cp`, `install`, `mv`, `ln`, `which`, `command -v`" + `, ` + "`xargs`" + `;
+- anything else is the outside world: the output of any other program (` + "`curl`, `aws`, `rev`" + ` …), a file
+  karpx did not see written, an environment variable the script does not set. Such text is marked,
+  and a command whose name, or a script whose text, holds a mark is **uninspectable**;
+- the interpreter takes one path through the script. A command on another path is judged
+  statically when its name and script are literal, and is uninspectable when they are not;
+- a script that does not finish within the sandbox's bounds (5,000 commands, assignments and loop iterations, 1 s, 1 MiB
+  written, 256 KiB of variables, 256 scripts started, 64 expansions per command line, brace
+  expansions of 10,000 words, recursion of 4,000 call frames) is uninspectable: a script that
+  loops or forks is refused, never a hang.
+
+Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
+It **denies by default**: on the false-positive corpus (every userData of
+karpenter-provider-aws v1.14.0's examples and e2e/launch-template inputs, 24 documents,
+` + "`TestCorpusNoDenials`" + `) it fires 0 times. A deployment that prefers to admit such userData with a
+warning sets the webhook's ` + "`--uninspectable-commands=warn`" + ` (or ` + "`kubectl karpx lint|audit\n--uninspectable-commands=warn`" + `); parts karpx cannot decode stay denied either way.
+
+`

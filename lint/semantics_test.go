@@ -120,7 +120,7 @@ var mechanisms = []mechanism{
 	// Plain-http downloads run by a shell.
 	{name: "sh -c of curl http", family: al2023, rule: RuleUserDataHTTPPipe, diff: false,
 		unsafe: sh + "sh -c \"$(curl -fsSL http://example.com/install.sh)\"\n",
-		safe:   sh + "sh -c \"$(curl -fsSL https://example.com/install.sh)\"\n"},
+		safe:   sh + "curl -fsSL https://example.com/install.conf -o /etc/install.conf\n"},
 	{name: "curl http | sudo bash -s", family: al2023, rule: RuleUserDataHTTPPipe,
 		unsafe: sh + "curl -fsSL http://example.com/i.sh | sudo bash -s -- --flag\n",
 		safe:   sh + "curl -fsSL http://example.com/i.sh -o /tmp/i.sh\n"},

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -238,6 +240,10 @@ func analyzeShell(src string) ([]shellEffect, *shellSyntaxError) {
 // in it.
 type shellScan struct {
 	effects []shellEffect
+	// dynamic holds the simple commands of the top script whose command
+	// or script the static scan cannot resolve, by offset: the sandbox
+	// (shell_interp.go) must have run them, else they are unresolved.
+	dynamic map[uint]shellEffect
 }
 
 func (sc *shellScan) add(rule string, line int, what string) {
@@ -264,7 +270,43 @@ func (sc *shellScan) script(src string, base, depth int) *shellSyntaxError {
 		}
 		return true
 	})
+	if depth == 0 {
+		sc.interpret(f, base)
+	}
 	return nil
+}
+
+// interpret runs the top script f in the sandbox and adds what it finds:
+// the commands it ran that the rules deny, the commands it could not
+// determine, and the dynamic commands (sc.dynamic) it never reached.
+func (sc *shellScan) interpret(f *syntax.File, base int) {
+	effects, executed := interpretShell(f, base)
+	for _, e := range effects {
+		sc.add(e.rule, e.line, e.what)
+	}
+	offs := make([]uint, 0, len(sc.dynamic))
+	for off := range sc.dynamic {
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	for _, off := range offs {
+		if !executed[off] {
+			e := sc.dynamic[off]
+			sc.add(ruleUnresolved, e.line, e.what+" on a path karpx's interpreter did not take")
+		}
+	}
+}
+
+// dynamicAt records a simple command of the top script that only the
+// sandbox can resolve.
+func (fs *fileScan) dynamicAt(w *syntax.Word, what string) {
+	if fs.depth != 0 {
+		return
+	}
+	if fs.sc.dynamic == nil {
+		fs.sc.dynamic = map[uint]shellEffect{}
+	}
+	fs.sc.dynamic[w.Pos().Offset()] = shellEffect{rule: ruleUnresolved, line: fs.line(w.Pos()), what: what}
 }
 
 // fileScan is the analysis of one parsed script.
@@ -292,6 +334,7 @@ func (fs *fileScan) stmt(st *syntax.Stmt) {
 		}
 		argv := fs.args(cmd.Args)
 		line := fs.line(cmd.Args[0].Pos())
+		fs.checkDynamic(cmd, argv, fs.stdinOf(st))
 		fs.command(argv, line, fs.stdinOf(st), st.Redirs)
 		fs.redirects(argv, st.Redirs, line)
 	case *syntax.BinaryCmd:
@@ -310,8 +353,87 @@ func (fs *fileScan) stmt(st *syntax.Stmt) {
 			}
 			x = b.Y
 		}
-		fs.pipe(x, fs.args(y.Args), fs.line(y.Args[0].Pos()))
+		yargv := fs.args(y.Args)
+		fs.pipe(x, yargv, fs.line(y.Args[0].Pos()))
+		if u := unwrapNoXargs(yargv); len(u) > 0 && (shells[path.Base(u[0].first())] || u[0].is("at", "batch")) && !hasDashC(u[1:]) {
+			if xc, ok := x.Cmd.(*syntax.CallExpr); !ok || len(xc.Args) == 0 || !literalPrint(fs.args(xc.Args)) {
+				fs.dynamicAt(y.Args[0], "pipes text karpx cannot read statically into "+u[0].first())
+			}
+		}
 	}
+}
+
+// literalPrint reports whether argv is echo or printf of literal words.
+func literalPrint(argv []arg) bool {
+	text, ok := printed(argv)
+	return ok && !strings.Contains(text, unknown)
+}
+
+// checkDynamic records (dynamicAt) a simple command whose command name,
+// or the script it runs (sh -c, eval, source, a here-document fed to a
+// shell), the static scan cannot resolve to literals.
+func (fs *fileScan) checkDynamic(cmd *syntax.CallExpr, argv []arg, in stdin) {
+	if fs.depth != 0 {
+		return
+	}
+	u := unwrap(argv)
+	if len(u) == 0 {
+		return
+	}
+	lit := func(a arg) bool {
+		for _, v := range a.vals {
+			if strings.Contains(v, unknown) {
+				return false
+			}
+		}
+		return true
+	}
+	w := cmd.Args[0]
+	if !lit(u[0]) {
+		fs.dynamicAt(w, fmt.Sprintf("%s runs a command whose name is not literal", wordSource(w)))
+		return
+	}
+	name := path.Base(u[0].first())
+	rest := u[1:]
+	switch {
+	case name == "eval":
+		for _, a := range rest {
+			if !lit(a) {
+				fs.dynamicAt(w, "eval runs a script that is not literal")
+				return
+			}
+		}
+	case name == "source" || name == ".":
+		if len(rest) > 0 && !lit(rest[0]) {
+			fs.dynamicAt(w, name+" reads a file whose name is not literal")
+		}
+	case shells[name] || name == "su" || name == "runuser" || name == "at" || name == "batch":
+		for i, a := range rest {
+			if (a.first() == "-c" || a.first() == "--command" || (shells[name] && strings.HasPrefix(a.first(), "-") && !strings.HasPrefix(a.first(), "--") && strings.HasSuffix(a.first(), "c"))) && i+1 < len(rest) {
+				if !lit(rest[i+1]) {
+					fs.dynamicAt(w, name+" runs a script that is not literal")
+				}
+				return
+			}
+		}
+		if in.ok && strings.Contains(in.text, unknown) {
+			fs.dynamicAt(w, name+" reads a script that is not literal")
+		}
+		if ops := operandsOf(rest); shells[name] && len(ops) > 0 && !lit(ops[0]) {
+			fs.dynamicAt(w, name+" runs a script file whose name is not literal")
+		}
+	}
+}
+
+// operandsOf returns the arguments that are not options.
+func operandsOf(args []arg) []arg {
+	var out []arg
+	for _, a := range args {
+		if !strings.HasPrefix(a.first(), "-") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // mattering are the command names whose lines the scan judges: wrappers,
@@ -378,4 +500,13 @@ func (fs *fileScan) nested(src string, line int) {
 		}
 		fs.sc.add(RuleUserDataParse, err.line, "a nested script does not parse: "+err.msg)
 	}
+}
+
+// wordSource is w as written in the script, quoted, at most 40 bytes.
+func wordSource(w *syntax.Word) string {
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, w); err != nil {
+		return "a word"
+	}
+	return strconv.Quote(truncate(b.String(), 40))
 }

@@ -109,6 +109,12 @@ func effectFindings(s segment, effects []shellEffect, off int, ctx string) []Fin
 				e.what+where, "fix the quoting of the nested script; check it with bash -n -c '…'"))
 		case RuleUserDataUninspectable:
 			out = append(out, tooDeepFinding(s, i, e.what+strings.TrimPrefix(where, s.where(i))))
+		case ruleUnresolved:
+			f := userDataFinding(RuleUserDataUninspectable, s.lineOf(i),
+				"karpx cannot determine a command the node will run: "+e.what+where,
+				"spell the command and the scripts it runs literally in spec.userData; karpx refuses what it cannot determine (docs/rules.md, \"The principle\")")
+			f.unresolved = true
+			out = append(out, f)
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	kxlint "github.com/karpx/karpx/lint"
 )
 
 // CommandFlags are cmd/karpx-webhook's command-line flags (besides
@@ -37,6 +39,10 @@ type CommandFlags struct {
 	StartupTaintNamespaces string
 	// DisableRules is a comma-separated list of lint rule IDs (--disable-rules).
 	DisableRules string
+	// UninspectableCommands is what a command karpx cannot determine
+	// does (--uninspectable-commands): "deny" (default) or "warn"
+	// (lint.ParseUnresolvedSeverity).
+	UninspectableCommands string
 	// MetricsAddr, ProbeAddr and PprofAddr are the metrics, health probe and
 	// pprof listen addresses ("0" or "" disables metrics and pprof).
 	MetricsAddr, ProbeAddr, PprofAddr string
@@ -68,6 +74,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.TaintRules, "startup-taint-rules-configmap", "karpx-webhook-startup-taints", "ConfigMap (in --namespace) of extra startup-taint rules; empty for built-in rules only")
 	fs.StringVar(&f.StartupTaintNamespaces, "startup-taint-namespaces", strings.Join(DefaultStartupTaintNamespaces, ","), "Comma-separated namespaces whose DaemonSets enable startup-taint rules (an agent's DaemonSet elsewhere, e.g. a tenant's, changes nothing)")
 	fs.StringVar(&f.DisableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
+	fs.StringVar(&f.UninspectableCommands, "uninspectable-commands", "deny", kxlint.UnresolvedFlagUsage)
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on /metrics, e.g. ClusterRole karpx-metrics-reader)")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")

@@ -58,6 +58,11 @@ func TestWebhookBinarySurvivesHostileUserData(t *testing.T) {
 		{"1 MB of comment lines in a gzip part", "al2023", gzipPart("#!/bin/bash\n" + strings.Repeat("#\n", 500000)), true, ""},
 		{"cloud-config alias bomb", "al2023", bomb.String(), false, "KX009"},
 		{"Bottlerocket inline tables nested 2,600 deep", "bottlerocket", "a = " + strings.Repeat("{b = ", 2600) + "1" + strings.Repeat("}", 2600) + "\n", false, "KX009"},
+		// Scripts the interpreter sandbox refuses at one of its bounds.
+		{"sandbox: busy loop", "al2023", "#!/bin/bash\nwhile :; do :; done\n", false, "KX009"},
+		{"sandbox: fork bomb", "al2023", "#!/bin/bash\nf(){ f | f & }; f\n", false, "KX009"},
+		{"sandbox: doubling variable", "al2023", "#!/bin/bash\nx=aaaaaaaa\n" + strings.Repeat("x=$x$x\n", 60), false, "KX009"},
+		{"sandbox: self-running file", "al2023", "#!/bin/bash\necho 'sh /tmp/a' > /tmp/a\nsh /tmp/a\n", false, "KX009"},
 	}
 	var rss0 int
 	if v, err := strconv.Atoi(strings.TrimSuffix(s.peakRSS(t), " kB")); err == nil {

@@ -16,6 +16,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	kxlint "github.com/karpx/karpx/lint"
 )
 
 // HTTP paths of the handlers; the webhook configurations under
@@ -45,6 +47,10 @@ type Options struct {
 	// LookupTimeout bounds the EC2NodeClass lookup; 0 means
 	// DefaultLookupTimeout.
 	LookupTimeout time.Duration
+	// UnresolvedSeverity is the severity of a KX009 finding about a
+	// command karpx cannot determine (lint.Finding.Unresolved):
+	// lint.SeverityDeny when empty, or lint.SeverityWarning.
+	UnresolvedSeverity kxlint.Severity
 }
 
 // Register adds the three handlers to srv, each recovering from panics
@@ -55,7 +61,7 @@ func Register(srv crwebhook.Server, reader client.Reader, o Options) {
 	srv.Register(MutateNodePoolPath, &admission.Webhook{Handler: &recoveringHandler{name: HandlerMutateNodePool, h: &NodePoolDefaulter{
 		Taints: &ClusterTaintProvider{Reader: reader, ConfigMap: o.TaintRulesConfigMap, Namespaces: o.StartupTaintNamespaces},
 	}}})
-	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules}
+	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules, Unresolved: o.UnresolvedSeverity}
 	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: HandlerValidateNodePool, admit: v.admitNodePool})
 	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: HandlerValidateEC2NodeClass, admit: v.admitEC2NodeClass})
 }

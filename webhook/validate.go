@@ -39,6 +39,9 @@ type Validator struct {
 	LookupTimeout time.Duration
 	// Disabled lists rule IDs to skip.
 	Disabled map[string]bool
+	// Unresolved is the severity of KX009 findings about commands karpx
+	// cannot determine; empty means lint.SeverityDeny.
+	Unresolved kxlint.Severity
 }
 
 // ec2NodeClassUserData is the part of an EC2NodeClass (karpenter.k8s.aws/v1)
@@ -89,7 +92,7 @@ func (u *ec2NodeClassUserData) ec2NodeClass() *apisv1.EC2NodeClass {
 // of fields karpx does not implement yet (KX201).
 func (v *Validator) admitEC2NodeClass(ctx context.Context, req *objectRequest[ec2NodeClassUserData]) admission.Response {
 	return admit(ctx, v, req, "ec2nodeclasses", "ec2NodeClass", func(u *ec2NodeClassUserData, _ bool) kxlint.Findings {
-		return append(u.Spec.unsupported, kxlint.CheckEC2NodeClass(u.ec2NodeClass())...)
+		return append(u.Spec.unsupported, kxlint.CheckEC2NodeClass(u.ec2NodeClass()).WithUnresolvedSeverity(v.Unresolved)...)
 	})
 }
 

@@ -48,7 +48,8 @@ func main() {
 	}
 }
 
-// options checks --cert-mode and --disable-rules and returns the webhook's
+// options checks --cert-mode, --disable-rules, --startup-taint-namespaces
+// and --uninspectable-commands and returns the webhook's
 // options; errors name the flag.
 func options(f webhook.CommandFlags) (webhook.Options, error) {
 	if f.CertMode != webhook.CertModeSelf && f.CertMode != webhook.CertModeCertManager {
@@ -74,7 +75,11 @@ func options(f webhook.CommandFlags) (webhook.Options, error) {
 		}
 		namespaces = append(namespaces, ns)
 	}
-	opts := webhook.Options{DisabledRules: disabled, StartupTaintNamespaces: namespaces}
+	unresolved, err := kxlint.ParseUnresolvedSeverity(f.UninspectableCommands)
+	if err != nil {
+		return webhook.Options{}, err
+	}
+	opts := webhook.Options{DisabledRules: disabled, StartupTaintNamespaces: namespaces, UnresolvedSeverity: unresolved}
 	if f.TaintRules != "" {
 		opts.TaintRulesConfigMap = types.NamespacedName{Namespace: f.Namespace, Name: f.TaintRules}
 	}

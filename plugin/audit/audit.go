@@ -61,10 +61,14 @@ type Options struct {
 	FailOn string
 	// Disable lists rule IDs ("KX101") whose findings are dropped.
 	Disable []string
+	// UninspectableCommands is what a command karpx cannot determine
+	// does: "deny" (default) or "warn" (--uninspectable-commands).
+	UninspectableCommands string
 	// NoHeaders omits the table header.
 	NoHeaders bool
 
-	disabled map[string]bool
+	disabled   map[string]bool
+	unresolved kxlint.Severity
 }
 
 // UsageError is a bad flag value: exit status 2, nothing was read.
@@ -178,6 +182,7 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	fl.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, sarif, wide, yaml).")
 	fl.StringVar(&o.FailOn, "fail-on", o.FailOn, "Least severity that makes the command exit 1: deny or warning")
 	fl.StringSliceVar(&o.Disable, "disable", nil, "Rule IDs to skip, e.g. KX101,KX102")
+	fl.StringVar(&o.UninspectableCommands, "uninspectable-commands", "deny", kxlint.UnresolvedFlagUsage)
 	fl.BoolVar(&o.NoHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "sarif", "wide", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"deny", "warning"}, cobra.ShellCompDirectiveNoFileComp))
@@ -193,7 +198,8 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate checks -o, --fail-on, --disable and that --no-cluster has -f.
+// Validate checks -o, --fail-on, --disable, --uninspectable-commands and
+// that --no-cluster has -f.
 // Errors are *UsageError.
 func (o *Options) Validate() error {
 	switch o.Output {
@@ -214,6 +220,11 @@ func (o *Options) Validate() error {
 	if o.NoCluster && len(o.Filenames) == 0 {
 		return &UsageError{errors.New("--no-cluster needs -f FILENAME or a directory")}
 	}
+	sev, err := kxlint.ParseUnresolvedSeverity(o.UninspectableCommands)
+	if err != nil {
+		return &UsageError{err}
+	}
+	o.unresolved = sev
 	return nil
 }
 
@@ -253,7 +264,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		schema = v
 	}
-	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
+	denials, warnings := report.Check(ctx, objs, o.disabled, schema, o.unresolved)
 	if err := o.print(&report, denials, warnings); err != nil {
 		return err
 	}

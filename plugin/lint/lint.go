@@ -33,11 +33,42 @@ const ReportKind = "LintReport"
 type DeniedError struct {
 	// Denials is the number of denying findings (at least 1).
 	Denials int
+	// Rules are the rule IDs of the denying findings, sorted, each once.
+	Rules []string
 }
 
-// Error implements error.
+// Error implements error: who would deny (the API server only for KX011,
+// the CRD schema; the webhook for every other rule) and the rules.
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%d finding(s) would be denied by the karpx admission webhook or the API server (KX011)", e.Denials)
+	by, schema := "the karpx admission webhook", false
+	for _, id := range e.Rules {
+		schema = schema || id == kxlint.RuleCRDSchema
+	}
+	switch {
+	case schema && len(e.Rules) == 1:
+		by = "the API server"
+	case schema:
+		by = "the karpx admission webhook and the API server"
+	}
+	s := fmt.Sprintf("%d finding(s) would be denied by %s", e.Denials, by)
+	if len(e.Rules) > 0 {
+		s += " (" + strings.Join(e.Rules, ", ") + ")"
+	}
+	return s
+}
+
+// denialRules returns the sorted rule IDs of fs's denials, each once.
+func denialRules(fs []kxlint.ObjectFinding) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range fs {
+		if f.Severity == kxlint.SeverityDeny && !seen[f.RuleID] {
+			seen[f.RuleID] = true
+			out = append(out, f.RuleID)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ExitCode is the process exit status for a denial: 1.
@@ -59,8 +90,12 @@ type Options struct {
 	Print *output.Flags
 	// Disable lists rule IDs ("KX101") whose findings are dropped.
 	Disable []string
+	// UninspectableCommands is what a command karpx cannot determine
+	// does: "deny" (default) or "warn" (--uninspectable-commands).
+	UninspectableCommands string
 
-	disabled map[string]bool
+	disabled   map[string]bool
+	unresolved kxlint.Severity
 }
 
 // NewOptions returns Options with defaults, writing to streams.
@@ -141,6 +176,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.Recursive, "recursive", "R", o.Recursive, "Process directories given with -f recursively")
 	o.Print.AddFlags(cmd, true)
 	f.StringSliceVar(&o.Disable, "disable", o.Disable, "Rule IDs to skip, e.g. KX101,KX102")
+	f.StringVar(&o.UninspectableCommands, "uninspectable-commands", "deny", kxlint.UnresolvedFlagUsage)
 }
 
 // Complete adds positional arguments to Filenames and builds the disabled
@@ -155,7 +191,8 @@ func (o *Options) Complete(_ *cobra.Command, args []string) error {
 }
 
 // Validate checks that there is input, that -o is known, that stdin is
-// named at most once, and that every disabled rule exists.
+// named at most once, that every disabled rule exists, and reads
+// --uninspectable-commands.
 func (o *Options) Validate() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("no input: give -f FILENAME, a directory, or - for stdin")
@@ -177,6 +214,11 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--disable: unknown rule %q", id)
 		}
 	}
+	sev, err := kxlint.ParseUnresolvedSeverity(o.UninspectableCommands)
+	if err != nil {
+		return err
+	}
+	o.unresolved = sev
 	return nil
 }
 
@@ -218,9 +260,15 @@ func NewResults() Results {
 // Check lints objs (rules in disabled skipped; schema, when not nil,
 // validates them against their CRDs) into r and returns the number of
 // denying and warning findings.
-func (r *Results) Check(ctx context.Context, objs []kxlint.Object, disabled map[string]bool, schema kxlint.SchemaValidator) (denials, warnings int) {
+//
+// unresolved is the severity of KX009 findings about commands karpx
+// cannot determine (kxlint.Finding.Unresolved); "" keeps deny.
+func (r *Results) Check(ctx context.Context, objs []kxlint.Object, disabled map[string]bool, schema kxlint.SchemaValidator, unresolved kxlint.Severity) (denials, warnings int) {
 	if findings := kxlint.LintObjects(ctx, objs, disabled, schema); findings != nil {
 		r.Findings = findings
+	}
+	for i := range r.Findings {
+		r.Findings[i].Finding = r.Findings[i].WithUnresolvedSeverity(unresolved)
 	}
 	r.Objects = len(objs)
 	for _, f := range r.Findings {
@@ -291,13 +339,13 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		o.read(name, budget, &objs, &report)
 	}
-	denials, warnings := report.Check(ctx, objs, o.disabled, schema)
+	denials, warnings := report.Check(ctx, objs, o.disabled, schema, o.unresolved)
 	if err := o.print(printer, &report, denials, warnings); err != nil {
 		return err
 	}
 	switch {
 	case denials > 0:
-		return &DeniedError{Denials: denials}
+		return &DeniedError{Denials: denials, Rules: denialRules(report.Findings)}
 	case len(report.Errors) > 0:
 		return &InputError{Errors: len(report.Errors)}
 	case len(objs) == 0:

@@ -184,3 +184,21 @@ func TestLintOutputFormats(t *testing.T) {
 		t.Errorf("-o table: %v", err)
 	}
 }
+
+// TestDeniedErrorNamesItsRules: the summary names the rules that deny and
+// mentions the API server only for KX011 (issue 31: every summary named
+// KX011).
+func TestDeniedErrorNamesItsRules(t *testing.T) {
+	for _, tc := range []struct {
+		rules []string
+		want  string
+	}{
+		{[]string{"KX003"}, "2 finding(s) would be denied by the karpx admission webhook (KX003)"},
+		{[]string{"KX011"}, "2 finding(s) would be denied by the API server (KX011)"},
+		{[]string{"KX003", "KX011"}, "2 finding(s) would be denied by the karpx admission webhook and the API server (KX003, KX011)"},
+	} {
+		if got := (&DeniedError{Denials: 2, Rules: tc.rules}).Error(); got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.rules, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,796 @@
+package lint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// This file runs a shell script in mvdan.cc/sh/v3's interpreter (interp)
+// inside a sandbox, so that karpx knows the commands the node will run
+// rather than the words the script spells (docs/rules.md, "The principle").
+// Nothing is executed: every command that is not a shell builtin is
+// recorded and judged by the same matcher as the static scan (restartWhat);
+// files the script writes go to a virtual file system, and are followed
+// when they are later run, sourced, installed as systemd units or cron
+// tables, or written to a path the node executes at boot (bootScript); the
+// pure utilities scripts use to build commands (base64, gzip -d, tr,
+// simple sed, cat, tee, which, command -v, cp, mv) run in-process.
+//
+// Whatever comes from outside the script (the output of any other program,
+// a file karpx did not see written, an environment variable the script does
+// not set) is a taint mark: a command whose name, or a script whose text,
+// holds a mark is uninspectable. The interpreter takes one path through the
+// script; a command on another path is judged by the static scan when its
+// name and script are literal, and is uninspectable when they are not
+// (sandbox.unvisited).
+
+// Bounds of one sandboxed run (the script and every script it runs).
+const (
+	// maxInterpSteps bounds the simple commands (builtins, functions and
+	// recorded commands), assignments and loop iterations a run may
+	// execute: 5,000, two orders of magnitude above the userData of the
+	// corpus test (Karpenter's examples run a few dozen). Each side of a
+	// pipe runs on its own goroutine, so a function that pipes into itself
+	// (f(){ f | f & }) holds up to this many goroutines and pipes: 5,000
+	// keeps the webhook's peak RSS near 100 MB for such a script.
+	maxInterpSteps = 5000
+	// maxInterpTime bounds a run's wall time: 1 s, a safety net. Every
+	// loop iteration, function call and assignment is a step (prepare),
+	// so maxInterpSteps stops a run first (5,000 steps take about 80 ms
+	// on a loaded 2-core machine); a review waiting for CPU on an
+	// overloaded node must not trip this bound. Ordinary userData runs in
+	// well under a millisecond.
+	maxInterpTime = time.Second
+	// maxInterpBytes bounds the bytes a run may hold in files, output and
+	// variables: MaxDecodedBytes (1 MiB), the bound on decoded userData.
+	maxInterpBytes = MaxDecodedBytes
+	// maxInterpVarBytes bounds the bytes a run's variables hold at once:
+	// 256 KiB. With maxInterpExpansions it bounds what one command line
+	// can expand to (16 MiB) before the next step's check stops the run.
+	maxInterpVarBytes = 256 << 10
+	// maxInterpExpansions bounds the parameter expansions and command
+	// substitutions in one word and in one simple command: 64; a
+	// command line with more is refused before the run.
+	maxInterpExpansions = 64
+	// maxInterpBraceWords bounds the words one brace expansion makes
+	// ({1..100}{1..100}): 10,000.
+	maxInterpBraceWords = 10000
+	// maxInterpScripts bounds the scripts one run starts (sh -c, sourced
+	// and executed files, unit Exec lines, cron commands): 256.
+	maxInterpScripts = 256
+)
+
+// ruleUnresolved is the internal rule of a shellEffect naming a command
+// karpx cannot determine; it becomes a KX009 finding marked unresolved.
+const ruleUnresolved = "unresolved"
+
+// taintPrefix starts a taint mark, "\x01karpx#N#\x01" where N indexes
+// sandbox.sources; binary data (gzip, decoded base64) is unlikely to hold
+// the whole of it by chance, and if it does the text is only refused.
+const taintPrefix = "\x01karpx#"
+
+// errInterpBound stops a run that passed one of its bounds.
+var errInterpBound = errors.New("interpreter bound")
+
+// sandbox is one run's shared state; handlers run on the interpreter's
+// goroutines (pipes run both sides at once), so it is guarded by mu.
+type sandbox struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	steps   int
+	bytes   int
+	scripts int
+	files   map[string]vfile
+	sources []string
+	effects []shellEffect
+	// executed holds the offsets of the top script's simple commands the
+	// interpreter ran.
+	executed map[uint]bool
+	// commands are the command lines the run recorded (at most
+	// maxInterpSteps), for TestPrinciple.
+	commands []string
+	halted   string
+}
+
+// vfile is a file the script wrote: its content and the line of the
+// top script that wrote it.
+type vfile struct {
+	content string
+	line    int
+}
+
+// run is one script run inside a sandbox; origin is the top script's
+// line that started it (0 for the top script itself, whose lines come
+// from the interpreter's positions).
+type run struct {
+	sb     *sandbox
+	origin int
+	base   int
+	via    string
+	// cur is the line of the simple command running now, for handlers
+	// the interpreter calls without a position (open).
+	cur atomic.Int64
+}
+
+func (r *run) line(p syntax.Pos) int {
+	switch {
+	case r.origin > 0:
+		return r.origin
+	case !p.IsValid():
+		return max(int(r.cur.Load()), r.base, 1)
+	}
+	return r.base + int(p.Line()) - 1
+}
+
+// mark returns a taint mark standing for what.
+func (sb *sandbox) mark(what string) string {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.sources) >= maxInterpSteps {
+		return taintPrefix + "0#\x01"
+	}
+	sb.sources = append(sb.sources, what)
+	return taintPrefix + strconv.Itoa(len(sb.sources)-1) + "#\x01"
+}
+
+// tainted returns what the first taint mark in s stands for, or "".
+func (sb *sandbox) tainted(s string) string {
+	i := strings.Index(s, taintPrefix)
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len(taintPrefix):]
+	j := strings.IndexByte(rest, '#')
+	n, err := strconv.Atoi(rest[:max(j, 0)])
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if j < 0 || err != nil || n < 0 || n >= len(sb.sources) {
+		return sb.sources[0]
+	}
+	return sb.sources[n]
+}
+
+func (sb *sandbox) add(rule string, line int, what string) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	for _, e := range sb.effects {
+		if e.rule == rule && e.line == line && e.what == what {
+			return
+		}
+	}
+	if len(sb.effects) < 64 {
+		sb.effects = append(sb.effects, shellEffect{rule: rule, line: line, what: what})
+	}
+}
+
+// halt records the first bound passed and stops the run.
+func (sb *sandbox) halt(why string) error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.halted == "" {
+		sb.halted = why
+	}
+	return errInterpBound
+}
+
+// charge counts n bytes against maxInterpBytes.
+func (sb *sandbox) charge(n int) error {
+	sb.mu.Lock()
+	sb.bytes += n
+	over := sb.bytes > maxInterpBytes
+	sb.mu.Unlock()
+	if over {
+		return sb.halt(fmt.Sprintf("it writes more than %d bytes", maxInterpBytes))
+	}
+	return nil
+}
+
+// interpretShell runs the parsed top script f, whose first line is line
+// base of the analysed text, in a sandbox, and returns the effects of the
+// commands it ran (KX003, and ruleUnresolved for each command karpx cannot
+// determine) and the offsets of the simple commands it ran.
+func interpretShell(f *syntax.File, base int) ([]shellEffect, map[uint]bool) {
+	sb := runSandbox(f, base)
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.effects, sb.executed
+}
+
+// runSandbox runs f and the scripts it leaves at boot paths, and returns
+// the finished sandbox.
+func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, base, nil) }
+
+// runSandboxWith is runSandbox with files already on the virtual file
+// system (cloud-config write_files, by path), as if written before line 1.
+func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
+	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
+	defer cancel()
+	sb := &sandbox{ctx: ctx, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	for p, c := range files {
+		sb.files[p] = vfile{content: c, line: base}
+	}
+	top := &run{sb: sb, base: base}
+	sb.exec(top, f)
+	// Files left where the node runs them at boot run after the script.
+	names := make([]string, 0, len(sb.files))
+	for n := range sb.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		vf := sb.files[n]
+		cmds, kind := bootScript(n, vf.content)
+		for _, c := range cmds {
+			sb.runText(c, vf.line, kind+" "+n)
+		}
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.halted != "" {
+		sb.effects = append(sb.effects, shellEffect{rule: ruleUnresolved, line: base,
+			what: "the script cannot be followed to its end: " + sb.halted})
+	}
+	return sb
+}
+
+// runText parses and runs a script the top script starts at line origin.
+func (sb *sandbox) runText(src string, origin int, via string) {
+	sb.mu.Lock()
+	sb.scripts++
+	over := sb.scripts > maxInterpScripts
+	sb.mu.Unlock()
+	if over {
+		_ = sb.halt(fmt.Sprintf("it starts more than %d scripts", maxInterpScripts))
+		return
+	}
+	if what := sb.tainted(src); what != "" {
+		sb.add(ruleUnresolved, origin, fmt.Sprintf("runs a script (%s) built from %s", via, what))
+		return
+	}
+	if in := shebangInterpreter(src); in != "" && !shells[in] {
+		sb.add(ruleUnresolved, origin, fmt.Sprintf("runs a #!%s script (%s); karpx models only shell scripts", in, via))
+		return
+	}
+	f, perr := parseShell(src)
+	if perr != nil {
+		if perr.tooDeep {
+			sb.add(ruleUnresolved, origin, fmt.Sprintf("runs a script (%s) that cannot be read: %s", via, perr.msg))
+		}
+		return // a script that does not parse does not run
+	}
+	sb.exec(&run{sb: sb, origin: max(origin, 1), via: via}, f)
+}
+
+// prepare readies f for the sandbox and returns why it cannot be run
+// within the bounds, or "". Background jobs run in order, so that no
+// goroutine outlives the run; every statement that only assigns
+// variables is followed by a ":" (x=$x$x becomes x=$x$x && :), and every
+// loop body starts with one, so that the call handler's checks run after
+// each assignment and in each iteration; words and command lines with
+// more than maxInterpExpansions expansions, brace expansions of more
+// than maxInterpBraceWords words and ${x//pattern/replacement} with an
+// expansion in the replacement are refused, since each can grow a value
+// past the bounds within one step.
+func prepare(f *syntax.File) string {
+	var assigns []*syntax.Stmt
+	reason := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if reason != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			n.Background, n.Disown = false, false
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok && len(c.Args) == 0 && len(c.Assigns) > 0 {
+				assigns = append(assigns, n)
+			}
+		case *syntax.CallExpr:
+			total := 0
+			for _, w := range n.Args {
+				total += expansions(w)
+			}
+			for _, a := range n.Assigns {
+				if a.Value != nil {
+					total += expansions(a.Value)
+				}
+			}
+			if total > maxInterpExpansions {
+				reason = fmt.Sprintf("a command line has more than %d expansions", maxInterpExpansions)
+			}
+		case *syntax.Word:
+			if expansions(n) > maxInterpExpansions {
+				reason = fmt.Sprintf("a word has more than %d expansions", maxInterpExpansions)
+			}
+			w := *n
+			w.Parts = slices.Clone(n.Parts)
+			if syntax.SplitBraces(&w) && braceWords(&w) > maxInterpBraceWords {
+				reason = fmt.Sprintf("a brace expansion makes more than %d words", maxInterpBraceWords)
+			}
+		case *syntax.ParamExp:
+			if n.Repl != nil && n.Repl.With != nil && expansions(n.Repl.With) > 0 {
+				reason = "a ${…//…/…} replacement holds an expansion"
+			}
+		}
+		return true
+	})
+	colon := &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: ":"}}}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		// Each loop iteration starts with ":", so that it is a step.
+		switch n := n.(type) {
+		case *syntax.WhileClause:
+			n.Do = append([]*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: n.Pos()}}, n.Do...)
+		case *syntax.ForClause:
+			n.Do = append([]*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: n.Pos()}}, n.Do...)
+		}
+		return true
+	})
+	for _, st := range assigns {
+		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
+			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}
+	}
+	return reason
+}
+
+// expansions counts the parameter expansions and command substitutions
+// of w, outside nested command substitutions.
+func expansions(w *syntax.Word) int {
+	n := 0
+	var parts func(ps []syntax.WordPart)
+	parts = func(ps []syntax.WordPart) {
+		for _, p := range ps {
+			switch p := p.(type) {
+			case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ProcSubst:
+				n++
+			case *syntax.DblQuoted:
+				parts(p.Parts)
+			}
+		}
+	}
+	parts(w.Parts)
+	return n
+}
+
+// braceWords is the number of words the brace expansions of w make,
+// capped just above maxInterpBraceWords.
+func braceWords(w *syntax.Word) int {
+	n := 1
+	for _, p := range w.Parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if b.Sequence && len(b.Elems) >= 2 {
+			lo, err1 := strconv.Atoi(b.Elems[0].Lit())
+			hi, err2 := strconv.Atoi(b.Elems[1].Lit())
+			if err1 != nil || err2 != nil {
+				k = 26 // {a..z}: letters
+			} else {
+				k = max(hi-lo, lo-hi) + 1
+			}
+		} else {
+			for _, e := range b.Elems {
+				k += braceWords(e)
+			}
+		}
+		n *= max(k, 1)
+		if n > maxInterpBraceWords {
+			return maxInterpBraceWords + 1
+		}
+	}
+	return n
+}
+
+// exec runs f in a fresh interpreter bound to the sandbox.
+func (sb *sandbox) exec(r *run, f *syntax.File) {
+	if sb.ctx.Err() != nil {
+		_ = sb.halt(fmt.Sprintf("it runs longer than %v", maxInterpTime))
+		return
+	}
+	if why := prepare(f); why != "" {
+		_ = sb.halt(why)
+		return
+	}
+	runner, err := interp.New(
+		interp.Env(sandboxEnv{sb: sb}),
+		interp.Dir("/root"),
+		interp.StdIO(strings.NewReader(""), &limitWriter{sb: sb}, &limitWriter{sb: sb}),
+		interp.CallHandler(r.call),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return r.execCmd }),
+		interp.OpenHandler(r.open),
+		interp.StatHandler(r.stat),
+		interp.ReadDirHandler2(func(context.Context, string) ([]fs.DirEntry, error) { return nil, nil }),
+		interp.AccessHandler(r.access),
+	)
+	if err != nil {
+		_ = sb.halt("the interpreter cannot start: " + err.Error())
+		return
+	}
+	err = runner.Run(sb.ctx, f)
+	if sb.ctx.Err() != nil {
+		_ = sb.halt(fmt.Sprintf("it runs longer than %v", maxInterpTime))
+	}
+	_ = err // exit statuses and a stopped run are the script's business
+}
+
+// limitWriter is the sandbox's standard output and error: discarded,
+// counted against maxInterpBytes.
+type limitWriter struct{ sb *sandbox }
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if err := w.sb.charge(len(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// call runs before every simple command: it counts steps, bounds the
+// interpreter's recursion and the size of variables, and hands source and
+// command -v to the exec handler.
+func (r *run) call(ctx context.Context, args []string) ([]string, error) {
+	sb := r.sb
+	sb.mu.Lock()
+	sb.steps++
+	steps := sb.steps
+	sb.mu.Unlock()
+	if steps > maxInterpSteps {
+		return nil, sb.halt(fmt.Sprintf("it runs more than %d commands", maxInterpSteps))
+	}
+	var pc [1]uintptr
+	if steps%8 == 0 && runtime.Callers(maxShellParseFrames, pc[:]) > 0 {
+		return nil, sb.halt("its functions or nested scripts recurse deeper than karpx follows")
+	}
+	hc := interp.HandlerCtx(ctx)
+	if b, ok := hc.Stdout.(interface{ Len() int }); ok && b.Len() > maxInterpBytes {
+		return nil, sb.halt(fmt.Sprintf("a command substitution outputs more than %d bytes", maxInterpBytes))
+	}
+	size := 0
+	hc.Env.Each(func(_ string, v expand.Variable) bool {
+		size += len(v.Str)
+		for _, s := range v.List {
+			size += len(s)
+		}
+		for k, s := range v.Map {
+			size += len(k) + len(s)
+		}
+		return size <= maxInterpVarBytes
+	})
+	if size > maxInterpVarBytes {
+		return nil, sb.halt(fmt.Sprintf("its variables hold more than %d bytes", maxInterpVarBytes))
+	}
+	if r.origin == 0 && hc.Pos.IsValid() {
+		r.cur.Store(int64(r.line(hc.Pos)))
+		sb.mu.Lock()
+		sb.executed[hc.Pos.Offset()] = true
+		sb.mu.Unlock()
+	}
+	switch {
+	case args[0] == "source" || args[0] == ".":
+		return append([]string{sourceCmd}, args[1:]...), nil
+	case args[0] == "command" && len(args) > 2 && (args[1] == "-v" || args[1] == "-V"):
+		return append([]string{"which"}, args[2:]...), nil
+	case args[0] == "type" && len(args) > 2 && (args[1] == "-P" || args[1] == "-p"):
+		return append([]string{"which"}, args[2:]...), nil
+	}
+	return args, nil
+}
+
+// sourceCmd is the name the call handler gives source and ".", so that
+// the exec handler runs the file (a sourced file's variables do not reach
+// the script that sources it in the sandbox).
+const sourceCmd = "\x02source"
+
+func toArgs(ss []string) []arg {
+	out := make([]arg, len(ss))
+	for i, s := range ss {
+		out[i] = arg{vals: []string{s}}
+	}
+	return out
+}
+
+// execCmd is the exec handler: it records and judges a command, runs the
+// scripts it starts and the pure utilities in-process, and answers every
+// other command with a taint mark on its standard output.
+func (r *run) execCmd(ctx context.Context, args []string) error {
+	sb := r.sb
+	hc := interp.HandlerCtx(ctx)
+	line := r.line(hc.Pos)
+	if what := sb.tainted(args[0]); what != "" {
+		sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)
+		_, _ = io.WriteString(hc.Stdout, sb.mark("the output of a command karpx cannot determine"))
+		return nil
+	}
+	if args[0] == sourceCmd {
+		if len(args) < 2 {
+			return nil
+		}
+		p := absPath(hc.Dir, args[1])
+		if vf, ok := sb.file(p); ok {
+			what := "sourced " + p
+			if strings.Contains(p, "sh-interp-") {
+				what = "sourced process substitution"
+			}
+			sb.runText(vf.content, line, what)
+		}
+		return nil // a file of the AMI: part of the image, like its programs
+	}
+	sb.record(args)
+	argv := unwrap(toArgs(args))
+	if len(argv) == 0 {
+		return nil
+	}
+	for _, a := range argv {
+		if what := sb.tainted(a.first()); what != "" && a.first() == argv[0].first() {
+			sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)
+			return nil
+		}
+	}
+	name := path.Base(argv[0].first())
+	rest := make([]string, len(argv)-1)
+	for i, a := range argv[1:] {
+		rest[i] = a.first()
+	}
+	if what := restartWhat(name, argv[1:]); what != "" {
+		sb.add(RuleUserDataNodeRestart, line, what+r.suffix())
+	}
+	if p := argv[0].first(); strings.Contains(p, "/") {
+		if vf, ok := sb.file(absPath(hc.Dir, p)); ok {
+			sb.runText(vf.content, line, "file "+p)
+			return nil
+		}
+	}
+	return r.utility(hc, name, rest, line)
+}
+
+func (r *run) suffix() string {
+	if r.via == "" {
+		return ""
+	}
+	return " (in " + r.via + ")"
+}
+
+// record notes a command line the script runs.
+func (sb *sandbox) record(args []string) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.commands) < maxInterpSteps {
+		sb.commands = append(sb.commands, strings.Join(args, " "))
+	}
+}
+
+// file returns the virtual file at p. A process substitution's named
+// pipe, which the interpreter creates in the real temporary directory
+// (<(…) as a file name), is read once, at most maxInterpBytes, and kept.
+func (sb *sandbox) file(p string) (vfile, bool) {
+	if dir, name := path.Split(p); strings.HasPrefix(name, "sh-interp-") && path.Clean(dir) == path.Clean(os.TempDir()) {
+		sb.mu.Lock()
+		vf, ok := sb.files[p]
+		sb.mu.Unlock()
+		if ok {
+			return vf, true
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return vfile{}, false
+		}
+		b, _ := io.ReadAll(io.LimitReader(f, maxInterpBytes))
+		_, _ = io.Copy(io.Discard, f) // let the writer finish
+		_ = f.Close()
+		if sb.writeFile(p, string(b), 0) != nil {
+			return vfile{}, false
+		}
+		return vfile{content: string(b)}, true
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	vf, ok := sb.files[p]
+	return vf, ok
+}
+
+// writeFile stores content at p, written at line.
+func (sb *sandbox) writeFile(p, content string, line int) error {
+	if err := sb.charge(len(content)); err != nil {
+		return err
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.files[p] = vfile{content: content, line: line}
+	return nil
+}
+
+func absPath(dir, p string) string {
+	if !path.IsAbs(p) {
+		p = path.Join(dir, p)
+	}
+	return path.Clean(p)
+}
+
+// readAll reads a command's standard input, at most maxInterpBytes.
+func (sb *sandbox) readAll(in io.Reader) (string, error) {
+	if in == nil {
+		return "", nil
+	}
+	b, err := io.ReadAll(io.LimitReader(in, maxInterpBytes+1))
+	if len(b) > maxInterpBytes {
+		return "", sb.halt(fmt.Sprintf("a command reads more than %d bytes", maxInterpBytes))
+	}
+	if err := sb.charge(len(b)); err != nil {
+		return "", err
+	}
+	return string(b), err
+}
+
+// open is the open handler: writes go to the virtual file system, reads
+// come from it, or are a taint mark for a file karpx did not see written.
+func (r *run) open(ctx context.Context, p string, flag int, _ os.FileMode) (io.ReadWriteCloser, error) {
+	sb := r.sb
+	hc := interp.HandlerCtx(ctx)
+	p = absPath(hc.Dir, p)
+	switch p {
+	case "/dev/null":
+		return nopFile{Reader: strings.NewReader("")}, nil
+	case "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/console", "/dev/kmsg":
+		return nopFile{Reader: strings.NewReader(""), w: hc.Stdout}, nil
+	}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		prev := ""
+		if vf, ok := sb.file(p); ok && flag&os.O_APPEND != 0 {
+			prev = vf.content
+		}
+		return &vfsWriter{r: r, path: p, buf: []byte(prev), line: r.line(hc.Pos)}, nil
+	}
+	if vf, ok := sb.file(p); ok {
+		return nopFile{Reader: strings.NewReader(vf.content)}, nil
+	}
+	return nopFile{Reader: strings.NewReader(sb.mark("the file " + p))}, nil
+}
+
+// nopFile is a read-only (or stdout-forwarding) file of the sandbox.
+type nopFile struct {
+	io.Reader
+	w io.Writer
+}
+
+func (f nopFile) Write(p []byte) (int, error) {
+	if f.w == nil {
+		return len(p), nil
+	}
+	return f.w.Write(p)
+}
+
+func (nopFile) Close() error { return nil }
+
+// vfsWriter collects what is written to a virtual file and stores it on
+// every write, so that a file left open is still seen.
+type vfsWriter struct {
+	r    *run
+	path string
+	buf  []byte
+	line int
+}
+
+func (w *vfsWriter) Read([]byte) (int, error) { return 0, io.EOF }
+
+func (w *vfsWriter) Write(p []byte) (int, error) {
+	if len(w.buf)+len(p) > maxInterpBytes {
+		return 0, w.r.sb.halt(fmt.Sprintf("it writes a file larger than %d bytes", maxInterpBytes))
+	}
+	w.buf = append(w.buf, p...)
+	if err := w.r.sb.writeFile(w.path, string(w.buf), w.line); err != nil {
+		return 0, err
+	}
+	if w.path == "/proc/sysrq-trigger" && sysrqDangerous(string(p)) {
+		w.r.sb.add(RuleUserDataNodeRestart, w.line, "a write to /proc/sysrq-trigger"+w.r.suffix())
+	}
+	return len(p), nil
+}
+
+func (w *vfsWriter) Close() error {
+	if len(w.buf) == 0 {
+		return w.r.sb.writeFile(w.path, "", w.line)
+	}
+	return nil
+}
+
+// stat answers for the files the script wrote; every other path does not
+// exist in the sandbox.
+func (r *run) stat(ctx context.Context, name string, _ bool) (fs.FileInfo, error) {
+	if vf, ok := r.sb.file(absPath(interp.HandlerCtx(ctx).Dir, name)); ok {
+		return vfileInfo{name: path.Base(name), size: int64(len(vf.content))}, nil
+	}
+	return nil, &os.PathError{Op: "stat", Path: name, Err: os.ErrNotExist}
+}
+
+func (r *run) access(ctx context.Context, name string, _ interp.AccessMode) error {
+	if _, ok := r.sb.file(absPath(interp.HandlerCtx(ctx).Dir, name)); ok {
+		return nil
+	}
+	return &os.PathError{Op: "access", Path: name, Err: os.ErrNotExist}
+}
+
+type vfileInfo struct {
+	name string
+	size int64
+}
+
+func (i vfileInfo) Name() string       { return i.name }
+func (i vfileInfo) Size() int64        { return i.size }
+func (i vfileInfo) Mode() fs.FileMode  { return 0o755 }
+func (i vfileInfo) ModTime() time.Time { return time.Time{} }
+func (i vfileInfo) IsDir() bool        { return false }
+func (i vfileInfo) Sys() any           { return nil }
+
+// sandboxEnv is the environment a script starts with: the few variables
+// cloud-init's scripts have (PATH, HOME, …), and a taint mark for any
+// other name that looks like an environment variable, since karpx cannot
+// know it. The shell's own variables (IFS, OPTIND, PS4, …) are unset.
+type sandboxEnv struct{ sb *sandbox }
+
+var sandboxVars = map[string]string{
+	"PATH":  "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME":  "/root",
+	"USER":  "root",
+	"SHELL": "/bin/bash",
+	"IFS":   " \t\n",
+	"LANG":  "C.UTF-8",
+	"TERM":  "dumb",
+	"PWD":   "/root",
+	"UID":   "0",
+	"EUID":  "0",
+}
+
+// shellVars are names the interpreter itself reads; they start unset.
+var shellVars = setOf("OPTIND", "OPTARG", "OPTERR", "PS1", "PS2", "PS3", "PS4", "OLDPWD", "CDPATH", "GLOBIGNORE",
+	"RANDOM", "SECONDS", "LINENO", "PPID", "GID", "DIRSTACK", "FUNCNAME", "PIPESTATUS", "REPLY", "HISTFILE",
+	"TMOUT", "ENV", "POSIXLY_CORRECT", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "TMPDIR", "DEBIAN_FRONTEND")
+
+func (e sandboxEnv) Get(name string) expand.Variable {
+	if v, ok := sandboxVars[name]; ok {
+		return expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: v}
+	}
+	if shellVars[name] || strings.HasPrefix(name, "BASH") || strings.HasPrefix(name, "LC_") || !isEnvName(name) {
+		return expand.Variable{}
+	}
+	return expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: e.sb.mark("the environment variable $" + name)}
+}
+
+func (e sandboxEnv) Each(f func(name string, vr expand.Variable) bool) {
+	for k, v := range sandboxVars {
+		if !f(k, expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: v}) {
+			return
+		}
+	}
+}
+
+// isEnvName reports whether name is an upper-case variable name, the
+// convention of environment variables (POSIX.1-2017, 8.1); a lower-case
+// variable the script does not set is empty, as in the shell.
+func isEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/requirements"
 )
 
 // execute starts cmd: it taints the candidates' Nodes
@@ -223,7 +225,7 @@ func (c *Controller) markConditions(ctx context.Context, s *state) error {
 		} else if conds.Get(karpv1.ConditionTypeConsolidatable) != nil {
 			changed = conds.Clear(karpv1.ConditionTypeConsolidatable) == nil || changed
 		}
-		reason, err := c.driftReason(ctx, cand)
+		reason, err := c.driftReason(ctx, s, cand)
 		if err != nil {
 			// Never disrupt on a guess: an unknown drift state keeps
 			// whatever was recorded.
@@ -246,14 +248,66 @@ func (c *Controller) markConditions(ctx context.Context, s *state) error {
 }
 
 // driftReason returns why cand's NodeClaim no longer matches what its
-// NodePool and EC2NodeClass would launch now, or "".
-func (c *Controller) driftReason(ctx context.Context, cand *candidate) (string, error) {
+// NodePool and EC2NodeClass would launch now, or "": the checks and order
+// of Karpenter's drift controller (isDrifted,
+// pkg/controllers/nodeclaim/disruption/drift.go@v1.14.0): the NodePool's
+// static hash, its requirements, the instance type still offered (only
+// past InstanceTypeNotFoundAfter), then the cloud provider's own.
+func (c *Controller) driftReason(ctx context.Context, s *state, cand *candidate) (string, error) {
+	// Karpenter compares with the hash its NodePool hash controller
+	// writes on the NodePool; karpx computes it here with the same
+	// NodePool.Hash of sigs.k8s.io/karpenter/pkg/apis/v1 (identical in
+	// v1.13.0 and v1.14.0, NodePoolHashVersion v3 in both).
 	if v := cand.nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; v == karpv1.NodePoolHashVersion {
-		if h := cand.nc.Annotations[karpv1.NodePoolHashAnnotationKey]; h != "" && h != cand.pool.Hash() {
-			return "NodePoolDrifted", nil
+		if h, ok := cand.nc.Annotations[karpv1.NodePoolHashAnnotationKey]; ok && h != cand.pool.Hash() {
+			return cloudprovider.DriftReasonNodePool, nil
 		}
 	}
+	if requirementsDrifted(cand.pool, cand.nc) {
+		return cloudprovider.DriftReasonRequirements, nil
+	}
+	if s.now.Sub(cand.nc.CreationTimestamp.Time) > cloudprovider.InstanceTypeNotFoundAfter && instanceTypeNotFound(s.types[cand.pool.Name], cand.nc) {
+		return cloudprovider.DriftReasonInstanceTypeNotFound, nil
+	}
 	return c.cloud.IsDrifted(ctx, cand.nc)
+}
+
+// requirementsDrifted reports whether the NodeClaim's labels no longer
+// satisfy its NodePool's spec.template.spec.requirements, as Karpenter's
+// areRequirementsDrifted (drift.go@v1.14.0) judges it: a requirement on a
+// label the NodeClaim lacks fails unless its operator is NotIn or
+// DoesNotExist; one on a label it has must admit the label's value.
+func requirementsDrifted(pool *karpv1.NodePool, nc *karpv1.NodeClaim) bool {
+	return !requirements.ParseNodeClaim(pool.Spec.Template.Spec.Requirements).MatchLabels(nc.Labels)
+}
+
+// instanceTypeNotFound is Karpenter's instanceTypeNotFound
+// (drift.go@v1.14.0): true when the NodeClaim's
+// node.kubernetes.io/instance-type is not among the NodePool's instance
+// types, or the type has no offering, available or not, in the
+// NodeClaim's zone and capacity type (a reserved NodeClaim also accepts
+// on-demand, to which a reservation falls back). An empty list is no
+// answer (the NodePool's types could not be read) and drifts nothing.
+func instanceTypeNotFound(types []*cloudprovider.InstanceType, nc *karpv1.NodeClaim) bool {
+	if len(types) == 0 {
+		return false
+	}
+	name := nc.Labels[corev1.LabelInstanceTypeStable]
+	i := slices.IndexFunc(types, func(it *cloudprovider.InstanceType) bool { return it.Name == name })
+	if name == "" || i < 0 {
+		return true
+	}
+	zone, zoned := nc.Labels[corev1.LabelTopologyZone]
+	capacityType, typed := nc.Labels[karpv1.CapacityTypeLabelKey]
+	return !slices.ContainsFunc(types[i].Offerings, func(o cloudprovider.Offering) bool {
+		if zoned && o.Zone != zone {
+			return false
+		}
+		if !typed || o.CapacityType == capacityType {
+			return true
+		}
+		return capacityType == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand
+	})
 }
 
 // blockedEvent tells, at most once per blockedEventTTL per NodeClaim and

@@ -66,7 +66,10 @@ func (c *cluster) pool(name string, policy karpv1.ConsolidationPolicy, after tim
 // its m5.large Node, and returns the Node name.
 func (c *cluster) node(name, pool string, initAgo time.Duration, annotations map[string]string) string {
 	id := "aws:///us-east-1a/i-" + name
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool}, Annotations: annotations},
+	// Labelled as a launched NodeClaim is (the instance type's labels,
+	// zone, capacity type), which requirements drift reads.
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool,
+		corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-east-1a", karpv1.CapacityTypeLabelKey: "on-demand"}, Annotations: annotations},
 		Status: karpv1.NodeClaimStatus{ProviderID: id, NodeName: "node-" + name}}
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
 	for i := range nc.Status.Conditions {

@@ -81,15 +81,46 @@ func consolidatableAt(nc *karpv1.NodeClaim, pool *karpv1.NodePool) time.Time {
 	return base.Add(*after)
 }
 
-// doNotDisrupt reports whether obj carries karpenter.sh/do-not-disrupt: "true".
+// doNotDisrupt reports whether obj (a NodeClaim or Node) carries
+// karpenter.sh/do-not-disrupt: "true", the only value Karpenter reads on
+// them (StateNode.ValidateNodeDisruptable,
+// pkg/controllers/state/statenode.go@v1.14.0).
 func doNotDisrupt(obj metav1.Object) bool {
 	return obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey] == "true"
 }
 
-// blockedBy returns why the node must not be disrupted by any method, or
-// "": do-not-disrupt on the NodeClaim, the Node or one of its pods, or a
-// pod that a PodDisruptionBudget allowing no disruption covers.
-func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
+// podDoNotDisrupt reports whether a pod's karpenter.sh/do-not-disrupt
+// holds its node at now, as Karpenter v1.14 reads it (IsDoNotDisruptActive,
+// pkg/utils/pod/scheduling.go@v1.14.0): "true" always; a positive Go
+// duration ("30m", "1h30m") while the pod has run less than that since
+// status.startTime (always while it has no start time), until is then the
+// end; any other value is no protection and err says why (Karpenter
+// ignores it too and emits InvalidDoNotDisruptAnnotation).
+func podDoNotDisrupt(pod *corev1.Pod, now time.Time) (active bool, until time.Time, err error) {
+	value, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
+	if !ok {
+		return false, time.Time{}, nil
+	}
+	if value == "true" {
+		return true, time.Time{}, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return false, time.Time{}, fmt.Errorf("pod %s/%s: annotation %s=%q is neither \"true\" nor a positive duration such as \"30m\"; ignored",
+			pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, value)
+	}
+	if pod.Status.StartTime == nil {
+		return true, time.Time{}, nil
+	}
+	until = pod.Status.StartTime.Add(d)
+	return now.Before(until), until, nil
+}
+
+// blockedBy returns why the node must not be disrupted by any method at
+// now, or "": do-not-disrupt on the NodeClaim, the Node or one of its pods
+// (podDoNotDisrupt), or a pod that a PodDisruptionBudget allowing no
+// disruption covers.
+func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now time.Time) string {
 	switch {
 	case doNotDisrupt(nc):
 		return fmt.Sprintf("NodeClaim has %s", karpv1.DoNotDisruptAnnotationKey)
@@ -97,7 +128,10 @@ func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs
 		return fmt.Sprintf("Node has %s", karpv1.DoNotDisruptAnnotationKey)
 	}
 	for _, pod := range pods {
-		if doNotDisrupt(pod) {
+		if active, until, _ := podDoNotDisrupt(pod, now); active {
+			if !until.IsZero() {
+				return fmt.Sprintf("pod %s/%s has %s until %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, until.UTC().Format(time.RFC3339))
+			}
 			return fmt.Sprintf("pod %s/%s has %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)
 		}
 		if pdb := blockingPDB(pod, pdbs); pdb != "" {

@@ -346,7 +346,12 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 		pods := s.cluster.Pods[node.Name]
 		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
-		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs)
+		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
+		for _, p := range cand.pods {
+			if _, _, err := podDoNotDisrupt(p, s.now); err != nil {
+				c.invalidDoNotDisrupt(p, err)
+			}
+		}
 		for _, p := range cand.pods {
 			if why := scheduling.Unsupported(p); why != "" {
 				cand.unmodelled = fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)

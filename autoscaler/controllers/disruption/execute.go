@@ -310,6 +310,19 @@ func instanceTypeNotFound(types []*cloudprovider.InstanceType, nc *karpv1.NodeCl
 	})
 }
 
+// invalidDoNotDisrupt tells, once per blockedEventTTL per pod and message,
+// that the pod's karpenter.sh/do-not-disrupt value is ignored: a Warning
+// event with Karpenter's reason InvalidDoNotDisruptAnnotation
+// (pkg/utils/pod/events.go@v1.14.0).
+func (c *Controller) invalidDoNotDisrupt(pod *corev1.Pod, err error) {
+	key := string(pod.UID) + "\x00" + err.Error()
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(pod, corev1.EventTypeWarning, "InvalidDoNotDisruptAnnotation", err.Error())
+}
+
 // blockedEvent tells, at most once per blockedEventTTL per NodeClaim and
 // message, why a node that a method would disrupt waits.
 func (c *Controller) blockedEvent(cand *candidate, msg string) {

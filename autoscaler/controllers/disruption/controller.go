@@ -197,8 +197,8 @@ type PassResult struct {
 
 // Pass runs one disruption pass from the current cluster state: it moves
 // replacement-first commands along, keeps the Consolidatable and Drifted
-// conditions, then tries interruption (forced, see interruption), expiry,
-// drift, emptiness, multi-node and
+// conditions, deletes expired NodeClaims (forced, see expire), then tries
+// interruption (forced, see interruption), drift, emptiness, multi-node and
 // single-node consolidation in that order and starts the first command
 // one of them finds (emptiness may cover many nodes). It returns an error
 // when the state cannot be read or a command cannot be started.
@@ -218,7 +218,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err := c.markConditions(ctx, s); err != nil {
 		return res, err
 	}
-	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.expiry, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+	nextExpiry, err := c.expire(ctx, s)
+	if err != nil {
+		return res, err
+	}
+	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
 		cmd, err := method(ctx, s)
 		if err != nil {
 			return res, err
@@ -246,8 +250,8 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 			break
 		}
 	}
-	// Wake up when the next NodeClaim becomes consolidatable.
-	var next time.Time
+	// Wake up when the next NodeClaim expires or becomes consolidatable.
+	next := nextExpiry
 	for _, cand := range s.candidates {
 		if at := cand.consolidatableAt; !at.IsZero() && at.After(s.now) && (next.IsZero() || at.Before(next)) {
 			next = at

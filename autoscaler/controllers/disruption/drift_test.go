@@ -53,7 +53,9 @@ func TestDriftReasons(t *testing.T) {
 		}},
 		"generation bound raised": {want: cloudprovider.DriftReasonRequirements, pool: func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}})
-		}, nc: func(nc *karpv1.NodeClaim, _ *karpv1.NodePool) { nc.Labels["karpenter.k8s.aws/instance-generation"] = "5" }},
+		}, nc: func(nc *karpv1.NodeClaim, _ *karpv1.NodePool) {
+			nc.Labels["karpenter.k8s.aws/instance-generation"] = "5"
+		}},
 		"type no longer served, 2h old": {want: cloudprovider.DriftReasonInstanceTypeNotFound, pool: func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements = nil
 		}, nc: func(nc *karpv1.NodeClaim, _ *karpv1.NodePool) {

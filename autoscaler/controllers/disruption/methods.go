@@ -2,12 +2,16 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -315,14 +319,42 @@ func (c *Controller) drift(ctx context.Context, s *state) (*command, error) {
 	})
 }
 
-// expiry replaces the first candidate older than its spec.expireAfter.
-func (c *Controller) expiry(ctx context.Context, s *state) (*command, error) {
-	return c.replaceFirst(ctx, s, MethodExpiration, ReasonExpired, func(cand *candidate) string {
-		if d := cand.nc.Spec.ExpireAfter.Duration; d != nil && !s.now.Before(cand.nc.CreationTimestamp.Add(*d)) {
-			return fmt.Sprintf("older than spec.expireAfter %s", d)
+// expire deletes every NodeClaim older than its spec.expireAfter, as
+// Karpenter v1's expiration controller does
+// (pkg/controllers/nodeclaim/expiration/controller.go@v1.14.0):
+// forcefully, whether Initialized or not, with no disruption budget,
+// karpenter.sh/do-not-disrupt, PodDisruptionBudget or replacement first
+// consulted; the termination controller then drains the node, bounded by
+// the NodeClaim's spec.terminationGracePeriod, and the provisioner
+// launches capacity for the evicted pods. It returns the earliest expiry
+// still to come (zero when none), for the pass to wake at.
+func (c *Controller) expire(ctx context.Context, s *state) (time.Time, error) {
+	var next time.Time
+	var errs []error
+	for _, nc := range s.cluster.NodeClaims {
+		d := nc.Spec.ExpireAfter.Duration
+		if d == nil || !nc.DeletionTimestamp.IsZero() {
+			continue
 		}
-		return ""
-	})
+		at := nc.CreationTimestamp.Add(*d)
+		if s.now.Before(at) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		if err := c.kube.Delete(ctx, nc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting expired NodeClaim %s: %w", nc.Name, err))
+			}
+			continue
+		}
+		logr.FromContextOrDiscard(ctx).Info("deleted expired NodeClaim", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey],
+			"expireAfter", d.String(), "created", nc.CreationTimestamp.UTC().Format(time.RFC3339))
+		decisionsTotal.WithLabelValues(MethodExpiration, ReasonExpired, DecisionDelete).Inc()
+		karpentermetrics.NodeClaimDisrupted(nc, ReasonExpired)
+	}
+	return next, errors.Join(errs...)
 }
 
 // replaceFirst builds a command for the first candidate why accepts: its

@@ -209,15 +209,11 @@ func TestNodeNominatedForPendingPodsIsNotEmpty(t *testing.T) {
 	}
 }
 
-func TestDriftedAndExpiredNodesAreReplaced(t *testing.T) {
+func TestDriftedNodesAreReplaced(t *testing.T) {
 	for name, mutate := range map[string]func(*karpv1.NodeClaim){
 		"NodePool template changed": func(nc *karpv1.NodeClaim) {
 			nc.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
 				karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}
-		},
-		"older than expireAfter": func(nc *karpv1.NodeClaim) {
-			nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h")
-			nc.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -444,5 +440,36 @@ func TestNominationHonoursInitializationGrace(t *testing.T) {
 				t.Errorf("decisions %v: node kept %v, want %v", res.Decisions, got, tt.kept)
 			}
 		})
+	}
+}
+
+// TestExpiryIsForceful: a NodeClaim older than its spec.expireAfter is
+// deleted in one pass, as Karpenter v1's expiration controller does,
+// although its NodePool's budget allows no disruption, a pod on it has
+// karpenter.sh/do-not-disrupt and nothing else could hold that pod (no
+// replacement first); one not yet expired stays.
+func TestExpiryIsForceful(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, time.Hour, "0")
+	n := c.node("old", "p", 3*time.Hour, map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"})
+	c.pod("web", n, "1500m", map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"})
+	c.node("young", "p", 3*time.Hour, nil)
+	for _, o := range c.objs {
+		if nc, ok := o.(*karpv1.NodeClaim); ok {
+			nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("2h")
+			nc.CreationTimestamp = metav1.NewTime(c.now.Add(-3 * time.Hour))
+			if nc.Name == "young" {
+				nc.CreationTimestamp = metav1.NewTime(c.now.Add(-time.Hour))
+			}
+		}
+	}
+	c.pass()
+	if c.exists("old") || !c.exists("young") {
+		t.Fatalf("after one pass: old exists=%v young exists=%v; want the expired one deleted whatever holds it, the other kept",
+			c.exists("old"), c.exists("young"))
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(context.Background(), &list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("NodeClaims after the pass: %d (%v); want only young (no replacement launched first)", len(list.Items), err)
 	}
 }

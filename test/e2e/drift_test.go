@@ -74,3 +74,49 @@ func TestDriftRequirementsNarrowed(t *testing.T) {
 		return false, nil
 	})
 }
+
+// TestExpiryIsForceful: a NodeClaim past its NodePool's expireAfter is
+// deleted although the NodePool's budget allows no disruption and its
+// only pod has karpenter.sh/do-not-disrupt, as Karpenter v1's expiration
+// controller does (pkg/controllers/nodeclaim/expiration); the drain ends
+// within terminationGracePeriod and the pod runs again on a new node. The
+// control is the code before: expiry waited on the budget and the
+// annotation, and the NodeClaim stayed.
+func TestExpiryIsForceful(t *testing.T) {
+	runInParallel(t)
+	e := newEnv(t, "karpx-expiry")
+	e.apply(ec2NodeClassYAML("expiry", e.name), `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: expiry}
+spec:
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 1h, budgets: [{nodes: "0"}]}
+  template:
+    metadata: {labels: {expiry: "yes"}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: expiry}
+      expireAfter: 1m
+      terminationGracePeriod: 30s
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`)
+	web := deployment("web", 1, "500m", "256Mi")
+	web.Spec.Template.Spec.NodeSelector = map[string]string{"expiry": "yes"}
+	web.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	if err := e.kube.Create(e.ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(120*time.Second, "web Running", func(ctx context.Context) (bool, error) {
+		return countRunning(ctx, e.kube, "web") == 1, nil
+	})
+	old := e.onlyNodeClaim()
+	deadline := old.CreationTimestamp.Add(time.Minute)
+	e.eventually(time.Until(deadline)+60*time.Second, "the expired NodeClaim deleted despite budget 0 and do-not-disrupt", func(ctx context.Context) (bool, error) {
+		var nc karpv1.NodeClaim
+		err := e.kube.Get(ctx, client.ObjectKey{Name: old.Name}, &nc)
+		return client.IgnoreNotFound(err) == nil && (err != nil || !nc.DeletionTimestamp.IsZero()), nil
+	})
+	e.eventually(180*time.Second, "the expired node gone and web Running on a new one", func(ctx context.Context) (bool, error) {
+		return e.nodeClaimGone(ctx, old.Name) && !e.instanceLive(old.Status.ProviderID) && countRunning(ctx, e.kube, "web") == 1, nil
+	})
+}

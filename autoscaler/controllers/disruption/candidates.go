@@ -89,33 +89,6 @@ func doNotDisrupt(obj metav1.Object) bool {
 	return obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey] == "true"
 }
 
-// podDoNotDisrupt reports whether a pod's karpenter.sh/do-not-disrupt
-// holds its node at now, as Karpenter v1.14 reads it (IsDoNotDisruptActive,
-// pkg/utils/pod/scheduling.go@v1.14.0): "true" always; a positive Go
-// duration ("30m", "1h30m") while the pod has run less than that since
-// status.startTime (always while it has no start time), until is then the
-// end; any other value is no protection and err says why (Karpenter
-// ignores it too and emits InvalidDoNotDisruptAnnotation).
-func podDoNotDisrupt(pod *corev1.Pod, now time.Time) (active bool, until time.Time, err error) {
-	value, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false, time.Time{}, nil
-	}
-	if value == "true" {
-		return true, time.Time{}, nil
-	}
-	d, err := time.ParseDuration(value)
-	if err != nil || d <= 0 {
-		return false, time.Time{}, fmt.Errorf("pod %s/%s: annotation %s=%q is neither \"true\" nor a positive duration such as \"30m\"; ignored",
-			pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, value)
-	}
-	if pod.Status.StartTime == nil {
-		return true, time.Time{}, nil
-	}
-	until = pod.Status.StartTime.Add(d)
-	return now.Before(until), until, nil
-}
-
 // blockedBy returns why the node must not be disrupted by any method at
 // now, or "": do-not-disrupt on the NodeClaim, the Node or one of its pods
 // (podDoNotDisrupt), or a pod that a PodDisruptionBudget allowing no
@@ -128,7 +101,7 @@ func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs
 		return fmt.Sprintf("Node has %s", karpv1.DoNotDisruptAnnotationKey)
 	}
 	for _, pod := range pods {
-		if active, until, _ := podDoNotDisrupt(pod, now); active {
+		if active, until, _ := podset.DoNotDisruptActive(pod, now); active {
 			if !until.IsZero() {
 				return fmt.Sprintf("pod %s/%s has %s until %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, until.UTC().Format(time.RFC3339))
 			}

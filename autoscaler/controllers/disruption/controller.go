@@ -352,7 +352,7 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
 		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
 		for _, p := range cand.pods {
-			if _, _, err := podDoNotDisrupt(p, s.now); err != nil {
+			if _, _, err := podset.DoNotDisruptActive(p, s.now); err != nil {
 				c.invalidDoNotDisrupt(p, err)
 			}
 		}

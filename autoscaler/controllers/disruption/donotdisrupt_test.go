@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
 // TestPodDoNotDisrupt: karpenter.sh/do-not-disrupt on a pod is read as
@@ -37,13 +39,13 @@ func TestPodDoNotDisrupt(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default",
 			Annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: c.value}}}
 		pod.Status.StartTime = c.start
-		active, until, err := podDoNotDisrupt(pod, now)
+		active, until, err := podset.DoNotDisruptActive(pod, now)
 		if active != c.active || !until.Equal(c.until) || (err != nil) != c.wantError {
 			t.Errorf("%q (started %v): active %v until %v err %v; want active %v until %v error %v",
 				c.value, c.start, active, until, err, c.active, c.until, c.wantError)
 		}
 	}
-	if active, _, err := podDoNotDisrupt(&corev1.Pod{}, now); active || err != nil {
+	if active, _, err := podset.DoNotDisruptActive(&corev1.Pod{}, now); active || err != nil {
 		t.Errorf("no annotation: active %v err %v", active, err)
 	}
 	// blockedBy holds the node for an active duration, not after it.

@@ -61,6 +61,12 @@ type Options struct {
 	// --initialization-grace-window=0 does for provisioning: nodes are seen
 	// with the taints they carry now.
 	DisableInitializationGrace bool
+	// SpotToSpotConsolidation lets consolidation replace spot nodes with a
+	// spot node, under Karpenter's rule (spotToSpot). Karpenter's feature
+	// gate of the same name, off by default as in Karpenter v1.14
+	// (pkg/operator/options/options.go): spot nodes are then only deleted
+	// or replaced by on-demand.
+	SpotToSpotConsolidation bool
 }
 
 func (o *Options) defaults() {

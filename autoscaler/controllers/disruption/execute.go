@@ -310,6 +310,20 @@ func instanceTypeNotFound(types []*cloudprovider.InstanceType, nc *karpv1.NodeCl
 	})
 }
 
+// unconsolidatable tells, once per blockedEventTTL per NodeClaim and
+// message, why consolidation leaves a node: Normal events with
+// Karpenter's reason Unconsolidatable on the Node and the NodeClaim
+// (pkg/controllers/disruption/events/events.go@v1.14.0).
+func (c *Controller) unconsolidatable(cand *candidate, msg string) {
+	key := "unconsolidatable\x00" + cand.name() + "\x00" + msg
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Unconsolidatable", msg)
+	c.recorder.Event(cand.nc, corev1.EventTypeNormal, "Unconsolidatable", msg)
+}
+
 // invalidDoNotDisrupt tells, once per blockedEventTTL per pod and message,
 // that the pod's karpenter.sh/do-not-disrupt value is ignored: a Warning
 // event with Karpenter's reason InvalidDoNotDisruptAnnotation

@@ -46,6 +46,10 @@ type cluster struct {
 	objs  []client.Object
 	kube  client.Client
 	opts  disruption.Options
+	// cloud is fakeCloud{} unless a test sets another.
+	cloud cloudprovider.CloudProvider
+	// recorder holds the events of the passes (made by the first pass).
+	recorder *record.FakeRecorder
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -99,7 +103,13 @@ func (c *cluster) pass() disruption.PassResult {
 			WithStatusSubresource(&karpv1.NodeClaim{}).
 			WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	}
-	ctrl := disruption.New(c.kube, c.kube, fakeCloud{}, record.NewFakeRecorder(1000), c.clock, c.opts)
+	if c.cloud == nil {
+		c.cloud = fakeCloud{}
+	}
+	if c.recorder == nil {
+		c.recorder = record.NewFakeRecorder(1000)
+	}
+	ctrl := disruption.New(c.kube, c.kube, c.cloud, c.recorder, c.clock, c.opts)
 	res, err := ctrl.Pass(context.Background())
 	if err != nil {
 		c.t.Fatalf("pass: %v", err)

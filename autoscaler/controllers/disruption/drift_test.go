@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -102,5 +103,47 @@ func TestDriftReasons(t *testing.T) {
 				t.Fatalf("Drifted condition %+v; want True with reason %s", cond, tc.want)
 			}
 		})
+	}
+}
+
+// TestDisruptionEventsAreKarpenters: the disruption events carry
+// Karpenter v1.14's reasons and messages (pkg/controllers/disruption/
+// events): an empty node deleted gets DisruptionTerminating "Disrupting
+// Node: Empty" and its NodeClaim "Disrupting NodeClaim: Empty"; a drifted
+// node's replacement gets DisruptionLaunching "Launching NodeClaim:
+// Drifted" and, while not Initialized, DisruptionWaitingReadiness.
+func TestDisruptionEventsAreKarpenters(t *testing.T) {
+	events := func(c *cluster) []string {
+		var out []string
+		for len(c.recorder.Events) > 0 {
+			out = append(out, <-c.recorder.Events)
+		}
+		return out
+	}
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+	c.node("empty", "p", time.Hour, nil)
+	c.pass()
+	got := events(c)
+	for _, want := range []string{"Normal DisruptionTerminating Disrupting Node: Empty", "Normal DisruptionTerminating Disrupting NodeClaim: Empty"} {
+		if !contains(got, want) {
+			t.Errorf("empty node deleted: events %q; want %q", got, want)
+		}
+	}
+
+	c = newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+	// The fake client leaves the replacement's creationTimestamp zero:
+	// no timeout may count from it.
+	c.opts.ReplacementTimeout = math.MaxInt64
+	n := c.node("old", "p", 3*time.Hour, map[string]string{karpv1.NodePoolHashAnnotationKey: "1", karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion})
+	c.pod("web", n, "1500m", nil)
+	c.pass()
+	c.pass()
+	got = events(c)
+	for _, want := range []string{"Normal DisruptionLaunching Launching NodeClaim: Drifted", "Normal DisruptionWaitingReadiness Waiting on readiness to continue disruption"} {
+		if !contains(got, want) {
+			t.Errorf("drifted node replaced: events %q; want %q", got, want)
+		}
 	}
 }

@@ -78,6 +78,7 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 			return false, fmt.Errorf("creating replacement NodeClaim for %s: %w", cmd, err)
 		}
 		names = append(names, nc.Name)
+		c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionLaunching", "Launching NodeClaim: "+titleReason(cmd.reason))
 		karpentermetrics.NodeClaimCreated(nc, cmd.reason)
 		log.Info("created replacement NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
 			"replaces", candidateNames(cmd.candidates), "method", cmd.method, "cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
@@ -105,12 +106,13 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 	msg := fmt.Sprintf("Disrupting by %s (reason %s, %s): %s", cmd.method, cmd.reason, what, cmd.message)
 	logr.FromContextOrDiscard(ctx).Info("disrupting", "NodeClaim", cand.name(), "NodePool", cand.pool.Name, "Node", cand.node.Name,
 		"method", cmd.method, "reason", cmd.reason, "decision", cmd.decision(), "replacements", replacements, "detail", cmd.message)
-	reason := "DisruptionTerminating"
-	if replacements != "" {
-		reason = "DisruptionLaunching"
-	}
-	c.recorder.Event(cand.nc, corev1.EventTypeNormal, reason, msg)
+	// karpx's Disrupting event on the Node carries the decision's detail;
+	// Karpenter's own events (disruptionTerminating, launching,
+	// waitingOnReadiness) go where and when Karpenter emits them.
 	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Disrupting", msg)
+	if replacements == "" {
+		c.disruptionTerminating(cand.node, cand.nc, cmd.reason)
+	}
 	stored := cand.nc.DeepCopy()
 	cand.nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, cmd.reason, msg)
 	if err := c.kube.Status().Patch(ctx, cand.nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
@@ -145,6 +147,8 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 				ready++
 			case s.now.Sub(r.CreationTimestamp.Time) > c.opts.ReplacementTimeout:
 				failed = fmt.Sprintf("replacement %s not Initialized within %s", name, c.opts.ReplacementTimeout)
+			default:
+				c.waitingOnReadiness(r)
 			}
 		}
 		if interrupted(nc) {
@@ -188,6 +192,9 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			} else {
+				if node := s.cluster.NodeOf(nc); node != nil {
+					c.disruptionTerminating(node, nc, nc.Annotations[ReasonAnnotationKey])
+				}
 				karpentermetrics.NodeClaimDisrupted(nc, nc.Annotations[ReasonAnnotationKey])
 			}
 		}
@@ -308,6 +315,41 @@ func instanceTypeNotFound(types []*cloudprovider.InstanceType, nc *karpv1.NodeCl
 		}
 		return capacityType == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand
 	})
+}
+
+// titleReason is a disruption reason as Karpenter's events print it
+// (cases.Title with NoLower: each word's first letter upper-cased, the
+// rest kept): "Underutilized", "Drifted", "Empty".
+func titleReason(reason string) string {
+	words := strings.Split(reason, " ")
+	for i, w := range words {
+		if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// disruptionTerminating emits Karpenter's DisruptionTerminating events
+// when a disrupted NodeClaim is deleted: "Disrupting Node: <Reason>" on
+// the Node and "Disrupting NodeClaim: <Reason>" on the NodeClaim
+// (Terminating, pkg/controllers/disruption/events/events.go@v1.14.0).
+func (c *Controller) disruptionTerminating(node *corev1.Node, nc *karpv1.NodeClaim, reason string) {
+	c.recorder.Event(node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: "+titleReason(reason))
+	c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: "+titleReason(reason))
+}
+
+// waitingOnReadiness emits, once per blockedEventTTL per replacement,
+// Karpenter's DisruptionWaitingReadiness "Waiting on readiness to continue
+// disruption" on a replacement NodeClaim not yet Initialized
+// (WaitingOnReadiness, events.go@v1.14.0).
+func (c *Controller) waitingOnReadiness(nc *karpv1.NodeClaim) {
+	key := "waiting\x00" + string(nc.UID) + "\x00" + nc.Name
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionWaitingReadiness", "Waiting on readiness to continue disruption")
 }
 
 // unconsolidatable tells, once per blockedEventTTL per NodeClaim and

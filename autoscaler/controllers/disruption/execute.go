@@ -357,7 +357,7 @@ func (c *Controller) waitingOnReadiness(nc *karpv1.NodeClaim) {
 // Karpenter's reason Unconsolidatable on the Node and the NodeClaim
 // (pkg/controllers/disruption/events/events.go@v1.14.0).
 func (c *Controller) unconsolidatable(cand *candidate, msg string) {
-	key := "unconsolidatable\x00" + cand.name() + "\x00" + msg
+	key := "unconsolidatable\x00" + string(cand.nc.UID) + "\x00" + cand.name() + "\x00" + msg
 	if _, seen := blockedSeen.Get(key); seen {
 		return
 	}

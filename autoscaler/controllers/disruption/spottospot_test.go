@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -60,6 +62,9 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 			c.objs[len(c.objs)-1].(*karpv1.NodePool).Spec.Template.Spec.Requirements = nil
 			n := c.node("n", "p", 3600e9, nil)
 			nc := c.objs[len(c.objs)-2].(*karpv1.NodeClaim)
+			// A UID of its own per run: events are deduplicated per
+			// NodeClaim across passes (and -count runs).
+			nc.UID = types.UID(fmt.Sprintf("s2s-%d", runs.Add(1)))
 			node := c.objs[len(c.objs)-1].(*corev1.Node)
 			for _, l := range []map[string]string{nc.Labels, node.Labels} {
 				l[corev1.LabelInstanceTypeStable] = tc.running
@@ -110,6 +115,9 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 		})
 	}
 }
+
+// runs numbers the NodeClaims the spot-to-spot tests create.
+var runs atomic.Int64
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -78,10 +78,11 @@ func TestDriftRequirementsNarrowed(t *testing.T) {
 // TestExpiryIsForceful: a NodeClaim past its NodePool's expireAfter is
 // deleted although the NodePool's budget allows no disruption and its
 // only pod has karpenter.sh/do-not-disrupt, as Karpenter v1's expiration
-// controller does (pkg/controllers/nodeclaim/expiration); the drain ends
-// within terminationGracePeriod and the pod runs again on a new node. The
-// control is the code before: expiry waited on the budget and the
-// annotation, and the NodeClaim stayed.
+// controller does (pkg/controllers/nodeclaim/expiration); the drain leaves
+// the do-not-disrupt pod to terminationGracePeriod (never evicts it), ends
+// within it, and the pod runs again on a new node. The controls are the
+// code before: expiry waited on the budget and the annotation, and the
+// NodeClaim stayed; the old drain evicted the do-not-disrupt pod at once.
 func TestExpiryIsForceful(t *testing.T) {
 	runInParallel(t)
 	e := newEnv(t, "karpx-expiry")
@@ -116,6 +117,13 @@ spec:
 		err := e.kube.Get(ctx, client.ObjectKey{Name: old.Name}, &nc)
 		return client.IgnoreNotFound(err) == nil && (err != nil || !nc.DeletionTimestamp.IsZero()), nil
 	})
+	// The do-not-disrupt pod is not evicted, even by this forced drain:
+	// it stays until terminationGracePeriod (30 s) deletes it, as in
+	// Karpenter v1.14's terminator (the old drain evicted it at once).
+	time.Sleep(10 * time.Second)
+	if n := e.podsOn(old.Status.NodeName, "web"); n != 1 {
+		t.Fatalf("%d web pods on the expiring node 10 s into its drain; want the do-not-disrupt pod left to terminationGracePeriod", n)
+	}
 	e.eventually(180*time.Second, "the expired node gone and web Running on a new one", func(ctx context.Context) (bool, error) {
 		return e.nodeClaimGone(ctx, old.Name) && !e.instanceLive(old.Status.ProviderID) && countRunning(ctx, e.kube, "web") == 1, nil
 	})

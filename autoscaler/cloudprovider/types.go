@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -100,14 +101,44 @@ type CloudProvider interface {
 	// AMIs cannot be resolved.
 	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
 	// IsDrifted returns why the NodeClaim's instance no longer matches what
-	// its EC2NodeClass would launch now (for example "AMIDrifted" when its
-	// image is no longer selected by spec.amiSelectorTerms, or
-	// "NodeClassDrifted" when a launch-relevant field changed), or "" when
-	// it matches. It returns an error, never a reason, when that cannot be
+	// its EC2NodeClass would launch now, as the reason of Karpenter's
+	// provider names it (the AWS provider's "AMIDrift" when its image is no
+	// longer selected by spec.amiSelectorTerms, "NodeClassDrift" when a
+	// hashed field changed, "SecurityGroupDrift", "SubnetDrift"), or "" when
+	// it matches. The NodePool's reasons (DriftReasonNodePool,
+	// DriftReasonRequirements, DriftReasonInstanceTypeNotFound) are the
+	// disruption controller's, checked before this. It returns an error, never a reason, when that cannot be
 	// told (the class not resolvable, a cloud error): nothing is disrupted
 	// on a guess.
 	IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (string, error)
 }
+
+// Drift reasons of the cloud-neutral checks, which the disruption
+// controller makes before CloudProvider.IsDrifted: the DriftReason
+// constants of Karpenter's core (sigs.k8s.io/karpenter
+// pkg/controllers/nodeclaim/disruption/drift.go@v1.14.0), written as the
+// reason of the NodeClaim's Drifted condition.
+const (
+	// DriftReasonNodePool: the NodeClaim's karpenter.sh/nodepool-hash
+	// differs from its NodePool's at the same karpenter.sh/nodepool-hash-
+	// version (a hashed field of spec.template changed).
+	DriftReasonNodePool = "NodePoolDrifted"
+	// DriftReasonRequirements: the NodeClaim's labels no longer satisfy its
+	// NodePool's spec.template.spec.requirements (the hash leaves them
+	// out).
+	DriftReasonRequirements = "RequirementsDrifted"
+	// DriftReasonInstanceTypeNotFound: the NodeClaim's instance type, or an
+	// offering of it in the NodeClaim's zone and capacity type, is no
+	// longer among the NodePool's instance types. Checked only once the
+	// NodeClaim is older than InstanceTypeNotFoundAfter.
+	DriftReasonInstanceTypeNotFound = "InstanceTypeNotFound"
+)
+
+// InstanceTypeNotFoundAfter is the age (from creationTimestamp) before
+// which a NodeClaim is never InstanceTypeNotFound: Karpenter's hour
+// (pkg/controllers/nodeclaim/disruption/drift.go@v1.14.0), which keeps a
+// transient gap in the cloud's instance-type list from rolling new nodes.
+const InstanceTypeNotFoundAfter = time.Hour
 
 // NodeClaimNotFoundError reports that the instance behind a NodeClaim no
 // longer exists (terminated or never created).

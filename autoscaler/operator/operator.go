@@ -202,7 +202,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	}
 	disrupt := disruption.New(podReader, mgr.GetAPIReader(), metered(karpentermetrics.ControllerDisruption), recorder, clock.RealClock{}, disruption.Options{
 		Period: opts.DisruptionPeriod, EdgeTriggered: opts.DisruptionEdgeTriggered, Logger: mgr.GetLogger(),
-		MinValuesPolicy: scheduling.MinValuesPolicy(opts.MinValuesPolicy),
+		MinValuesPolicy:         scheduling.MinValuesPolicy(opts.MinValuesPolicy),
+		SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
 		// The grace window provisioning plans with, so disruption sees
 		// the nodes pending pods will land on as provisioning does.
 		InitializationGrace: opts.InitializationGrace, DisableInitializationGrace: opts.InitializationGrace <= 0})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +140,17 @@ type Options struct {
 	// --min-values-policy, env MIN_VALUES_POLICY; default Strict, as
 	// Karpenter v1's operator option of the same name.
 	MinValuesPolicy string
+	// FeatureGates is Karpenter's --feature-gates (env FEATURE_GATES): a
+	// comma-separated list of Name=true|false. karpx implements
+	// SpotToSpotConsolidation (default false, as Karpenter v1.14's
+	// pkg/operator/options/options.go); Karpenter's other gates
+	// (NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity,
+	// CapacityBuffer) are accepted only as false, so a Karpenter value
+	// such as its default passes and none is silently ignored. Validate
+	// parses it into SpotToSpotConsolidation.
+	FeatureGates string
+	// SpotToSpotConsolidation is the parsed SpotToSpotConsolidation gate.
+	SpotToSpotConsolidation bool
 	// InterruptionQueue is the name of the SQS queue EventBridge fills
 	// with EC2 spot interruption warnings, rebalance recommendations,
 	// state changes and AWS Health scheduled changes (docs/interruption.md).
@@ -192,6 +204,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.Budget.AddFlags(fs)
 	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
+	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule); Karpenter's other gates only as false")
 	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
 	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
@@ -252,6 +265,11 @@ func (o *Options) Validate() error {
 	if p := scheduling.MinValuesPolicy(o.MinValuesPolicy); p != scheduling.MinValuesPolicyStrict && p != scheduling.MinValuesPolicyBestEffort {
 		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: want Strict or BestEffort", o.MinValuesPolicy))
 	}
+	if gate, err := parseFeatureGates(o.FeatureGates); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.SpotToSpotConsolidation = gate
+	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -259,6 +277,34 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--kubernetes-version %q: want MAJOR.MINOR, e.g. 1.35", o.KubernetesVersion))
 	}
 	return errors.Join(errs...)
+}
+
+// parseFeatureGates reads --feature-gates as Karpenter writes it
+// ("SpotToSpotConsolidation=true,NodeRepair=false"; empty is every gate
+// off) and returns the SpotToSpotConsolidation gate. A gate karpx does not
+// implement is refused when true, and an unknown name or a value other
+// than true or false always.
+func parseFeatureGates(in string) (spotToSpot bool, err error) {
+	unsupported := map[string]bool{"NodeRepair": true, "ReservedCapacity": true, "NodeOverlay": true, "StaticCapacity": true, "CapacityBuffer": true}
+	for _, kv := range strings.Split(in, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(kv, "=")
+		on, perr := strconv.ParseBool(value)
+		switch {
+		case perr != nil:
+			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: want Name=true or Name=false", kv)
+		case name == "SpotToSpotConsolidation":
+			spotToSpot = on
+		case unsupported[name] && on:
+			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %s=true: not supported by karpx yet; remove it or set it to false", name)
+		case !unsupported[name]:
+			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation (and Karpenter's NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer as false)", name)
+		}
+	}
+	return spotToSpot, nil
 }
 
 // queueNamePattern is an SQS queue name (Amazon SQS API Reference,

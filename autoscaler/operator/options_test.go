@@ -57,3 +57,37 @@ func TestInterruptionQueueOption(t *testing.T) {
 		t.Fatalf("Validate with a valid name: %v", err)
 	}
 }
+
+// TestFeatureGatesOption: --feature-gates reads Karpenter's format:
+// SpotToSpotConsolidation off by default and set by the flag or
+// FEATURE_GATES; Karpenter's own default value passes; a gate karpx does
+// not implement set to true, an unknown gate and a value that is not a
+// bool are errors naming the flag.
+func TestFeatureGatesOption(t *testing.T) {
+	o := DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || o.SpotToSpotConsolidation {
+		t.Fatalf("default: Validate %v, SpotToSpotConsolidation %v; want off", err, o.SpotToSpotConsolidation)
+	}
+	t.Setenv("FEATURE_GATES", "SpotToSpotConsolidation=true")
+	o = DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || !o.SpotToSpotConsolidation {
+		t.Fatalf("FEATURE_GATES=SpotToSpotConsolidation=true: Validate %v, gate %v", err, o.SpotToSpotConsolidation)
+	}
+	for in, want := range map[string]string{
+		// Karpenter v1.14's default (pkg/operator/options/options.go).
+		"NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "ReservedCapacity=true: not supported by karpx yet",
+		"NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "",
+		"SpotToSpot=true":                "unknown gate",
+		"SpotToSpotConsolidation=maybe":  "want Name=true or Name=false",
+		" SpotToSpotConsolidation=true ": "",
+	} {
+		o.FeatureGates = in
+		err := o.Validate()
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), "--feature-gates (FEATURE_GATES)") && strings.Contains(err.Error(), want)) ||
+			(err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("--feature-gates %q: Validate = %v; want %q", in, err, want)
+		}
+	}
+}

@@ -102,8 +102,11 @@ type CloudProvider struct {
 	instanceTypes   *instancetype.Provider
 	launchTemplates *launchtemplate.Provider
 	instances       *instance.Provider
-	capacity        *capacity.Cache
-	profiles        *instanceprofile.Provider
+	// networks caches, per instance ID, the instance as DescribeInstances
+	// answered (its subnet and security groups, which drift compares).
+	networks cache.Store[string, *instance.Instance]
+	capacity *capacity.Cache
+	profiles *instanceprofile.Provider
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -172,6 +175,7 @@ func New(opts Options) (*CloudProvider, error) {
 			Registry: opts.Hydration, Logger: log.WithName("instancetype"), ServeBeforeHydrated: opts.ServeBeforeHydrated}),
 		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
+		networks:        cache.New[string, *instance.Instance](instanceNetworkEntries, ttls.Default),
 		capacity:        opts.Capacity,
 		profiles:        instanceprofile.NewProvider(opts.IAMAPI, opts.ClusterName, region, log, ttls),
 	}, nil

@@ -65,7 +65,8 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	log.Info("launched instance", "instanceID", inst.ID, "instanceType", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
 	out := nodeClaim.DeepCopy()
 	c.fillFromInstance(out, inst)
-	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class))
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class, c.opts.ClusterCABundle))
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashVersionAnnotationKey, NodeClassHashVersion)
 	if it, ok := findType(r.instanceTypes, inst.Type); ok {
 		out.Status.Allocatable = it.Allocatable.DeepCopy() // issue 9: estimate or learned, not the bare catalogue
 	}

@@ -81,15 +81,19 @@ func consolidatableAt(nc *karpv1.NodeClaim, pool *karpv1.NodePool) time.Time {
 	return base.Add(*after)
 }
 
-// doNotDisrupt reports whether obj carries karpenter.sh/do-not-disrupt: "true".
+// doNotDisrupt reports whether obj (a NodeClaim or Node) carries
+// karpenter.sh/do-not-disrupt: "true", the only value Karpenter reads on
+// them (StateNode.ValidateNodeDisruptable,
+// pkg/controllers/state/statenode.go@v1.14.0).
 func doNotDisrupt(obj metav1.Object) bool {
 	return obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey] == "true"
 }
 
-// blockedBy returns why the node must not be disrupted by any method, or
-// "": do-not-disrupt on the NodeClaim, the Node or one of its pods, or a
-// pod that a PodDisruptionBudget allowing no disruption covers.
-func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
+// blockedBy returns why the node must not be disrupted by any method at
+// now, or "": do-not-disrupt on the NodeClaim, the Node or one of its pods
+// (podDoNotDisrupt), or a pod that a PodDisruptionBudget allowing no
+// disruption covers.
+func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now time.Time) string {
 	switch {
 	case doNotDisrupt(nc):
 		return fmt.Sprintf("NodeClaim has %s", karpv1.DoNotDisruptAnnotationKey)
@@ -97,7 +101,10 @@ func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs
 		return fmt.Sprintf("Node has %s", karpv1.DoNotDisruptAnnotationKey)
 	}
 	for _, pod := range pods {
-		if doNotDisrupt(pod) {
+		if active, until, _ := podset.DoNotDisruptActive(pod, now); active {
+			if !until.IsZero() {
+				return fmt.Sprintf("pod %s/%s has %s until %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, until.UTC().Format(time.RFC3339))
+			}
 			return fmt.Sprintf("pod %s/%s has %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)
 		}
 		if pdb := blockingPDB(pod, pdbs); pdb != "" {

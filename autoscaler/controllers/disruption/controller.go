@@ -61,6 +61,12 @@ type Options struct {
 	// --initialization-grace-window=0 does for provisioning: nodes are seen
 	// with the taints they carry now.
 	DisableInitializationGrace bool
+	// SpotToSpotConsolidation lets consolidation replace spot nodes with a
+	// spot node, under Karpenter's rule (spotToSpot). Karpenter's feature
+	// gate of the same name, off by default as in Karpenter v1.14
+	// (pkg/operator/options/options.go): spot nodes are then only deleted
+	// or replaced by on-demand.
+	SpotToSpotConsolidation bool
 }
 
 func (o *Options) defaults() {
@@ -197,8 +203,8 @@ type PassResult struct {
 
 // Pass runs one disruption pass from the current cluster state: it moves
 // replacement-first commands along, keeps the Consolidatable and Drifted
-// conditions, then tries interruption (forced, see interruption), expiry,
-// drift, emptiness, multi-node and
+// conditions, deletes expired NodeClaims (forced, see expire), then tries
+// interruption (forced, see interruption), drift, emptiness, multi-node and
 // single-node consolidation in that order and starts the first command
 // one of them finds (emptiness may cover many nodes). It returns an error
 // when the state cannot be read or a command cannot be started.
@@ -218,7 +224,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err := c.markConditions(ctx, s); err != nil {
 		return res, err
 	}
-	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.expiry, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+	nextExpiry, err := c.expire(ctx, s)
+	if err != nil {
+		return res, err
+	}
+	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
 		cmd, err := method(ctx, s)
 		if err != nil {
 			return res, err
@@ -246,8 +256,8 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 			break
 		}
 	}
-	// Wake up when the next NodeClaim becomes consolidatable.
-	var next time.Time
+	// Wake up when the next NodeClaim expires or becomes consolidatable.
+	next := nextExpiry
 	for _, cand := range s.candidates {
 		if at := cand.consolidatableAt; !at.IsZero() && at.After(s.now) && (next.IsZero() || at.Before(next)) {
 			next = at
@@ -346,7 +356,12 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 		pods := s.cluster.Pods[node.Name]
 		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
-		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs)
+		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
+		for _, p := range cand.pods {
+			if _, _, err := podset.DoNotDisruptActive(p, s.now); err != nil {
+				c.invalidDoNotDisrupt(p, err)
+			}
+		}
 		for _, p := range cand.pods {
 			if why := scheduling.Unsupported(p); why != "" {
 				cand.unmodelled = fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)

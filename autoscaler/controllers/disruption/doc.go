@@ -1,8 +1,15 @@
 // Package disruption removes nodes karpx no longer needs, as Karpenter v1
 // documents it: emptiness, consolidation (delete a node whose pods fit
 // elsewhere, or replace one or several nodes with one cheaper node), drift
-// (the NodePool template or EC2NodeClass changed, or the AMI is no longer
-// selected) and expiry (spec.expireAfter).
+// (Karpenter v1.14's checks and Drifted reasons: the NodePool template or
+// requirements, the instance type no longer offered, the EC2NodeClass, its
+// AMI, subnets or security groups) and expiry (spec.expireAfter).
+//
+// Expiry is forceful, as in Karpenter v1: a NodeClaim older than its
+// spec.expireAfter is deleted in the next pass whatever its budgets,
+// karpenter.sh/do-not-disrupt or PodDisruptionBudgets say, with no
+// replacement launched first; the drain is bounded by its
+// spec.terminationGracePeriod.
 //
 // The Controller is level-triggered. Every pass (on a period of at most
 // 10 s, on pod, Node, NodeClaim and NodePool events, and when the next

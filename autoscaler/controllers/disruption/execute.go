@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/requirements"
 )
 
 // execute starts cmd: it taints the candidates' Nodes
@@ -76,6 +78,7 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 			return false, fmt.Errorf("creating replacement NodeClaim for %s: %w", cmd, err)
 		}
 		names = append(names, nc.Name)
+		c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionLaunching", "Launching NodeClaim: "+titleReason(cmd.reason))
 		karpentermetrics.NodeClaimCreated(nc, cmd.reason)
 		log.Info("created replacement NodeClaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name,
 			"replaces", candidateNames(cmd.candidates), "method", cmd.method, "cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
@@ -103,12 +106,13 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 	msg := fmt.Sprintf("Disrupting by %s (reason %s, %s): %s", cmd.method, cmd.reason, what, cmd.message)
 	logr.FromContextOrDiscard(ctx).Info("disrupting", "NodeClaim", cand.name(), "NodePool", cand.pool.Name, "Node", cand.node.Name,
 		"method", cmd.method, "reason", cmd.reason, "decision", cmd.decision(), "replacements", replacements, "detail", cmd.message)
-	reason := "DisruptionTerminating"
-	if replacements != "" {
-		reason = "DisruptionLaunching"
-	}
-	c.recorder.Event(cand.nc, corev1.EventTypeNormal, reason, msg)
+	// karpx's Disrupting event on the Node carries the decision's detail;
+	// Karpenter's own events (disruptionTerminating, launching,
+	// waitingOnReadiness) go where and when Karpenter emits them.
 	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Disrupting", msg)
+	if replacements == "" {
+		c.disruptionTerminating(cand.node, cand.nc, cmd.reason)
+	}
 	stored := cand.nc.DeepCopy()
 	cand.nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, cmd.reason, msg)
 	if err := c.kube.Status().Patch(ctx, cand.nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
@@ -143,6 +147,8 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 				ready++
 			case s.now.Sub(r.CreationTimestamp.Time) > c.opts.ReplacementTimeout:
 				failed = fmt.Sprintf("replacement %s not Initialized within %s", name, c.opts.ReplacementTimeout)
+			default:
+				c.waitingOnReadiness(r)
 			}
 		}
 		if interrupted(nc) {
@@ -186,6 +192,9 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			} else {
+				if node := s.cluster.NodeOf(nc); node != nil {
+					c.disruptionTerminating(node, nc, nc.Annotations[ReasonAnnotationKey])
+				}
 				karpentermetrics.NodeClaimDisrupted(nc, nc.Annotations[ReasonAnnotationKey])
 			}
 		}
@@ -223,7 +232,7 @@ func (c *Controller) markConditions(ctx context.Context, s *state) error {
 		} else if conds.Get(karpv1.ConditionTypeConsolidatable) != nil {
 			changed = conds.Clear(karpv1.ConditionTypeConsolidatable) == nil || changed
 		}
-		reason, err := c.driftReason(ctx, cand)
+		reason, err := c.driftReason(ctx, s, cand)
 		if err != nil {
 			// Never disrupt on a guess: an unknown drift state keeps
 			// whatever was recorded.
@@ -246,14 +255,128 @@ func (c *Controller) markConditions(ctx context.Context, s *state) error {
 }
 
 // driftReason returns why cand's NodeClaim no longer matches what its
-// NodePool and EC2NodeClass would launch now, or "".
-func (c *Controller) driftReason(ctx context.Context, cand *candidate) (string, error) {
+// NodePool and EC2NodeClass would launch now, or "": the checks and order
+// of Karpenter's drift controller (isDrifted,
+// pkg/controllers/nodeclaim/disruption/drift.go@v1.14.0): the NodePool's
+// static hash, its requirements, the instance type still offered (only
+// past InstanceTypeNotFoundAfter), then the cloud provider's own.
+func (c *Controller) driftReason(ctx context.Context, s *state, cand *candidate) (string, error) {
+	// Karpenter compares with the hash its NodePool hash controller
+	// writes on the NodePool; karpx computes it here with the same
+	// NodePool.Hash of sigs.k8s.io/karpenter/pkg/apis/v1 (identical in
+	// v1.13.0 and v1.14.0, NodePoolHashVersion v3 in both).
 	if v := cand.nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; v == karpv1.NodePoolHashVersion {
-		if h := cand.nc.Annotations[karpv1.NodePoolHashAnnotationKey]; h != "" && h != cand.pool.Hash() {
-			return "NodePoolDrifted", nil
+		if h, ok := cand.nc.Annotations[karpv1.NodePoolHashAnnotationKey]; ok && h != cand.pool.Hash() {
+			return cloudprovider.DriftReasonNodePool, nil
 		}
 	}
+	if requirementsDrifted(cand.pool, cand.nc) {
+		return cloudprovider.DriftReasonRequirements, nil
+	}
+	if s.now.Sub(cand.nc.CreationTimestamp.Time) > cloudprovider.InstanceTypeNotFoundAfter && instanceTypeNotFound(s.types[cand.pool.Name], cand.nc) {
+		return cloudprovider.DriftReasonInstanceTypeNotFound, nil
+	}
 	return c.cloud.IsDrifted(ctx, cand.nc)
+}
+
+// requirementsDrifted reports whether the NodeClaim's labels no longer
+// satisfy its NodePool's spec.template.spec.requirements, as Karpenter's
+// areRequirementsDrifted (drift.go@v1.14.0) judges it: a requirement on a
+// label the NodeClaim lacks fails unless its operator is NotIn or
+// DoesNotExist; one on a label it has must admit the label's value.
+func requirementsDrifted(pool *karpv1.NodePool, nc *karpv1.NodeClaim) bool {
+	return !requirements.ParseNodeClaim(pool.Spec.Template.Spec.Requirements).MatchLabels(nc.Labels)
+}
+
+// instanceTypeNotFound is Karpenter's instanceTypeNotFound
+// (drift.go@v1.14.0): true when the NodeClaim's
+// node.kubernetes.io/instance-type is not among the NodePool's instance
+// types, or the type has no offering, available or not, in the
+// NodeClaim's zone and capacity type (a reserved NodeClaim also accepts
+// on-demand, to which a reservation falls back). An empty list is no
+// answer (the NodePool's types could not be read) and drifts nothing.
+func instanceTypeNotFound(types []*cloudprovider.InstanceType, nc *karpv1.NodeClaim) bool {
+	if len(types) == 0 {
+		return false
+	}
+	name := nc.Labels[corev1.LabelInstanceTypeStable]
+	i := slices.IndexFunc(types, func(it *cloudprovider.InstanceType) bool { return it.Name == name })
+	if name == "" || i < 0 {
+		return true
+	}
+	zone, zoned := nc.Labels[corev1.LabelTopologyZone]
+	capacityType, typed := nc.Labels[karpv1.CapacityTypeLabelKey]
+	return !slices.ContainsFunc(types[i].Offerings, func(o cloudprovider.Offering) bool {
+		if zoned && o.Zone != zone {
+			return false
+		}
+		if !typed || o.CapacityType == capacityType {
+			return true
+		}
+		return capacityType == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand
+	})
+}
+
+// titleReason is a disruption reason as Karpenter's events print it
+// (cases.Title with NoLower: each word's first letter upper-cased, the
+// rest kept): "Underutilized", "Drifted", "Empty".
+func titleReason(reason string) string {
+	words := strings.Split(reason, " ")
+	for i, w := range words {
+		if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// disruptionTerminating emits Karpenter's DisruptionTerminating events
+// when a disrupted NodeClaim is deleted: "Disrupting Node: <Reason>" on
+// the Node and "Disrupting NodeClaim: <Reason>" on the NodeClaim
+// (Terminating, pkg/controllers/disruption/events/events.go@v1.14.0).
+func (c *Controller) disruptionTerminating(node *corev1.Node, nc *karpv1.NodeClaim, reason string) {
+	c.recorder.Event(node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: "+titleReason(reason))
+	c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: "+titleReason(reason))
+}
+
+// waitingOnReadiness emits, once per blockedEventTTL per replacement,
+// Karpenter's DisruptionWaitingReadiness "Waiting on readiness to continue
+// disruption" on a replacement NodeClaim not yet Initialized
+// (WaitingOnReadiness, events.go@v1.14.0).
+func (c *Controller) waitingOnReadiness(nc *karpv1.NodeClaim) {
+	key := "waiting\x00" + string(nc.UID) + "\x00" + nc.Name
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(nc, corev1.EventTypeNormal, "DisruptionWaitingReadiness", "Waiting on readiness to continue disruption")
+}
+
+// unconsolidatable tells, once per blockedEventTTL per NodeClaim and
+// message, why consolidation leaves a node: Normal events with
+// Karpenter's reason Unconsolidatable on the Node and the NodeClaim
+// (pkg/controllers/disruption/events/events.go@v1.14.0).
+func (c *Controller) unconsolidatable(cand *candidate, msg string) {
+	key := "unconsolidatable\x00" + string(cand.nc.UID) + "\x00" + cand.name() + "\x00" + msg
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(cand.node, corev1.EventTypeNormal, "Unconsolidatable", msg)
+	c.recorder.Event(cand.nc, corev1.EventTypeNormal, "Unconsolidatable", msg)
+}
+
+// invalidDoNotDisrupt tells, once per blockedEventTTL per pod and message,
+// that the pod's karpenter.sh/do-not-disrupt value is ignored: a Warning
+// event with Karpenter's reason InvalidDoNotDisruptAnnotation
+// (pkg/utils/pod/events.go@v1.14.0).
+func (c *Controller) invalidDoNotDisrupt(pod *corev1.Pod, err error) {
+	key := string(pod.UID) + "\x00" + err.Error()
+	if _, seen := blockedSeen.Get(key); seen {
+		return
+	}
+	blockedSeen.Add(key, struct{}{})
+	c.recorder.Event(pod, corev1.EventTypeWarning, "InvalidDoNotDisruptAnnotation", err.Error())
 }
 
 // blockedEvent tells, at most once per blockedEventTTL per NodeClaim and

@@ -1,19 +1,26 @@
 package disruption
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/requirements"
 )
 
 // Methods, as they appear in events and metrics.
@@ -176,13 +183,121 @@ func (c *Controller) consolidate(_ context.Context, s *state, method string, can
 		// command does that better, so such types are not replacements.
 		plan = withoutTypes(plan, cands)
 	}
-	plan, ok = cheaper(plan, price)
-	if !ok {
+	if allSpot(cands) && requirements.ParseNodeClaim(plan.Requirements).Allows(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot) {
+		if plan, ok = c.spotToSpot(cands, plan, price); !ok {
+			return nil
+		}
+	} else if plan, ok = cheaper(plan, price); !ok {
 		return nil
 	}
 	cmd.replacements = []scheduling.NodeClaimPlan{plan}
 	cmd.message = fmt.Sprintf("replaced by one %s node; $%.4f/h instead of $%.4f/h", plan.InstanceTypes[0].Name, plan.PriceUSDPerHour, price)
 	return cmd
+}
+
+// MinInstanceTypesForSpotToSpot is how many cheaper spot instance types a
+// single-node spot-to-spot consolidation needs, and how many the
+// replacement may launch from: Karpenter's
+// MinInstanceTypesForSpotToSpotConsolidation
+// (pkg/controllers/disruption/consolidation.go@v1.14.0).
+const MinInstanceTypesForSpotToSpot = 15
+
+// allSpot reports whether every candidate's node is spot.
+func allSpot(cands []*candidate) bool {
+	for _, cand := range cands {
+		if cand.node.Labels[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeSpot {
+			return false
+		}
+	}
+	return true
+}
+
+// spotToSpot narrows the replacement of spot candidates to spot, as
+// Karpenter's computeSpotToSpotConsolidation
+// (pkg/controllers/disruption/consolidation.go@v1.14.0): not at all
+// without the SpotToSpotConsolidation gate; the replacement's capacity
+// type spot and its types those cheaper than the candidates; for one
+// candidate at least MinInstanceTypesForSpotToSpot of them, of which the
+// MinInstanceTypesForSpotToSpot cheapest are launched from (or as many as
+// the largest minValues of the plan's requirements), so that the new spot
+// node is never itself replaced at once by a cheaper one. ok is false when
+// no command may be made; a single candidate then gets an Unconsolidatable
+// event with Karpenter's message.
+func (c *Controller) spotToSpot(cands []*candidate, plan scheduling.NodeClaimPlan, price float64) (scheduling.NodeClaimPlan, bool) {
+	why := func(msg string) (scheduling.NodeClaimPlan, bool) {
+		if len(cands) == 1 {
+			c.unconsolidatable(cands[0], msg)
+		}
+		return plan, false
+	}
+	if !c.opts.SpotToSpotConsolidation {
+		return why("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+	}
+	spot := plan
+	spot.Requirements = make([]karpv1.NodeSelectorRequirementWithMinValues, 0, len(plan.Requirements)+1)
+	for _, r := range plan.Requirements {
+		if r.Key != karpv1.CapacityTypeLabelKey {
+			spot.Requirements = append(spot.Requirements, *r.DeepCopy())
+		}
+	}
+	spot.Requirements = append(spot.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeSpot}})
+	spot, ok := cheaper(spot, price)
+	if !ok {
+		return why("Can't replace with a cheaper node")
+	}
+	spot = byPrice(spot)
+	if len(cands) > 1 {
+		return spot, true
+	}
+	if n := len(spot.InstanceTypes); n < MinInstanceTypesForSpotToSpot {
+		return why(fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
+			MinInstanceTypesForSpotToSpot, n))
+	}
+	limit := MinInstanceTypesForSpotToSpot
+	for _, r := range spot.Requirements {
+		if r.MinValues != nil && *r.MinValues > limit {
+			limit = *r.MinValues
+		}
+	}
+	return firstTypes(spot, limit), true
+}
+
+// byPrice orders plan's instance types by the price of the cheapest
+// offering the plan allows (Karpenter's OrderByPrice), sets its price to
+// the first one's and its instance-type requirement to the new order.
+func byPrice(plan scheduling.NodeClaimPlan) scheduling.NodeClaimPlan {
+	ok := plan.AllowsOffering()
+	price := func(it *cloudprovider.InstanceType) float64 {
+		o, _ := it.CheapestOffering(ok)
+		return o.PriceUSDPerHour
+	}
+	types := slices.Clone(plan.InstanceTypes)
+	slices.SortStableFunc(types, func(a, b *cloudprovider.InstanceType) int { return cmp.Compare(price(a), price(b)) })
+	plan.InstanceTypes = types
+	plan.PriceUSDPerHour = price(types[0])
+	plan.Requirements = slices.Clone(plan.Requirements)
+	return firstTypes(plan, len(types))
+}
+
+// firstTypes keeps the first n of plan's instance types (cheapest first,
+// as cheaper orders them) and narrows its instance-type requirement to
+// them.
+func firstTypes(plan scheduling.NodeClaimPlan, n int) scheduling.NodeClaimPlan {
+	plan.InstanceTypes = plan.InstanceTypes[:min(n, len(plan.InstanceTypes))]
+	names := make([]string, 0, n)
+	for _, it := range plan.InstanceTypes {
+		names = append(names, it.Name)
+	}
+	reqs := make([]karpv1.NodeSelectorRequirementWithMinValues, len(plan.Requirements))
+	for i := range plan.Requirements {
+		plan.Requirements[i].DeepCopyInto(&reqs[i])
+		if reqs[i].Key == corev1.LabelInstanceTypeStable && reqs[i].Operator == corev1.NodeSelectorOpIn {
+			reqs[i].Values = names
+		}
+	}
+	plan.Requirements = reqs
+	return plan
 }
 
 // simulate runs the scheduler on the pods of cands as if their nodes were
@@ -315,14 +430,42 @@ func (c *Controller) drift(ctx context.Context, s *state) (*command, error) {
 	})
 }
 
-// expiry replaces the first candidate older than its spec.expireAfter.
-func (c *Controller) expiry(ctx context.Context, s *state) (*command, error) {
-	return c.replaceFirst(ctx, s, MethodExpiration, ReasonExpired, func(cand *candidate) string {
-		if d := cand.nc.Spec.ExpireAfter.Duration; d != nil && !s.now.Before(cand.nc.CreationTimestamp.Add(*d)) {
-			return fmt.Sprintf("older than spec.expireAfter %s", d)
+// expire deletes every NodeClaim older than its spec.expireAfter, as
+// Karpenter v1's expiration controller does
+// (pkg/controllers/nodeclaim/expiration/controller.go@v1.14.0):
+// forcefully, whether Initialized or not, with no disruption budget,
+// karpenter.sh/do-not-disrupt, PodDisruptionBudget or replacement first
+// consulted; the termination controller then drains the node, bounded by
+// the NodeClaim's spec.terminationGracePeriod, and the provisioner
+// launches capacity for the evicted pods. It returns the earliest expiry
+// still to come (zero when none), for the pass to wake at.
+func (c *Controller) expire(ctx context.Context, s *state) (time.Time, error) {
+	var next time.Time
+	var errs []error
+	for _, nc := range s.cluster.NodeClaims {
+		d := nc.Spec.ExpireAfter.Duration
+		if d == nil || !nc.DeletionTimestamp.IsZero() {
+			continue
 		}
-		return ""
-	})
+		at := nc.CreationTimestamp.Add(*d)
+		if s.now.Before(at) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		if err := c.kube.Delete(ctx, nc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting expired NodeClaim %s: %w", nc.Name, err))
+			}
+			continue
+		}
+		logr.FromContextOrDiscard(ctx).Info("deleted expired NodeClaim", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey],
+			"expireAfter", d.String(), "created", nc.CreationTimestamp.UTC().Format(time.RFC3339))
+		decisionsTotal.WithLabelValues(MethodExpiration, ReasonExpired, DecisionDelete).Inc()
+		karpentermetrics.NodeClaimDisrupted(nc, ReasonExpired)
+	}
+	return next, errors.Join(errs...)
 }
 
 // replaceFirst builds a command for the first candidate why accepts: its

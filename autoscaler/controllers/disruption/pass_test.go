@@ -46,6 +46,10 @@ type cluster struct {
 	objs  []client.Object
 	kube  client.Client
 	opts  disruption.Options
+	// cloud is fakeCloud{} unless a test sets another.
+	cloud cloudprovider.CloudProvider
+	// recorder holds the events of the passes (made by the first pass).
+	recorder *record.FakeRecorder
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -66,7 +70,10 @@ func (c *cluster) pool(name string, policy karpv1.ConsolidationPolicy, after tim
 // its m5.large Node, and returns the Node name.
 func (c *cluster) node(name, pool string, initAgo time.Duration, annotations map[string]string) string {
 	id := "aws:///us-east-1a/i-" + name
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool}, Annotations: annotations},
+	// Labelled as a launched NodeClaim is (the instance type's labels,
+	// zone, capacity type), which requirements drift reads.
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool,
+		corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-east-1a", karpv1.CapacityTypeLabelKey: "on-demand"}, Annotations: annotations},
 		Status: karpv1.NodeClaimStatus{ProviderID: id, NodeName: "node-" + name}}
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
 	for i := range nc.Status.Conditions {
@@ -96,7 +103,13 @@ func (c *cluster) pass() disruption.PassResult {
 			WithStatusSubresource(&karpv1.NodeClaim{}).
 			WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	}
-	ctrl := disruption.New(c.kube, c.kube, fakeCloud{}, record.NewFakeRecorder(1000), c.clock, c.opts)
+	if c.cloud == nil {
+		c.cloud = fakeCloud{}
+	}
+	if c.recorder == nil {
+		c.recorder = record.NewFakeRecorder(1000)
+	}
+	ctrl := disruption.New(c.kube, c.kube, c.cloud, c.recorder, c.clock, c.opts)
 	res, err := ctrl.Pass(context.Background())
 	if err != nil {
 		c.t.Fatalf("pass: %v", err)
@@ -206,15 +219,11 @@ func TestNodeNominatedForPendingPodsIsNotEmpty(t *testing.T) {
 	}
 }
 
-func TestDriftedAndExpiredNodesAreReplaced(t *testing.T) {
+func TestDriftedNodesAreReplaced(t *testing.T) {
 	for name, mutate := range map[string]func(*karpv1.NodeClaim){
 		"NodePool template changed": func(nc *karpv1.NodeClaim) {
 			nc.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
 				karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}
-		},
-		"older than expireAfter": func(nc *karpv1.NodeClaim) {
-			nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h")
-			nc.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -441,5 +450,36 @@ func TestNominationHonoursInitializationGrace(t *testing.T) {
 				t.Errorf("decisions %v: node kept %v, want %v", res.Decisions, got, tt.kept)
 			}
 		})
+	}
+}
+
+// TestExpiryIsForceful: a NodeClaim older than its spec.expireAfter is
+// deleted in one pass, as Karpenter v1's expiration controller does,
+// although its NodePool's budget allows no disruption, a pod on it has
+// karpenter.sh/do-not-disrupt and nothing else could hold that pod (no
+// replacement first); one not yet expired stays.
+func TestExpiryIsForceful(t *testing.T) {
+	c := newCluster(t)
+	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, time.Hour, "0")
+	n := c.node("old", "p", 3*time.Hour, map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"})
+	c.pod("web", n, "1500m", map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"})
+	c.node("young", "p", 3*time.Hour, nil)
+	for _, o := range c.objs {
+		if nc, ok := o.(*karpv1.NodeClaim); ok {
+			nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("2h")
+			nc.CreationTimestamp = metav1.NewTime(c.now.Add(-3 * time.Hour))
+			if nc.Name == "young" {
+				nc.CreationTimestamp = metav1.NewTime(c.now.Add(-time.Hour))
+			}
+		}
+	}
+	c.pass()
+	if c.exists("old") || !c.exists("young") {
+		t.Fatalf("after one pass: old exists=%v young exists=%v; want the expired one deleted whatever holds it, the other kept",
+			c.exists("old"), c.exists("young"))
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(context.Background(), &list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("NodeClaims after the pass: %d (%v); want only young (no replacement launched first)", len(list.Items), err)
 	}
 }

@@ -47,19 +47,27 @@ func remaining(t *testing.T, kube client.Client) map[string]bool {
 	return out
 }
 
-// TestDrainEvictsInOrderAndLeavesDaemonAndMirrorPods checks what a drain
-// removes and in which order: regular pods first, pods that tolerate the
-// disrupted taint only once the others are gone, never DaemonSet, mirror
-// or finished pods.
-func TestDrainEvictsInOrderAndLeavesDaemonAndMirrorPods(t *testing.T) {
+// TestDrainEvictsInKarpentersTiers checks what a drain removes and in
+// which order, as Karpenter v1.14's terminator does: non-critical pods,
+// then non-critical DaemonSet pods, then critical pods, then critical
+// DaemonSet pods, each tier once the one before is gone; never pods that
+// tolerate the disrupted taint (they would come straight back), mirror or
+// finished pods. The control is the old two-tier drain, which evicted the
+// tolerating pod and never a DaemonSet pod.
+func TestDrainEvictsInKarpentersTiers(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	daemon := func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", UID: "u", Controller: ptr.To(true)}}
+	}
+	critical := func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-node-critical" }
 	objs := []client.Object{
+		pod("critical-daemon", critical, daemon),
+		pod("critical", func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" }),
+		pod("daemon", daemon),
 		pod("web"),
+		pod("web2"),
 		pod("tolerant", func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: karpv1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}}
-		}),
-		pod("daemon", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1", UID: "u", Controller: ptr.To(true)}}
 		}),
 		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 		pod("done", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
@@ -67,30 +75,59 @@ func TestDrainEvictsInOrderAndLeavesDaemonAndMirrorPods(t *testing.T) {
 	}
 	d, kube := newDrainer(t, time.Now(), objs...)
 	ctx := context.Background()
-
+	for i, want := range [][]string{{"web", "web2"}, {"daemon"}, {"critical"}, {"critical-daemon"}} {
+		before := remaining(t, kube)
+		st, err := d.Drain(ctx, node, nil)
+		if err != nil || st.Done || st.Evicted != len(want) {
+			t.Fatalf("pass %d: %+v %v; want %v evicted and not done", i+1, st, err, want)
+		}
+		after := remaining(t, kube)
+		for _, name := range want {
+			if !before[name] || after[name] {
+				t.Fatalf("pass %d: want %v evicted; left %v", i+1, want, after)
+			}
+		}
+	}
 	st, err := d.Drain(ctx, node, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Done || st.Evicted != 1 {
-		t.Fatalf("first pass: %+v, want one eviction and not done", st)
-	}
-	left := remaining(t, kube)
-	if left["web"] || !left["tolerant"] {
-		t.Fatalf("first pass must evict web and keep tolerant: left %v", left)
-	}
-	st, err = d.Drain(ctx, node, nil)
-	if err != nil || st.Evicted != 1 || remaining(t, kube)["tolerant"] {
-		t.Fatalf("second pass: %+v %v, want tolerant evicted", st, err)
-	}
-	st, err = d.Drain(ctx, node, nil)
 	if err != nil || !st.Done {
-		t.Fatalf("third pass: %+v %v, want done", st, err)
+		t.Fatalf("last pass: %+v %v, want done", st, err)
 	}
-	for _, name := range []string{"daemon", "mirror", "done", "elsewhere"} {
+	for _, name := range []string{"tolerant", "mirror", "done", "elsewhere"} {
 		if !remaining(t, kube)[name] {
 			t.Errorf("pod %s must not be removed by the drain", name)
 		}
+	}
+}
+
+// TestDrainLeavesDoNotDisruptPodsToTheDeadline: a pod whose
+// karpenter.sh/do-not-disrupt is active is not evicted, even in a forced
+// drain; the drain waits for it and, with a terminationGracePeriod,
+// deletes it once its grace period would end after the deadline. One
+// whose duration protection has run out is evicted.
+func TestDrainLeavesDoNotDisruptPodsToTheDeadline(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	started := metav1.NewTime(now.Add(-time.Hour))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	held := pod("held", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	})
+	expired := pod("expired", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "30m"}
+		p.Status.StartTime = &started
+	})
+	d, kube := newDrainer(t, now, held, expired)
+	st, err := d.Drain(context.Background(), node, nil)
+	if err != nil || st.Evicted != 1 || st.Done || len(st.Protected) != 1 || remaining(t, kube)["expired"] || !remaining(t, kube)["held"] {
+		t.Fatalf("no deadline: %+v %v; want the expired protection evicted, held kept and waited for", st, err)
+	}
+	deadline := now.Add(10 * time.Minute)
+	if st, err := d.Drain(context.Background(), node, &deadline); err != nil || st.Deleted != 0 || !remaining(t, kube)["held"] {
+		t.Fatalf("deadline 10m away: %+v %v; want held kept", st, err)
+	}
+	deadline = now.Add(20 * time.Second)
+	if st, err := d.Drain(context.Background(), node, &deadline); err != nil || st.Deleted != 1 || remaining(t, kube)["held"] {
+		t.Fatalf("deadline within held's 30 s grace: %+v %v; want held deleted", st, err)
 	}
 }
 

@@ -98,13 +98,30 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The NodeClaim's Drained condition, as Karpenter's termination
+	// controller writes it (awaitDrain, pkg/controllers/node/termination/
+	// controller.go@v1.14.0): Unknown with reason Draining while the drain
+	// runs, True once it is done.
+	if nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeDrained) == nil {
+		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) {
+			nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeDrained, "Draining", "Draining")
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	st, err := c.drainer.Drain(ctx, node, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !st.Done {
-		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting)
+		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting,
+			"doNotDisrupt", len(st.Protected))
 		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
+	}
+	if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeDrained).IsTrue() {
+		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	// 4. Terminate the instance, once: the NodeClaim's InstanceTerminating
 	// condition records that the cloud confirmed it, before the Node is
@@ -149,6 +166,18 @@ func (c *NodeController) terminate(ctx context.Context, node *corev1.Node, nc *k
 	return nil
 }
 
+// setCondition applies set to nc's conditions and writes them with an
+// optimistic lock (a merge patch replaces the list whole, so a stale copy
+// must not win); a NodeClaim already gone needs nothing.
+func (c *NodeController) setCondition(ctx context.Context, nc *karpv1.NodeClaim, set func(*karpv1.NodeClaim)) error {
+	stored := nc.DeepCopy()
+	set(nc)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
 // deadline is when the remaining pods are deleted rather than evicted: the
 // earliest deletion timestamp of the Node and its NodeClaim plus the
 // NodeClaim's spec.terminationGracePeriod; nil when none is set. It is
@@ -170,6 +199,12 @@ func (c *NodeController) deadline(ctx context.Context, node *corev1.Node, nc *ka
 		if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("recording the termination deadline on NodeClaim %s: %w", nc.Name, err)
 		}
+		// Karpenter's Warning TerminationGracePeriodExpiring, on the Node
+		// and the NodeClaim (pkg/controllers/node/termination/terminator/
+		// events/events.go@v1.14.0), once, when the deadline is set.
+		msg := fmt.Sprintf("All pods will be deleted by %s", stamp)
+		c.recorder.Event(node, corev1.EventTypeWarning, "TerminationGracePeriodExpiring", msg)
+		c.recorder.Event(nc, corev1.EventTypeWarning, "TerminationGracePeriodExpiring", msg)
 	}
 	return &d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,10 +183,54 @@ func TestReconcileDrainsBeforeTerminating(t *testing.T) {
 	if remaining(t, kube)["web"] {
 		t.Fatal("pod web not evicted")
 	}
+	if cond := claimCondition(t, kube, karpv1.ConditionTypeDrained); cond == nil || !cond.IsUnknown() || cond.Reason != "Draining" {
+		t.Fatalf("while draining: Drained %+v; want Unknown, reason Draining (Karpenter's)", cond)
+	}
 	if _, err := reconcileNode(t, c); err != nil {
 		t.Fatal(err)
 	}
 	if cloud.deletes != 1 || !nodeReleased(t, kube) {
 		t.Fatalf("once drained: %d Deletes, released %t; want 1, true", cloud.deletes, nodeReleased(t, kube))
+	}
+	if cond := claimCondition(t, kube, karpv1.ConditionTypeDrained); cond == nil || !cond.IsTrue() {
+		t.Fatalf("once drained: Drained %+v; want True", cond)
+	}
+}
+
+func claimCondition(t *testing.T, kube client.Client, typ string) *status.Condition {
+	t.Helper()
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "default-abc"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc.StatusConditions().Get(typ)
+}
+
+// TestReconcileWarnsOfTheTerminationDeadline: a NodeClaim with
+// terminationGracePeriod gets Karpenter's Warning
+// TerminationGracePeriodExpiring, "All pods will be deleted by <RFC 3339
+// deadline>", on its Node and itself, once.
+func TestReconcileWarnsOfTheTerminationDeadline(t *testing.T) {
+	claim := registeredClaim(func(nc *karpv1.NodeClaim) { nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour} })
+	c, _ := newNodeController(t, &countingCloud{}, deletingNode(), claim, pod("web"))
+	for range 2 {
+		if _, err := reconcileNode(t, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := c.recorder.(*record.FakeRecorder)
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	want := "Warning TerminationGracePeriodExpiring All pods will be deleted by 2026-01-01T01:00:00Z"
+	n := 0
+	for _, e := range got {
+		if e == want {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("events %q; want %q twice (Node and NodeClaim), once each", got, want)
 	}
 }

@@ -1,6 +1,9 @@
 package pods
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -44,4 +47,31 @@ func Evictable(pod *corev1.Pod) bool {
 // straight back onto the draining node, so they are evicted last.
 func ToleratesDisrupted(pod *corev1.Pod) bool {
 	return corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, &karpv1.DisruptedNoScheduleTaint, false)
+}
+
+// DoNotDisruptActive reports whether a pod's karpenter.sh/do-not-disrupt
+// holds its node at now, as Karpenter v1.14 reads it (IsDoNotDisruptActive,
+// pkg/utils/pod/scheduling.go@v1.14.0): "true" always; a positive Go
+// duration ("30m", "1h30m") while the pod has run less than that since
+// status.startTime (always while it has no start time), until is then the
+// end; any other value is no protection and err says why (Karpenter
+// ignores it too and emits InvalidDoNotDisruptAnnotation).
+func DoNotDisruptActive(pod *corev1.Pod, now time.Time) (active bool, until time.Time, err error) {
+	value, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
+	if !ok {
+		return false, time.Time{}, nil
+	}
+	if value == "true" {
+		return true, time.Time{}, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return false, time.Time{}, fmt.Errorf("pod %s/%s: annotation %s=%q is neither \"true\" nor a positive duration such as \"30m\"; ignored",
+			pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, value)
+	}
+	if pod.Status.StartTime == nil {
+		return true, time.Time{}, nil
+	}
+	until = pod.Status.StartTime.Add(d)
+	return now.Before(until), until, nil
 }

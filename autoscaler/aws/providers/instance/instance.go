@@ -62,6 +62,9 @@ type Instance struct {
 	ImageID string
 	// SubnetID is the subnet of the primary interface.
 	SubnetID string
+	// SecurityGroupIDs are the IDs of the security groups of the
+	// instance's interfaces (DescribeInstances groupSet), in EC2's order.
+	SecurityGroupIDs []string
 	// State is the EC2 state name ("pending", "running", "shutting-down", …).
 	State string
 	// LaunchTime is when EC2 launched it (zero right after Launch).
@@ -377,6 +380,9 @@ func fromEC2(i ec2types.Instance) *Instance {
 	}
 	for _, t := range i.Tags {
 		inst.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	for _, g := range i.SecurityGroups {
+		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
 	return inst
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"net/http"
 	"time"
 
@@ -26,8 +27,9 @@ import (
 )
 
 // NewAWS builds the autoscaler on EC2. Every EC2/SSM call goes, in this
-// order, through the batcher (concurrent CreateFleet, DescribeInstances and
-// TerminateInstances calls merged) and the SDK client (standard credential
+// order, through the caches of the providers, the batcher (concurrent
+// CreateFleet, DescribeInstances and TerminateInstances calls merged) and
+// the SDK client (standard credential
 // chain and retryer) with the client-side budget on its middleware stack
 // (token buckets at opts.Budget.Fraction of AWS's documented rates, with
 // priorities, taken before every call and every retry). The budget's
@@ -59,20 +61,17 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	if opts.InterruptionQueue != "" {
 		opts.interruptionQueue = sqs.New(raw, opts.InterruptionQueue)
 	}
-	var api ec2api.API = raw
-	if opts.EC2Batching {
-		// Per-NodeClaim tags are applied by one CreateTags per instance
-		// after the merged CreateFleet, so that launches of identical
-		// configuration share one CreateFleet.
-		api = batcher.New(raw, batcher.Options{
-			DeferredTagKeys: instance.NodeClaimTagKeys,
-			Registerer:      crmetrics.Registry,
-			Logger:          log, // batcher.New names it "batcher"
-		})
-	}
+	// Per-NodeClaim tags are applied by one CreateTags per instance after
+	// the merged CreateFleet, so that launches of identical configuration
+	// share one CreateFleet.
+	api := batcher.New(raw, batcher.Options{
+		DeferredTagKeys: instance.NodeClaimTagKeys,
+		Registerer:      crmetrics.Registry,
+		Logger:          log, // batcher.New names it "batcher"
+	})
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
-	capCache := capacity.New(opts.CapacityLearning)
+	capCache := capacity.New()
 	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
@@ -86,12 +85,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			EC2API:            api,
 			IAMAPI:            raw, // IAM has its own quotas: no EC2 budget or batching
 			Logger:            log,
-			DisableCaches:     !opts.EC2Caches,
 			Hydration:         reg,
 			Capacity:          capCache,
-			// The P2 control: without ordering, lookups serve the
-			// catalogue before it is loaded.
-			ServeBeforeHydrated: !opts.HydrationOrdering,
+			Clock:             opts.Clock,
 		})
 	})
 }
@@ -115,7 +111,11 @@ func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Con
 	}
 	dctx, cancel := context.WithTimeout(logr.NewContext(ctx, log), DiscoveryTimeout)
 	defer cancel()
-	info, err := clusterinfo.Discover(dctx, cfg)
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	info, err := clusterinfo.DiscoverWithClock(dctx, cfg, clk)
 	if err != nil {
 		if errors.Is(err, clusterinfo.ErrNoAnswer) {
 			return fmt.Errorf("the API server did not answer within %s; not starting with default cluster settings (set --cluster-ca-bundle, --kubernetes-version and --cluster-cidr to start without asking): %w", DiscoveryTimeout, err)

@@ -3,19 +3,27 @@
 // election, health and readiness probes, Prometheus metrics, informers
 // trimmed by state/cachetransform and indexed by clusterstate.IndexFields),
 // the cloud provider (the AWS one, autoscaler/aws/cloudprovider, with its
-// EC2 client, budget, batcher and hydration registry: aws.go), and
-// registers every controller in New:
+// EC2 client, budget, batcher, caches and hydration registry: aws.go), and
+// registers the controllers in New, one small function each
+// (register.go, in this order):
 //
-//   - cloud-neutral (autoscaler/controllers): provisioning, NodeClaim
-//     lifecycle, Node termination, disruption with its PodEvents
-//     controller, garbage collection and NodePool status;
+//   - cloud-neutral (autoscaler/controllers): provisioning (behind the
+//     hydration gate: it starts once the instance types and offerings are
+//     loaded), NodeClaim lifecycle, Node termination, disruption with its
+//     PodEvents controller;
 //   - AWS (autoscaler/aws/controllers): interruption, when
-//     --interruption-queue names a queue, and the EC2NodeClass capacity,
-//     termination and status controllers, each when the cloud provider
-//     implements the interface it needs.
+//     --interruption-queue names a queue;
+//   - cloud-neutral: garbage collection and NodePool status;
+//   - AWS: the EC2NodeClass capacity, termination and status controllers,
+//     each when the cloud provider implements the interface it needs;
+//   - the /healthz and /readyz checks.
 //
-// Provisioning starts only once the cloud data it needs is loaded
-// (hydration.After), unless --hydration-ordering=false.
+// Every protection against the field problems of docs/reliability.md
+// (caches, budget, batching, launch health, nomination and the grace
+// window, hydration ordering, capacity learning, periodic disruption) is
+// always on: no option or flag turns one off. The controls that show the
+// problems run the real Karpenter AWS provider (test/upstream).
+//
 // cmd/karpx-controller is a thin main around Run; tests build the same
 // operator in-process with New.
 package operator

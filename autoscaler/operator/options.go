@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"k8s.io/utils/clock"
 	"net/http"
 	"os"
 	"regexp"
@@ -54,12 +55,11 @@ type Options struct {
 	// initialised nodes (problem P4): startupTaints, known ephemeral taints
 	// and node agents' taints, missing extended resources and a NotReady
 	// shorter than it do not count against the pods planned onto them.
-	// Default 5m; 0 switches it off (only for the P4 control scenario).
+	// Pods planned onto an in-flight NodeClaim wait for it (nomination)
+	// until it initialises, at most this long after it registered.
+	// Default 5m; it must be positive (there is no off switch: the P4
+	// control runs the real Karpenter in test/upstream).
 	InitializationGrace time.Duration
-	// NominatePods keeps pods planned onto an in-flight NodeClaim waiting
-	// for it while it launches, registers and initialises within its TTLs.
-	// Default true; false only for the P4 control scenario.
-	NominatePods bool
 	// NodeNotReadyThreshold is how long an initialised Node may be NotReady
 	// before its NodeClaim reports it (condition NodeNotReady); the node is
 	// never replaced for it. Default 30m, as Karpenter's node repair
@@ -73,40 +73,14 @@ type Options struct {
 	BatchMaxDuration time.Duration
 	// LaunchBackoffBase is the first wait after a persistent launch failure
 	// (per NodeClaim) and the first pause of a (NodePool, EC2NodeClass)
-	// pair after LaunchHealthThreshold consecutive failures. Default 30s.
+	// pair after launchhealth's threshold of consecutive failures with one
+	// cause (3). Default 30s.
 	LaunchBackoffBase time.Duration
 	// LaunchBackoffMax caps both waits. Default 10m.
 	LaunchBackoffMax time.Duration
-	// LaunchHealth pauses provisioning for a (NodePool, EC2NodeClass) pair
-	// after repeated failures with one cause. Default true; false is only
-	// for the P1 control scenario, which shows what happens without it.
-	LaunchHealth bool
-	// EC2Caches caches Describe and SSM answers (TTLs in
-	// autoscaler/aws/cache). Default true; false only for the P1
-	// control scenario.
-	EC2Caches bool
-	// CountInFlight lets pods that fit on NodeClaims still launching,
-	// registering or initialising wait for them instead of being
-	// provisioned for again. Default true; false only for the P1 control
-	// scenario (an autoscaler that keeps relaunching).
-	CountInFlight bool
 	// DisruptionPeriod is the longest time between two disruption passes
 	// (emptiness, consolidation, drift, expiry). Default 10s.
 	DisruptionPeriod time.Duration
-	// DisruptionEdgeTriggered makes disruption act only on pod deletions
-	// and in-memory timers, with no periodic pass: the design behind
-	// problem P5. Default false; true only for the P5 control scenario.
-	DisruptionEdgeTriggered bool
-	// HydrationOrdering keeps the provisioner from running, and /readyz
-	// false, until the instance-type catalogue and its offerings are
-	// loaded; before that, lookups load the data or fail transiently.
-	// Default true; false only for the P2 control scenario, which shows
-	// the premature "no instance types" error of an autoscaler without it.
-	HydrationOrdering bool
-	// CapacityLearning plans with the allocatable observed on registered
-	// Nodes per (instance type, AMI) instead of the estimate. Default true;
-	// false only for the P3 control scenario.
-	CapacityLearning bool
 	// GCPeriod and GCGrace configure garbage collection (defaults 2m, 5m).
 	GCPeriod, GCGrace time.Duration
 	// MetricsBindAddress serves Prometheus metrics. Default ":8080"; "0" disables.
@@ -127,11 +101,9 @@ type Options struct {
 	// LeaderElectionNamespace holds the Lease. Default: the pod's namespace or "kube-system".
 	LeaderElectionNamespace string
 	// Budget configures the client-side EC2/SSM token buckets (flags
-	// --aws-api-budget-fraction, default 0.5, and --aws-api-budget-disabled).
+	// --aws-api-budget-fraction, default 0.5, and
+	// --aws-api-budget-adaptive-disabled; budget.Options.AddFlags).
 	Budget budget.Options
-	// EC2Batching merges concurrent CreateFleet, DescribeInstances and
-	// TerminateInstances calls. Default true.
-	EC2Batching bool
 	// MinValuesPolicy is what provisioning and consolidation do when a
 	// NodePool requirement's minValues cannot be met: "Strict" (the pods
 	// stay pending, with a FailedProvisioning event) or "BestEffort" (the
@@ -171,6 +143,10 @@ type Options struct {
 	metricsHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
 	hydration *hydration.Registry
+	// Clock is the time every controller, the cloud provider's metrics
+	// decorator and cluster discovery read (k8s.io/utils/clock). Default
+	// clock.RealClock; tests inject a fake one. No flag.
+	Clock clock.WithTickerAndDelayedExecution
 	// LaunchLatencyHook, when set, receives every provisioning-latency
 	// observation (seconds from a pod first seen pending to its
 	// NodeClaim's CreateFleet) besides the histogram
@@ -193,24 +169,16 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", ""), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35 (default: the API server's)")
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
 	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", 5*time.Minute), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
-	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", 5*time.Minute), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods; 0 disables (only to reproduce problem P4)")
-	fs.BoolVar(&o.NominatePods, "nominate-pods", env("NOMINATE_PODS", "true") == "true", "keep pods planned onto an in-flight NodeClaim waiting for it (false only to reproduce problem P4)")
+	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", 5*time.Minute), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods, and how long pods wait for the NodeClaim they were planned onto once it registered; must be positive")
 	fs.DurationVar(&o.NodeNotReadyThreshold, "node-not-ready-threshold", envDuration("NODE_NOT_READY_THRESHOLD", 30*time.Minute), "report a NodeClaim whose Node is NotReady longer than this (never replaced)")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
 	fs.DurationVar(&o.LaunchBackoffBase, "launch-backoff-base", envDuration("LAUNCH_BACKOFF_BASE", 30*time.Second), "first wait after a persistent launch failure; doubles per failure")
 	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
-	fs.BoolVar(&o.LaunchHealth, "launch-health", env("LAUNCH_HEALTH", "true") == "true", "pause a NodePool/EC2NodeClass pair after 3 consecutive failures with one cause")
 	o.Budget.AddFlags(fs)
-	fs.BoolVar(&o.EC2Batching, "ec2-batching", env("EC2_BATCHING", "true") == "true", "merge concurrent CreateFleet, DescribeInstances and TerminateInstances calls")
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
 	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule); Karpenter's other gates only as false")
-	fs.BoolVar(&o.EC2Caches, "ec2-caches", env("EC2_CACHES", "true") == "true", "cache EC2 Describe and SSM answers (false only to reproduce problem P1)")
-	fs.BoolVar(&o.CountInFlight, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "let pending pods wait for in-flight NodeClaims (false only to reproduce problem P1)")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
-	fs.BoolVar(&o.DisruptionEdgeTriggered, "disruption-edge-triggered", env("DISRUPTION_EDGE_TRIGGERED", "false") == "true", "act on pod deletions only, with no periodic pass (only to reproduce problem P5)")
-	fs.BoolVar(&o.HydrationOrdering, "hydration-ordering", env("HYDRATION_ORDERING", "true") == "true", "start provisioning only after the instance-type catalogue is loaded (false only to reproduce problem P2)")
-	fs.BoolVar(&o.CapacityLearning, "capacity-learning", env("CAPACITY_LEARNING", "true") == "true", "plan with the allocatable observed on registered Nodes (false only to reproduce problem P3)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "name of the SQS queue of EC2 interruption events (docs/interruption.md); empty turns interruption handling off")
@@ -250,8 +218,8 @@ func (o *Options) Validate() error {
 	if o.LaunchTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--launch-ttl %s: must be positive", o.LaunchTTL))
 	}
-	if o.InitializationGrace < 0 {
-		errs = append(errs, fmt.Errorf("--initialization-grace-window %s: must not be negative (0 disables it)", o.InitializationGrace))
+	if o.InitializationGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--initialization-grace-window (INITIALIZATION_GRACE_WINDOW) %s: must be positive, e.g. 5m (the default); it cannot be switched off", o.InitializationGrace))
 	}
 	if o.NodeNotReadyThreshold <= 0 {
 		errs = append(errs, fmt.Errorf("--node-not-ready-threshold %s: must be positive", o.NodeNotReadyThreshold))
@@ -333,5 +301,6 @@ func envDuration(key string, def time.Duration) time.Duration {
 func DefaultOptions() Options {
 	var o Options
 	o.AddFlags(flag.NewFlagSet("karpx", flag.ContinueOnError))
+	o.Clock = clock.RealClock{}
 	return o
 }

@@ -2,8 +2,15 @@ package operator
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMinValuesPolicyOption: --min-values-policy defaults to Strict, as
@@ -89,5 +96,133 @@ func TestFeatureGatesOption(t *testing.T) {
 			(err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("--feature-gates %q: Validate = %v; want %q", in, err, want)
 		}
+	}
+}
+
+// testOnlySwitches are the ten switches that existed only so a test could
+// show a field problem with karpx's protection off (issue 29): the
+// Options field (a path below Options), its flag and its environment
+// variable. The controls now run the real Karpenter (test/upstream); none
+// of them may come back as an option, a flag or an environment variable.
+// The tenth, --initialization-grace-window=0 meaning "off", is checked by
+// TestInitializationGraceHasNoOffValue.
+var testOnlySwitches = []struct{ field, flag, env string }{
+	{"NominatePods", "nominate-pods", "NOMINATE_PODS"},
+	{"LaunchHealth", "launch-health", "LAUNCH_HEALTH"},
+	{"EC2Caches", "ec2-caches", "EC2_CACHES"},
+	{"CountInFlight", "count-in-flight", "COUNT_IN_FLIGHT"},
+	{"DisruptionEdgeTriggered", "disruption-edge-triggered", "DISRUPTION_EDGE_TRIGGERED"},
+	{"HydrationOrdering", "hydration-ordering", "HYDRATION_ORDERING"},
+	{"CapacityLearning", "capacity-learning", "CAPACITY_LEARNING"},
+	{"Budget.Disabled", "aws-api-budget-disabled", "AWS_API_BUDGET_DISABLED"},
+	{"EC2Batching", "ec2-batching", "EC2_BATCHING"},
+}
+
+// switchesFound returns, for each of testOnlySwitches, where it appears:
+// as an exported field path of typ (struct fields followed into nested
+// structs), a flag registered on fs, or a quoted string literal
+// ("nominate-pods", "NOMINATE_PODS") in one of sources (file name → text).
+func switchesFound(typ reflect.Type, fs *flag.FlagSet, sources map[string]string) []string {
+	fields := map[string]bool{}
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			fields[prefix+f.Name] = true
+			if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() != "time" {
+				walk(f.Type, prefix+f.Name+".")
+			}
+		}
+	}
+	walk(typ, "")
+	var found []string
+	for _, s := range testOnlySwitches {
+		if fields[s.field] {
+			found = append(found, "field Options."+s.field)
+		}
+		if fs.Lookup(s.flag) != nil {
+			found = append(found, "flag --"+s.flag)
+		}
+		for name, text := range sources {
+			for _, lit := range []string{strconv.Quote(s.flag), strconv.Quote(s.env)} {
+				if strings.Contains(text, lit) {
+					found = append(found, name+": "+lit)
+				}
+			}
+		}
+	}
+	sort.Strings(found)
+	return found
+}
+
+// productionSources reads the non-test Go files of dirs (relative to this
+// package), keyed by path.
+func productionSources(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = string(b)
+		}
+	}
+	return out
+}
+
+// TestNoTestOnlySwitches: none of the ten test-only switches is an
+// Options field, a flag of the controller or a flag or environment name
+// in the operator's or cmd/karpx-controller's sources. Control: each kind
+// of planted switch is found.
+func TestNoTestOnlySwitches(t *testing.T) {
+	fs := flag.NewFlagSet("karpx", flag.ContinueOnError)
+	var o Options
+	o.AddFlags(fs)
+	if found := switchesFound(reflect.TypeFor[Options](), fs, productionSources(t, ".", "../../cmd/karpx-controller")); len(found) > 0 {
+		t.Errorf("test-only switches in production options: %s; a protection has no off switch (issue 29), its control runs the real Karpenter in test/upstream", strings.Join(found, ", "))
+	}
+
+	// Control: a planted field (also nested), flag and literals are found.
+	type budgetWithSwitch struct{ Disabled bool }
+	planted := reflect.TypeFor[struct {
+		NominatePods bool
+		Budget       budgetWithSwitch
+	}]()
+	pfs := flag.NewFlagSet("planted", flag.ContinueOnError)
+	pfs.Bool("ec2-batching", true, "")
+	src := map[string]string{"options.go": `fs.BoolVar(&o.X, "count-in-flight", env("COUNT_IN_FLIGHT", "true") == "true", "")`}
+	want := []string{`field Options.Budget.Disabled`, `field Options.NominatePods`, `flag --ec2-batching`, `options.go: "COUNT_IN_FLIGHT"`, `options.go: "count-in-flight"`}
+	if got := switchesFound(planted, pfs, src); !slices.Equal(got, want) {
+		t.Errorf("planted switches found: %q, want %q", got, want)
+	}
+}
+
+// TestInitializationGraceHasNoOffValue: --initialization-grace-window=0
+// no longer switches the grace window and nomination off; it is an error
+// naming the flag, as is a negative window.
+func TestInitializationGraceHasNoOffValue(t *testing.T) {
+	for _, bad := range []time.Duration{0, -time.Second} {
+		o := DefaultOptions()
+		o.ClusterName, o.InitializationGrace = "demo", bad
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--initialization-grace-window (INITIALIZATION_GRACE_WINDOW)") {
+			t.Errorf("Validate with a %s window = %v, want an error naming --initialization-grace-window", bad, err)
+		}
+	}
+	o := DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || o.InitializationGrace != 5*time.Minute {
+		t.Fatalf("default window %s, Validate = %v; want 5m and no error", o.InitializationGrace, err)
 	}
 }

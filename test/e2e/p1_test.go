@@ -1,5 +1,13 @@
 package e2e
 
+// Problem P1 on karpx. This file keeps karpx's side only: karpx has no
+// switch to turn its protections off (issue 29). The control, the same
+// scenario on the real Karpenter AWS provider against ec2sim, which shows
+// the throttling and the SDK's retry-quota errors, lives in test/upstream
+// (TestUpstreamAWSP1-style tests). The budget's own unit test keeps the
+// failure mode in small: TestBurstStaysWithinAWSBuckets sends the same
+// burst through a Limiter without buckets (autoscaler/aws/budget).
+
 import (
 	"context"
 	"fmt"
@@ -12,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -36,14 +45,13 @@ const (
 	// (ec2sim.ThrottleConfig.Neighbours).
 	p1Neighbours = 0.6
 	// p1Storm is the number of pods for the broken NodePool, each needing
-	// a node of its own, as after a migration from Cluster Autoscaler. The
-	// unprotected control launches them concurrently, one CreateFleet
+	// a node of its own, as after a migration from Cluster Autoscaler. An
+	// unprotected autoscaler launches them concurrently, one CreateFleet
 	// each: 150 against the 20 tokens the neighbours leave in EC2's
-	// mutating bucket makes about 130 throttled answers in the first
-	// second and two SDK retries each (5 retry-quota tokens per retry),
-	// more than the SDK's 500-token retry quota, in every run. With 50
-	// pods the control was throttled 32 times in 90 s and never ran out
-	// of retry quota.
+	// mutating bucket made about 130 throttled answers in the first second
+	// and, through the SDK's retries, more than its 500-token retry quota,
+	// in every run of the former karpx control (with 50 pods it was
+	// throttled 32 times in 90 s and never ran out of retry quota).
 	p1Storm = 150
 )
 
@@ -116,9 +124,9 @@ type p1Result struct {
 	brokenLaunches         int64
 }
 
-// runP1 runs the retry-storm scenario with protections on or off and
-// returns what it measured.
-func runP1(t *testing.T, protected bool) p1Result {
+// runP1 runs the retry-storm scenario on karpx and returns what it
+// measured; it checks the NodePool's condition and event itself.
+func runP1(t *testing.T) p1Result {
 	var quota atomic.Int64
 	scaled := func(d time.Duration) time.Duration { return d / p1Scale }
 	e := newEnvWith(t, "karpx-p1", envOptions{sim: func(c *ec2sim.Config) { c.Throttle.Neighbours = p1Neighbours }, tweak: func(o *operator.Options) {
@@ -133,21 +141,6 @@ func runP1(t *testing.T, protected bool) p1Result {
 		// 100 CreateFleet calls in a minute instead of a few).
 		o.BatchIdleDuration = time.Second
 		o.BatchMaxDuration = 10 * time.Second
-		if !protected {
-			// The documented flag combination of the control run:
-			// --launch-health=false --ec2-batching=false
-			// --aws-api-budget-disabled --count-in-flight=false. Caches
-			// stay on, as in the field's P1 cluster: with no cache at all
-			// (--ec2-caches=false, a real bypass) every launch waits for a
-			// full catalogue read behind the instance-type provider's lock,
-			// which paces launches instead of storming (2 launches and 9
-			// throttled answers in 90 s, measured), and the control would
-			// not reproduce P1.
-			o.CountInFlight = false
-			o.LaunchHealth = false
-			o.EC2Batching = false
-			o.Budget.Disabled = true
-		}
 	}, wrapLog: func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) }})
 
 	e.apply(p1Manifests(e.name))
@@ -171,26 +164,19 @@ func runP1(t *testing.T, protected bool) p1Result {
 	// averaged over every sliding 60-s window of real time, the EC2
 	// buckets' own time base.
 	var samples []map[string]int64
-	// sample records every action's request count and returns the
-	// throttled total of the same snapshot.
-	sample := func() (throttled int64) {
+	// sample records every action's request count.
+	sample := func() {
 		m := map[string]int64{}
 		for action, st := range e.sim.Stats() {
 			m[action] = st.Requests
-			throttled += st.Throttled
 		}
 		samples = append(samples, m)
-		return throttled
 	}
 	sample()
 	start := time.Now()
 	for time.Since(start) < p1Simulated/p1Scale {
 		time.Sleep(time.Second)
-		if throttled := sample(); !protected && throttled > 0 && quota.Load() > 0 {
-			// The control has shown P1's signature, RequestLimitExceeded
-			// and then the SDK's retry quota errors; stop the storm.
-			break
-		}
+		sample()
 	}
 	worst := map[string]float64{}
 	const window = 60
@@ -229,33 +215,38 @@ func runP1(t *testing.T, protected bool) p1Result {
 	for _, a := range actions {
 		rates = append(rates, fmt.Sprintf("%s=%.0f%%", a, 100*worst[a]))
 	}
-	scenarioLogf(t, "scenario P1: protected=%v neighbours=%.0f%% simulated=%s scale=%d elapsed=%s requests=%d createFleet=%d terminateInstances=%d throttled=%d (%.2f%%) sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
-		protected, 100*p1Neighbours, p1Simulated, p1Scale, time.Since(start).Round(time.Second), res.requests, res.createFleet, res.terminateInstances, res.throttled,
+	scenarioLogf(t, "scenario P1: neighbours=%.0f%% simulated=%s scale=%d elapsed=%s requests=%d createFleet=%d terminateInstances=%d throttled=%d (%.2f%%) sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
+		100*p1Neighbours, p1Simulated, p1Scale, time.Since(start).Round(time.Second), res.requests, res.createFleet, res.terminateInstances, res.throttled,
 		100*float64(res.throttled)/float64(max(res.requests, 1)), res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
 
-	if protected {
-		var np karpv1.NodePool
-		if err := e.kube.Get(e.ctx, types.NamespacedName{Name: "broken"}, &np); err != nil {
-			t.Fatal(err)
-		}
-		cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy)
-		if cond == nil || cond.IsTrue() || !strings.Contains(cond.Message, "RegistrationTimeout") || !strings.Contains(cond.Message, "spec.userData") {
-			t.Errorf("NodePool broken: NodeRegistrationHealthy = %+v, want False naming RegistrationTimeout and spec.userData", cond)
-		}
+	var np karpv1.NodePool
+	if err := e.kube.Get(e.ctx, types.NamespacedName{Name: "broken"}, &np); err != nil {
+		t.Fatal(err)
+	}
+	cond := np.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy)
+	if cond == nil || cond.IsTrue() || !strings.Contains(cond.Message, "RegistrationTimeout") || !strings.Contains(cond.Message, "spec.userData") {
+		t.Errorf("NodePool broken: NodeRegistrationHealthy = %+v, want False naming RegistrationTimeout and spec.userData", cond)
+	}
+	// Events are written by the recorder's broadcaster, behind every
+	// pod's Nominated and FailedProvisioning events of the storm: on a
+	// loaded machine the first ProvisioningPaused can reach the API server
+	// well after the pause (missing at the storm's end once, in a parallel
+	// run at load 31; the same test passed alone), so it gets a minute.
+	paused := func(ctx context.Context) (bool, error) {
 		var events corev1.EventList
-		if err := e.kube.List(e.ctx, &events, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
+		if err := e.kube.List(ctx, &events, client.InNamespace("default")); err != nil {
+			return false, err
 		}
-		found := false
 		for _, ev := range events.Items {
 			if ev.InvolvedObject.Kind == "NodePool" && ev.InvolvedObject.Name == "broken" && ev.Reason == "ProvisioningPaused" &&
 				strings.Contains(ev.Message, "spec.userData") {
-				found = true
+				return true, nil
 			}
 		}
-		if !found {
-			t.Error("no ProvisioningPaused event on NodePool broken naming spec.userData")
-		}
+		return false, nil
+	}
+	if err := wait.PollUntilContextTimeout(e.ctx, time.Second, time.Minute, true, paused); err != nil {
+		t.Errorf("no ProvisioningPaused event on NodePool broken naming spec.userData within a minute: %v", err)
 	}
 	return res
 }
@@ -292,7 +283,7 @@ func healthySnapshot(t *testing.T, e *env) string {
 // and which field to fix.
 func TestScenarioP1RetryStorm(t *testing.T) {
 	runInParallel(t)
-	res := runP1(t, true)
+	res := runP1(t)
 	if res.requests == 0 {
 		t.Fatal("the simulator answered no calls")
 	}
@@ -324,20 +315,5 @@ func TestScenarioP1RetryStorm(t *testing.T) {
 	}
 	if !res.healthyIntact {
 		t.Error("healthy nodes or pods were deleted or replaced")
-	}
-}
-
-// TestScenarioP1RetryStormControl runs the same scenario with karpx's
-// protections switched off; EC2 must answer RequestLimitExceeded and the
-// SDK must fail calls with "retry quota exceeded", the field's signature,
-// or the scenario could not tell a protected autoscaler from an
-// unprotected one.
-func TestScenarioP1RetryStormControl(t *testing.T) {
-	res := runP1(t, false)
-	if res.throttled == 0 {
-		t.Errorf("no RequestLimitExceeded without protections: the scenario does not reproduce P1")
-	}
-	if res.quotaErrors == 0 {
-		t.Errorf("no 'retry quota exceeded' without protections: the scenario does not reproduce P1's signature")
 	}
 }

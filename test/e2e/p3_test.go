@@ -1,5 +1,11 @@
 package e2e
 
+// Problem P3 on karpx. This file keeps karpx's side only: karpx has no
+// switch to plan with the estimate after Nodes reported their real
+// allocatable (issue 29). The control, the same pod on the real Karpenter
+// AWS provider against ec2sim, lives in test/upstream
+// (TestUpstreamAWSP3-style tests).
+
 import (
 	"context"
 	"fmt"
@@ -39,10 +45,9 @@ type p3Observation struct {
 	capacity   string        // kubectl karpx capacity output
 }
 
-// p3Run creates one pod of p3PodMemory with capacity learning on or off
-// and watches until it runs (learning) or two undersized nodes were
-// launched (control), at most 3 minutes.
-func p3Run(t *testing.T, learning bool) p3Observation {
+// p3Run creates one pod of p3PodMemory and watches until it runs, at most
+// 3 minutes.
+func p3Run(t *testing.T) p3Observation {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +55,6 @@ func p3Run(t *testing.T, learning bool) p3Observation {
 	metrics := l.Addr().String()
 	l.Close()
 	e := newEnvWithLog(t, "karpx-p3", func(o *operator.Options) {
-		o.CapacityLearning = learning
 		o.MetricsBindAddress = metrics
 	}, nil)
 	e.sim.SetImageAllocatable(ec2sim.ImageAllocatable{NameContains: "bottlerocket-aws-k8s-1.35-x86_64",
@@ -61,7 +65,7 @@ func p3Run(t *testing.T, learning bool) p3Observation {
 	}
 	start := time.Now()
 	var obs p3Observation
-	e.eventually(3*time.Minute, "the pod Running (or, without learning, 2 undersized launches)", func(ctx context.Context) (bool, error) {
+	e.eventually(3*time.Minute, "the pod Running", func(ctx context.Context) (bool, error) {
 		obs.undersized = 0
 		for _, in := range e.sim.Instances() {
 			if in.InstanceType == "m5.large" {
@@ -69,10 +73,7 @@ func p3Run(t *testing.T, learning bool) p3Observation {
 			}
 		}
 		obs.running = countRunning(ctx, e.kube, "big") == 1
-		if learning {
-			return obs.running, nil
-		}
-		return obs.running || obs.undersized >= 2, nil
+		return obs.running, nil
 	})
 	obs.took = time.Since(start)
 	path := buildPlugin(t, e.root)
@@ -105,7 +106,7 @@ func p3RealMemory(t *testing.T) resource.Quantity {
 // launch is an m5.xlarge and the pod runs; kubectl karpx capacity shows
 // the observed value.
 func TestScenarioP3CapacityLearning(t *testing.T) {
-	obs := p3Run(t, true)
+	obs := p3Run(t)
 	if !obs.running {
 		t.Fatal("the pod never ran")
 	}
@@ -119,14 +120,4 @@ func TestScenarioP3CapacityLearning(t *testing.T) {
 	}
 	scenarioLogf(t, "scenario P3: %d undersized launch, pod Running %.1fs after creation; m5.large memory estimate 6903Mi, observed %s (learned)",
 		obs.undersized, obs.took.Seconds(), real.String())
-}
-
-// TestScenarioP3CapacityLearningControl: without learning, karpx keeps
-// planning with m5.large's estimate and launches undersized nodes again.
-func TestScenarioP3CapacityLearningControl(t *testing.T) {
-	obs := p3Run(t, false)
-	if obs.undersized < 2 || obs.running {
-		t.Errorf("without learning: %d undersized launches, pod running=%v; want at least 2 and not running", obs.undersized, obs.running)
-	}
-	scenarioLogf(t, "scenario P3: control (no learning): %d undersized m5.large launches in %.1fs, pod not Running", obs.undersized, obs.took.Seconds())
 }

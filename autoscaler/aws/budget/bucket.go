@@ -58,7 +58,7 @@ func newBucket(action string, cat awsquota.Category, unfiltered bool, aws awsquo
 		lim:      rate.NewLimiter(rate.Limit(spec.RefillPerSecond), int(spec.Size)),
 		reserve:  math.Floor(spec.Size * opts.SpeculativeReserve),
 		specWait: opts.SpeculativeMaxWait,
-		adaptOff: opts.Disabled || opts.AdaptiveDisabled, adaptDecrease: opts.AdaptiveDecrease,
+		adaptOff: opts.passThrough || opts.AdaptiveDisabled, adaptDecrease: opts.AdaptiveDecrease,
 		adaptMin: opts.AdaptiveMinFactor, adaptHold: opts.AdaptiveHold, adaptRecovery: opts.AdaptiveRecovery,
 		adapt: adaptState{factor: 1, low: 1},
 		clock: opts.Clock,

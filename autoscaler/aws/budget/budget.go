@@ -36,9 +36,6 @@ type Options struct {
 	// Fraction applies (accounts with raised limits). Missing categories
 	// keep awsquota.Buckets' values.
 	Buckets map[awsquota.Category]awsquota.Bucket
-	// Disabled passes every call through without taking tokens; metrics
-	// and Snapshot still count them. For the "protections off" control run.
-	Disabled bool
 	// SpeculativeMaxWait is the longest a Speculative call waits for a
 	// token before *ExhaustedError. Zero means DefaultSpeculativeMaxWait;
 	// negative means no wait at all.
@@ -83,18 +80,23 @@ type Options struct {
 	// throttled answers and refused speculative calls at level 1). Zero
 	// means logr.Discard().
 	Logger logr.Logger
+	// passThrough lets every call through without taking tokens (metrics
+	// and Snapshot still count them). Only this package's tests set it
+	// (WithoutBuckets in export_test.go), to show what the same burst does
+	// without the budget; no flag or field outside the package reaches it.
+	passThrough bool
 }
 
-// AddFlags registers --aws-api-budget-fraction and --aws-api-budget-disabled
-// on fs, bound to o.Fraction and o.Disabled.
+// AddFlags registers --aws-api-budget-fraction and
+// --aws-api-budget-adaptive-disabled on fs, bound to o.Fraction and
+// o.AdaptiveDisabled. The budget itself has no off switch: an account with
+// raised limits raises the fraction (up to 1, AWS's documented defaults).
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	if o.Fraction == 0 {
 		o.Fraction = DefaultFraction
 	}
 	fs.Float64Var(&o.Fraction, "aws-api-budget-fraction", o.Fraction,
 		"share of AWS's documented EC2/SSM request token buckets (size and refill rate) karpx may use, in (0, 1]")
-	fs.BoolVar(&o.Disabled, "aws-api-budget-disabled", o.Disabled,
-		"send EC2/SSM calls without client-side token buckets (metrics are still counted)")
 	fs.BoolVar(&o.AdaptiveDisabled, "aws-api-budget-adaptive-disabled", o.AdaptiveDisabled,
 		"keep each client-side bucket at its configured rate even when AWS answers RequestLimitExceeded")
 }

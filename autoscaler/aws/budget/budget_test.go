@@ -194,16 +194,16 @@ func TestBurstStaysWithinAWSBuckets(t *testing.T) {
 	}
 	t.Logf("budget on: %d calls, %d at once per action, all sent after %d s, 0 throttled", calls, size, seconds)
 
-	// Control: the same burst with the budget disabled, on a clock that
+	// Control: the same burst through a Limiter without buckets, on a clock that
 	// does not move: EC2's buckets alone decide.
 	clk = newFakeClock()
 	e = ec2apitest.Start(t, ec2sim.Config{Clock: clk}, ec2api.Config{})
-	off := newLimited(t, e, budget.Options{Clock: clk, Disabled: true})
+	off := newLimited(t, e, budget.WithoutBuckets(budget.Options{Clock: clk}))
 	b = startBurst(off, perAction)
 	b.settle(t, off.Limiter)
 	st = off.Snapshot()
 	if st.Enabled {
-		t.Error("Snapshot of a disabled budget says enabled")
+		t.Error("Snapshot of a Limiter without buckets says enabled")
 	}
 	over := perAction - int(aws.Size)
 	stats := e.Sim.Stats()

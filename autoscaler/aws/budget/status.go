@@ -14,7 +14,7 @@ const HandlerPath = budgetstatus.Path
 
 // Snapshot returns the current budgetstatus.Status.
 func (l *Limiter) Snapshot() budgetstatus.Status {
-	st := budgetstatus.Status{Time: l.opts.Clock.Now(), Enabled: !l.opts.Disabled, Fraction: l.opts.Fraction}
+	st := budgetstatus.Status{Time: l.opts.Clock.Now(), Enabled: !l.opts.passThrough, Fraction: l.opts.Fraction}
 	var cat *budgetstatus.CategoryStatus
 	var catWaits []float64
 	flush := func() {

@@ -5,6 +5,6 @@
 //
 // The providers build their caches with New (store.go): a
 // github.com/hashicorp/golang-lru/v2/expirable LRU with these lifetimes, or
-// a real bypass, holding nothing, when caches are off (NoCaching). TermResolver
+// a real bypass, holding nothing, for the zero TTLs of NoCaching (tests). TermResolver
 // (terms.go) resolves selector terms through one.
 package cache

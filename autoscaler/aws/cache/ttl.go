@@ -62,8 +62,7 @@ const (
 )
 
 // TTLs are the lifetimes the providers use; DefaultTTLs returns the
-// constants above. Only the P1 control scenario changes them (NoCaching, zero TTLs: no cache),
-// to show what an autoscaler without caches does to the EC2 API budget.
+// constants above; unit tests pass NoCaching to see every call reach EC2.
 type TTLs struct {
 	// Default is DefaultTTL: subnets, security groups, AMIs, launch templates.
 	Default time.Duration
@@ -81,6 +80,5 @@ func DefaultTTLs() TTLs {
 }
 
 // NoCaching returns TTLs of zero: every Store built from them with New is a
-// bypass, so every lookup goes to EC2 (the P1 control run's
-// --ec2-caches=false).
+// bypass, so every lookup goes to EC2 (tests of a provider's calls).
 func NoCaching() TTLs { return TTLs{} }

@@ -56,25 +56,23 @@ type Entry struct {
 }
 
 // Cache holds observed allocatable per Key, and the last estimate per key
-// for display. It is safe for concurrent use. Learning can be turned off
-// (the P3 control): observations are then recorded for display but never
-// used.
+// for display. It is safe for concurrent use.
 type Cache struct {
 	observed  *expirable.LRU[Key, Observation]
 	mu        sync.Mutex
 	estimates map[Key]corev1.ResourceList
-	learn     bool
 	clk       clock.PassiveClock
 }
 
-// New returns a Cache; learn=false keeps using estimates (P3 control only).
-func New(learn bool) *Cache {
+// New returns an empty Cache that plans with what Nodes of each key
+// reported once one registered (problem P3).
+func New() *Cache {
 	return &Cache{observed: expirable.NewLRU[Key, Observation](Entries, nil, ObservedTTL),
-		estimates: map[Key]corev1.ResourceList{}, learn: learn, clk: clock.RealClock{}}
+		estimates: map[Key]corev1.ResourceList{}, clk: clock.RealClock{}}
 }
 
 // Allocatable returns what pods can request on a node of key: the observed
-// allocatable when a Node of key registered (and learning is on), else
+// allocatable when a Node of key registered, else
 // estimate, which the caller computes with Estimate.
 func (c *Cache) Allocatable(key Key, estimate corev1.ResourceList) corev1.ResourceList {
 	c.mu.Lock()
@@ -82,7 +80,7 @@ func (c *Cache) Allocatable(key Key, estimate corev1.ResourceList) corev1.Resour
 		c.estimates[key] = estimate
 	}
 	c.mu.Unlock()
-	if o, ok := c.observed.Get(key); ok && c.learn {
+	if o, ok := c.observed.Get(key); ok {
 		return o.Allocatable
 	}
 	return estimate
@@ -128,7 +126,10 @@ func (c *Cache) Entries() []Entry {
 
 // Report is Handler's JSON document.
 type Report struct {
-	// Learning is false when observations are not used (P3 control).
+	// Learning is always true: observations are always used. It stays
+	// in the document because kubectl karpx capacity of earlier releases
+	// warns when it is false or missing (their controllers had a
+	// --capacity-learning switch).
 	Learning bool    `json:"learning"`
 	Entries  []Entry `json:"entries"`
 }
@@ -137,7 +138,7 @@ type Report struct {
 func (c *Cache) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(Report{Learning: c.learn, Entries: c.Entries()})
+		_ = json.NewEncoder(w).Encode(Report{Learning: true, Entries: c.Entries()})
 	})
 }
 

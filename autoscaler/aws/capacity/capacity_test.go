@@ -72,25 +72,19 @@ func TestCacheLearnsPerKey(t *testing.T) {
 	est := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("6903Mi")}
 	real := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("5879Mi")}
 	std, nvidia := Key{"m5.large", "ami-std"}, Key{"m5.large", "ami-nvidia"}
-	for _, learn := range []bool{true, false} {
-		c := New(learn)
-		if got := c.Allocatable(std, est); got.Memory().Cmp(*est.Memory()) != 0 {
-			t.Fatalf("before any Node: %v", got)
-		}
-		c.Observe(std, "node-a", real)
-		want := real
-		if !learn {
-			want = est
-		}
-		if got := c.Allocatable(std, est); got.Memory().Cmp(*want.Memory()) != 0 {
-			t.Errorf("learn=%v: after observing: %s, want %s", learn, got.Memory(), want.Memory())
-		}
-		if got := c.Allocatable(nvidia, est); got.Memory().Cmp(*est.Memory()) != 0 {
-			t.Errorf("learn=%v: another AMI of the same type got %s, want the estimate", learn, got.Memory())
-		}
-		entries := c.Entries()
-		if len(entries) != 2 || entries[1].Key != std || entries[1].Observed == nil || entries[1].Observed.Node != "node-a" || entries[0].Observed != nil {
-			t.Errorf("learn=%v: entries %+v", learn, entries)
-		}
+	c := New()
+	if got := c.Allocatable(std, est); got.Memory().Cmp(*est.Memory()) != 0 {
+		t.Fatalf("before any Node: %v", got)
+	}
+	c.Observe(std, "node-a", real)
+	if got := c.Allocatable(std, est); got.Memory().Cmp(*real.Memory()) != 0 {
+		t.Errorf("after observing: %s, want %s", got.Memory(), real.Memory())
+	}
+	if got := c.Allocatable(nvidia, est); got.Memory().Cmp(*est.Memory()) != 0 {
+		t.Errorf("another AMI of the same type got %s, want the estimate", got.Memory())
+	}
+	entries := c.Entries()
+	if len(entries) != 2 || entries[1].Key != std || entries[1].Observed == nil || entries[1].Observed.Node != "node-a" || entries[0].Observed != nil {
+		t.Errorf("entries %+v", entries)
 	}
 }

@@ -63,10 +63,6 @@ type Options struct {
 	IAMAPI ec2api.IAMAPI
 	// Logger receives structured logs. Default: discard.
 	Logger logr.Logger
-	// DisableCaches sends every lookup to EC2 (subnets, security groups,
-	// AMIs, instance types, launch templates). Only for the P1 control
-	// scenario, which shows the API budget without caches.
-	DisableCaches bool
 	// MaxInstanceTypes caps the instance types per CreateFleet. Default
 	// DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
@@ -74,18 +70,9 @@ type Options struct {
 	// types, offerings, spot prices, subnets, security groups, AMIs).
 	// Default: a private registry.
 	Hydration *hydration.Registry
-	// DisableCapacityLearning keeps planning with capacity estimates even
-	// after Nodes registered with their real allocatable. Only the P3
-	// control scenario sets it.
-	DisableCapacityLearning bool
 	// Capacity is the learned-capacity cache to use (served by the
-	// operator at capacity.HandlerPath). Default: a new one, learning
-	// unless DisableCapacityLearning.
+	// operator at capacity.HandlerPath). Default: a new one.
 	Capacity *capacity.Cache
-	// ServeBeforeHydrated lets the instance-type provider answer from an
-	// empty catalogue before it is loaded (problem P2's behaviour). Only
-	// the P2 control scenario sets it.
-	ServeBeforeHydrated bool
 	// Clock stamps the deletion time of a shutting-down instance's
 	// NodeClaim view (Get, List). Default clock.RealClock.
 	Clock clock.PassiveClock
@@ -151,7 +138,7 @@ func New(opts Options) (*CloudProvider, error) {
 		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	if opts.Capacity == nil {
-		opts.Capacity = capacity.New(!opts.DisableCapacityLearning)
+		opts.Capacity = capacity.New()
 	}
 	if opts.Hydration == nil {
 		opts.Hydration = hydration.NewRegistry()
@@ -162,9 +149,6 @@ func New(opts Options) (*CloudProvider, error) {
 	log := opts.Logger.WithName("aws")
 	unavailable := instancetype.NewUnavailableOfferings()
 	ttls := cache.DefaultTTLs()
-	if opts.DisableCaches {
-		ttls = cache.NoCaching()
-	}
 	return &CloudProvider{
 		opts:           opts,
 		log:            log,
@@ -172,7 +156,7 @@ func New(opts Options) (*CloudProvider, error) {
 		securityGroups: securitygroup.NewProvider(opts.EC2API, ttls),
 		amis:           ami.NewProvider(opts.EC2API, opts.KubernetesVersion, ttls),
 		instanceTypes: instancetype.NewProvider(opts.EC2API, unavailable, ttls, instancetype.Options{
-			Registry: opts.Hydration, Logger: log.WithName("instancetype"), ServeBeforeHydrated: opts.ServeBeforeHydrated}),
+			Registry: opts.Hydration, Logger: log.WithName("instancetype")}),
 		launchTemplates: launchtemplate.NewProvider(opts.EC2API, opts.ClusterName, log, ttls),
 		instances:       instance.NewProvider(opts.EC2API, opts.ClusterName, unavailable),
 		networks:        cache.New[string, *instance.Instance](instanceNetworkEntries, ttls.Default),

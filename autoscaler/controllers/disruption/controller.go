@@ -29,8 +29,7 @@ import (
 
 // Options configure the Controller.
 type Options struct {
-	// Period is the longest time between two passes. Default 10 s;
-	// EdgeTriggered ignores it.
+	// Period is the longest time between two passes. Default 10 s.
 	Period time.Duration
 	// ReplacementTimeout is how long a replacement NodeClaim may take to
 	// become Initialized before the command is abandoned (the replacement
@@ -43,11 +42,6 @@ type Options struct {
 	// Logger receives the controller's logs when the context passed to
 	// Start carries none (the manager starts runnables on a bare context).
 	Logger logr.Logger
-	// EdgeTriggered makes the controller act only on pod deletions and on
-	// in-memory timers, with no periodic pass and nothing done at start:
-	// the design that let upstream WhenEmpty NodePools stop scaling down
-	// after a restart (problem P5). Only the P5 control scenario sets it.
-	EdgeTriggered bool
 	// MinValuesPolicy is passed to the consolidation simulation's
 	// scheduling.Solve, so consolidation plans replacements as
 	// provisioning would: Strict (default) or BestEffort.
@@ -57,10 +51,6 @@ type Options struct {
 	// operator's --initialization-grace-window, the one provisioning plans
 	// with. Default 5 min, as the flag's.
 	InitializationGrace time.Duration
-	// DisableInitializationGrace switches the grace window off, as
-	// --initialization-grace-window=0 does for provisioning: nodes are seen
-	// with the taints they carry now.
-	DisableInitializationGrace bool
 	// SpotToSpotConsolidation lets consolidation replace spot nodes with a
 	// spot node, under Karpenter's rule (spotToSpot). Karpenter's feature
 	// gate of the same name, off by default as in Karpenter v1.14
@@ -70,10 +60,7 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	switch {
-	case o.EdgeTriggered:
-		o.Period = 0
-	case o.Period <= 0:
+	if o.Period <= 0 {
 		o.Period = 10 * time.Second
 	}
 	if o.ReplacementTimeout <= 0 {
@@ -118,8 +105,7 @@ func (c *Controller) Trigger() { c.trigger.Fire() }
 // NeedLeaderElection makes the Controller run only on the leader.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
-// Start runs passes until ctx is done: at once (unless edge-triggered),
-// then on every Period, trigger and timer. Errors of a pass are logged and
+// Start runs passes until ctx is done: at once, then on every Period, trigger and timer. Errors of a pass are logged and
 // the pass is retried at the next tick.
 func (c *Controller) Start(ctx context.Context) error {
 	log, err := logr.FromContext(ctx)
@@ -128,15 +114,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	log = log.WithName("disruption")
 	ctx = logr.NewContext(ctx, log)
-	var tick <-chan time.Time
-	if c.opts.Period > 0 {
-		t := c.clock.NewTicker(c.opts.Period)
-		defer t.Stop()
-		tick = t.C()
-	}
-	if !c.opts.EdgeTriggered {
-		c.Trigger()
-	}
+	tick := c.clock.NewTicker(c.opts.Period)
+	defer tick.Stop()
+	c.Trigger()
 	for {
 		select {
 		case <-ctx.Done():
@@ -146,7 +126,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			}
 			c.mu.Unlock()
 			return nil
-		case <-tick:
+		case <-tick.C():
 		case <-c.trigger.C():
 		}
 		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
@@ -405,9 +385,6 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	// Seen as provisioning sees them: a node that has just initialised but
 	// still carries an agent's taint is where its pending pods will go.
 	s.cluster.Grace = &clusterstate.Grace{Window: c.opts.InitializationGrace, Now: s.now, AgentTaint: clusterstate.AgentTaint()}
-	if c.opts.DisableInitializationGrace {
-		s.cluster.Grace.Window = 0
-	}
 	existing := s.cluster.ExistingNodes(s.types, nil)
 	s.cluster.Grace = nil
 	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing})

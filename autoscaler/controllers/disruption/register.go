@@ -16,8 +16,7 @@ import (
 
 // Register adds to mgr the Controller, the PodEvents controller and the
 // watches that trigger a pass: pod deletions and completions, NodeClaim,
-// Node and NodePool changes. Edge-triggered (the P5 control) keeps only
-// pod deletions.
+// Node and NodePool changes.
 func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 	if err := mgr.Add(c); err != nil {
 		return err
@@ -30,10 +29,9 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 	podGone.UpdateFunc = func(e event.UpdateEvent) bool {
 		return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase
 	}
-	b := builder.ControllerManagedBy(mgr).Named("disruption.trigger").
-		For(&corev1.Pod{}, builder.WithPredicates(podGone))
-	if !c.opts.EdgeTriggered {
-		b = b.Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+	return builder.ControllerManagedBy(mgr).Named("disruption.trigger").
+		For(&corev1.Pod{}, builder.WithPredicates(podGone)).
+		Watches(&karpv1.NodeClaim{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				// Status-only churn (lastPodEventTime, conditions) is
 				// handled by the period; readiness and deletion matter.
@@ -41,9 +39,8 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 					initialized(e.ObjectNew) != initialized(e.ObjectOld)
 			},
 		})).
-			Watches(&karpv1.NodePool{}, &handler.EnqueueRequestForObject{})
-	}
-	return b.Complete(trigger.Reconciler(func(reconcile.Request) { c.Trigger() }))
+		Watches(&karpv1.NodePool{}, &handler.EnqueueRequestForObject{}).
+		Complete(trigger.Reconciler(func(reconcile.Request) { c.Trigger() }))
 }
 
 func initialized(o client.Object) bool {

@@ -83,10 +83,6 @@ func TestWaitForNominationsReservesRoomOnTheClaim(t *testing.T) {
 	if p.nominated.get(stale.UID) != "" || p.nominated.get("bound-meanwhile") != "" {
 		t.Fatal("nominations to a gone claim, or of pods no longer pending, are kept")
 	}
-	p.opts.DisableNomination = true
-	if plan, n := p.waitForNominations(state, in, []*corev1.Pod{waiting}, t0); n != 0 || len(plan) != 1 {
-		t.Fatal("nomination switched off still holds pods back")
-	}
 }
 
 func TestPodNamesForTheLog(t *testing.T) {

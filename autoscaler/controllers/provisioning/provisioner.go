@@ -40,11 +40,6 @@ type Options struct {
 	// ResyncPeriod re-runs a pass even without triggers, so a lost watch
 	// event cannot leave pods pending. Default 30s.
 	ResyncPeriod time.Duration
-	// IgnoreInFlight plans every pending pod as if no node existed and no
-	// NodeClaim were on its way, so pods are provisioned for again on
-	// every pass: the relaunch loop of problem P1. Only the P1 control
-	// scenario sets it.
-	IgnoreInFlight bool
 	// LaunchTTL and RegistrationTTL bound how long pods nominated to a
 	// NodeClaim wait for it to launch (since its creation) and to register
 	// (since its launch). Defaults 5m and 15m.
@@ -55,10 +50,6 @@ type Options struct {
 	// taints and missing extended resources do not count against a node,
 	// and how long a NotReady node still counts. Default 5m.
 	InitializationGrace time.Duration
-	// DisableNomination and DisableInitializationGrace switch nomination
-	// and the grace window off: pods are planned from what Nodes show
-	// right now. Only the P4 control scenario sets them.
-	DisableNomination, DisableInitializationGrace bool
 	// MinValuesPolicy is passed to scheduling.Solve: Strict (the default,
 	// as Karpenter's --min-values-policy) or BestEffort.
 	MinValuesPolicy scheduling.MinValuesPolicy
@@ -197,24 +188,19 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 		return res, errors.New("no NodePool can launch nodes: create a NodePool whose EC2NodeClass resolves")
 	}
 
-	var state *clusterstate.Snapshot
-	if !p.opts.IgnoreInFlight {
-		now := p.clk.Now()
-		if state, err = clusterstate.Read(ctx, p.kube); err != nil {
-			return res, err
-		}
-		state.Grace = &clusterstate.Grace{Window: p.opts.InitializationGrace, Now: now, AgentTaint: p.agentTaint}
-		if p.opts.DisableInitializationGrace {
-			state.Grace.Window = 0
-		}
-		// The pending pods were read before the snapshot: one bound
-		// since is counted on its node there and must not be planned.
-		pending = state.StillUnbound(pending)
-		in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
-		in.Pods, res.Nominated = p.waitForNominations(state, in, pending, now)
-		if len(in.Pods) == 0 {
-			return res, nil
-		}
+	now := p.clk.Now()
+	state, err := clusterstate.Read(ctx, p.kube)
+	if err != nil {
+		return res, err
+	}
+	state.Grace = &clusterstate.Grace{Window: p.opts.InitializationGrace, Now: now, AgentTaint: p.agentTaint}
+	// The pending pods were read before the snapshot: one bound since is
+	// counted on its node there and must not be planned.
+	pending = state.StillUnbound(pending)
+	in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
+	in.Pods, res.Nominated = p.waitForNominations(state, in, pending, now)
+	if len(in.Pods) == 0 {
+		return res, nil
 	}
 
 	solveStart := p.clk.Now()
@@ -332,7 +318,7 @@ func (p *Provisioner) input(ctx context.Context, pending []*corev1.Pod) (schedul
 func (p *Provisioner) nominateExisting(state *clusterstate.Snapshot, out scheduling.Result, res *PassResult) {
 	for name, pods := range out.ExistingPlacements {
 		res.InFlight += len(pods)
-		if nc := claimOf(state, name); nc != nil && !p.opts.DisableNomination {
+		if nc := claimOf(state, name); nc != nil {
 			for _, pod := range pods {
 				if p.nominated.set(pod.UID, nc.Name) {
 					p.recorder.Eventf(pod, corev1.EventTypeNormal, NominatedReason, "Pod should schedule on: nodeclaim/%s", nc.Name)
@@ -367,9 +353,7 @@ func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.N
 			"pods", len(plan.Pods), "podNames", podNames(plan.Pods, maxLoggedPods), "instanceTypes", len(plan.InstanceTypes),
 			"cheapest", plan.InstanceTypes[0].Name, "priceUSDPerHour", plan.PriceUSDPerHour)
 		for _, pod := range plan.Pods {
-			if !p.opts.DisableNomination {
-				p.nominated.set(pod.UID, nc.Name)
-			}
+			p.nominated.set(pod.UID, nc.Name)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, NominatedReason, "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
@@ -399,9 +383,6 @@ func podNames(pods []*corev1.Pod, limit int) string {
 // in in.ExistingNodes so no other pod is planned into their room. It also
 // returns how many pods it left out.
 func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in scheduling.Input, pending []*corev1.Pod, now time.Time) ([]*corev1.Pod, int) {
-	if p.opts.DisableNomination {
-		return pending, 0
-	}
 	p.nominated.keepOnly(pending)
 	plan := make([]*corev1.Pod, 0, len(pending))
 	waiting := 0

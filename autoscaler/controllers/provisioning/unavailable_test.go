@@ -15,6 +15,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // oneTypeCloud serves one instance type, m5.large, to every NodePool.
@@ -59,9 +60,10 @@ func TestFailedProvisioningNamesTheOnlyFittingPoolFirst(t *testing.T) {
 		{"only unavailable pools", []client.Object{broken.DeepCopy()}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(tc.pools, pod.DeepCopy())...).Build()
+			kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(tc.pools, pod.DeepCopy())...).
+				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 			rec := record.NewFakeRecorder(10)
-			p := NewProvisioner(kube, oneTypeCloud{}, rec, nil, Options{IgnoreInFlight: true})
+			p := NewProvisioner(kube, oneTypeCloud{}, rec, nil, Options{})
 			res, err := p.Schedule(context.Background())
 			if (err != nil) != tc.wantErr || res.Unschedulable != 1 || len(res.Created) != 0 {
 				t.Fatalf("Schedule = %+v, %v", res, err)

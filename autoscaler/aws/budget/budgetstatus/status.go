@@ -115,8 +115,10 @@ type CategoryStatus struct {
 type Status struct {
 	// Time is when the snapshot was taken.
 	Time time.Time `json:"time"`
-	// Enabled is false when the controller lets every call through
-	// (--aws-api-budget-disabled).
+	// Enabled is true from every current controller: the budget has no
+	// off switch. Controllers of earlier releases reported false under
+	// --aws-api-budget-disabled, and kubectl karpx throttle still reads
+	// them.
 	Enabled bool `json:"enabled"`
 	// Fraction is the share of AWS's documented request rates the
 	// buckets allow, e.g. 0.5.

@@ -100,22 +100,6 @@ func TestCatalogueNotHydratedIsTransient(t *testing.T) {
 	}
 }
 
-// TestServeBeforeHydratedIsEmpty is the P2 control's provider: nothing
-// before hydration, and no call to EC2 from List.
-func TestServeBeforeHydratedIsEmpty(t *testing.T) {
-	api := &catalogueAPI{types: []string{"m5.large"}}
-	p := NewProvider(api, NewUnavailableOfferings(), cache.DefaultTTLs(), Options{ServeBeforeHydrated: true})
-	if got := names(t, p); len(got) != 0 || api.calls != 0 {
-		t.Fatalf("before hydration: %v (%d calls)", got, api.calls)
-	}
-	if err := p.RefreshCatalogue(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := names(t, p); len(got) != 1 {
-		t.Fatalf("after hydration: %v", got)
-	}
-}
-
 // TestStaleCatalogueKeptOnFailureAndSuspectEmpty: a failed refresh and an
 // empty answer after a non-empty one keep the last good copy; refreshes
 // after hydration are Speculative.

@@ -60,11 +60,6 @@ type Options struct {
 	Registry *hydration.Registry
 	// Logger receives warnings about suspect answers. Default: discard.
 	Logger logr.Logger
-	// ServeBeforeHydrated makes List answer from the (empty) catalogue
-	// before it is loaded instead of loading it: the behaviour behind
-	// problem P2's "no instance types found". Only the P2 control
-	// scenario sets it.
-	ServeBeforeHydrated bool
 }
 
 // NewProvider returns a Provider over api that consults unavailable for
@@ -180,7 +175,7 @@ func (p *Provider) ZoneIDs(ctx context.Context) (map[string]string, error) {
 // ttls.InstanceTypes; a stale copy is refreshed at Speculative priority by
 // the caller that finds it stale (others keep reading the copy), and kept
 // when the refresh fails. Before hydration it loads the catalogue (see
-// Provider) or, with ServeBeforeHydrated, answers nothing.
+// Provider).
 func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 	p.stateMu.Lock()
 	infos, at := p.catalogue, p.infosAt
@@ -198,8 +193,6 @@ func (p *Provider) infos(ctx context.Context) ([]Info, error) {
 		p.stateMu.Lock()
 		defer p.stateMu.Unlock()
 		return p.catalogue, nil
-	case p.opts.ServeBeforeHydrated:
-		return nil, nil
 	}
 	p.catalogueMu.Lock()
 	defer p.catalogueMu.Unlock()

@@ -33,8 +33,10 @@ KARPENTER_VERSION := $(shell go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)
 # version hack/karpenter-aws/go.mod pins, read from the file so that no
 # toolchain is fetched to parse the Makefile.
 # KARPENTER_CRD_MODULE is the Karpenter AWS provider release whose CRDs
-# karpx matches: `make generate` installs its NodePool and NodeClaim CRDs
-# (Karpenter's, with the provider's karpenter.k8s.aws label rules), and
+# karpx matches: `make generate` installs its NodePool, NodeClaim and
+# NodeOverlay CRDs (Karpenter's, with the provider's karpenter.k8s.aws label
+# rules; NodeOverlay so that upgrading keeps users' objects, which the
+# webhook then refuses to create or change: KX203), and
 # manifests/crds' TestMatchesUpstream compares every CRD with it.
 KARPENTER_CRD_MODULE := github.com/aws/karpenter-provider-aws@v1.14.0
 KARPENTER_AWS_VERSION := $(shell awk 'NF >= 2 && $$(NF-1) == "github.com/aws/karpenter-provider-aws" { print $$NF }' hack/karpenter-aws/go.mod)
@@ -352,11 +354,12 @@ images: ## Build the karpx-controller and karpx-webhook multi-platform OCI image
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim from $(KARPENTER_CRD_MODULE)), manifests/ from the chart and docs/rules.md.
+generate: $(BIN)/controller-gen docs ## Regenerate deepcopy code, CRDs (EC2NodeClass from apis/, NodePool/NodeClaim/NodeOverlay from $(KARPENTER_CRD_MODULE)), manifests/ from the chart and docs/rules.md.
 	$(BIN)/controller-gen object paths=./apis/...
 	$(BIN)/controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 	dir=$$(go mod download -json $(KARPENTER_CRD_MODULE) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
-		install -m 0644 "$$dir"/pkg/apis/crds/karpenter.sh_nodepools.yaml "$$dir"/pkg/apis/crds/karpenter.sh_nodeclaims.yaml manifests/crds/
+		install -m 0644 "$$dir"/pkg/apis/crds/karpenter.sh_nodepools.yaml "$$dir"/pkg/apis/crds/karpenter.sh_nodeclaims.yaml \
+		"$$dir"/pkg/apis/crds/karpenter.sh_nodeoverlays.yaml manifests/crds/
 	$(MAKE) manifests
 
 .PHONY: manifests

@@ -18,7 +18,7 @@ var (
 		Help: "Findings of the karpx validating webhook, by rule ID and severity (dry-run requests excluded).",
 	}, []string{"rule", "severity"})
 	// decisionsTotal counts the validating webhook's answers to CREATE and
-	// UPDATE reviews, by resource ("nodepools", "ec2nodeclasses") and
+	// UPDATE reviews, by resource ("nodepools", "ec2nodeclasses", "nodeoverlays") and
 	// decision (DecisionAllowed, DecisionWarned, DecisionDenied); dry-run
 	// reviews count too (a denied server-side dry run is a denial the user
 	// sees).

@@ -20,12 +20,14 @@ const (
 	HandlerValidateNodePool = "validate-nodepool"
 	// HandlerValidateEC2NodeClass is the validating EC2NodeClass handler.
 	HandlerValidateEC2NodeClass = "validate-ec2nodeclass"
+	// HandlerValidateNodeOverlay is the validating NodeOverlay handler.
+	HandlerValidateNodeOverlay = "validate-nodeoverlay"
 )
 
 // panicsTotal counts the panics the handlers recovered from, by handler.
 var panicsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "karpx_webhook_panics_total",
-	Help: "Panics the karpx webhook's handlers recovered from, by handler (mutate-nodepool, validate-nodepool, validate-ec2nodeclass); a validating handler's panic denies the request, the mutating handler's admits it unchanged.",
+	Help: "Panics the karpx webhook's handlers recovered from, by handler (mutate-nodepool, validate-nodepool, validate-ec2nodeclass, validate-nodeoverlay); a validating handler's panic denies the request, the mutating handler's admits it unchanged.",
 }, []string{"handler"})
 
 func init() {

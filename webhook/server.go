@@ -29,6 +29,9 @@ const (
 	ValidateNodePoolPath = "/validate-karpenter-sh-v1-nodepool"
 	// ValidateEC2NodeClassPath serves Validator for EC2NodeClasses.
 	ValidateEC2NodeClassPath = "/validate-karpenter-k8s-aws-v1-ec2nodeclass"
+	// ValidateNodeOverlayPath serves Validator for NodeOverlays
+	// (karpenter.sh/v1alpha1), which it denies (KX203).
+	ValidateNodeOverlayPath = "/validate-karpenter-sh-v1alpha1-nodeoverlay"
 )
 
 // Options configure the handlers.
@@ -53,7 +56,7 @@ type Options struct {
 	UnresolvedSeverity kxlint.Severity
 }
 
-// Register adds the three handlers to srv, each recovering from panics
+// Register adds the four handlers to srv, each recovering from panics
 // (answerRecovering). reader is normally the
 // manager's cache (mgr.GetCache()), configured with CacheOptions; it reads
 // DaemonSet and EC2NodeClass metadata and the rules ConfigMap.
@@ -64,6 +67,7 @@ func Register(srv crwebhook.Server, reader client.Reader, o Options) {
 	v := &Validator{Reader: reader, LookupTimeout: o.LookupTimeout, Disabled: o.DisabledRules, Unresolved: o.UnresolvedSeverity}
 	srv.Register(ValidateNodePoolPath, &objectHandler[karpv1.NodePool]{name: HandlerValidateNodePool, admit: v.admitNodePool})
 	srv.Register(ValidateEC2NodeClassPath, &objectHandler[ec2NodeClassUserData]{name: HandlerValidateEC2NodeClass, admit: v.admitEC2NodeClass})
+	srv.Register(ValidateNodeOverlayPath, &objectHandler[nodeOverlayObject]{name: HandlerValidateNodeOverlay, admit: v.admitNodeOverlay})
 }
 
 // CacheOptions returns the manager cache options for the webhook: the

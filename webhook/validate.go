@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -25,7 +28,8 @@ import (
 const DefaultLookupTimeout = 500 * time.Millisecond
 
 // Validator is the validating admission handler for EC2NodeClasses
-// (karpenter.k8s.aws/v1) and NodePools (karpenter.sh/v1). It runs the rules
+// (karpenter.k8s.aws/v1), NodePools (karpenter.sh/v1) and NodeOverlays
+// (karpenter.sh/v1alpha1, always denied: KX203). It runs the rules
 // of package lint: denials reject the request with every denial's rule ID,
 // field, line and fix in the message; warnings become admission warnings of
 // at most 120 characters. On update, a denial the old object already had
@@ -120,6 +124,64 @@ func unsupportedNodePool(np *karpv1.NodePool) kxlint.Findings {
 		return nil
 	}
 	return kxlint.CheckUnsupportedSpec("NodePool", spec)
+}
+
+// nodeOverlayObject is the part of a NodeOverlay (karpenter.sh/v1alpha1)
+// that admitNodeOverlay reads: apiVersion and kind, which KX203's message
+// names, and the spec as JSON, compared with the stored object's.
+type nodeOverlayObject struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Spec       json.RawMessage `json:"spec"`
+}
+
+// admitNodeOverlay denies creating a NodeOverlay, and an UPDATE that
+// changes its spec, with KX203 (lint.RuleUnsupportedKind): karpx applies no
+// NodeOverlay, so a new or changed one would be a price or capacity
+// adjustment nothing applies. It allows an UPDATE that leaves the spec
+// as stored (metadata only: finalizers, labels, annotations), so that users
+// can still clean up the NodeOverlays they had before installing karpx,
+// and everything else (DELETE is not even sent to it by the manifests).
+// Unlike the other kinds there is no ratchet: the stored object already
+// has KX203, which would let every spec change through. An UPDATE whose
+// old object cannot be decoded is treated as a spec change.
+func (v *Validator) admitNodeOverlay(ctx context.Context, req *objectRequest[nodeOverlayObject]) admission.Response {
+	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.Object == nil {
+		return admission.Allowed("")
+	}
+	if req.Operation == admissionv1.Update {
+		if old, err := req.decodeOld(); err == nil && old != nil && sameSpec(old.Spec, req.Object.Spec) {
+			decisionsTotal.WithLabelValues("nodeoverlays", DecisionAllowed).Inc()
+			return admission.Allowed("")
+		}
+	}
+	apiVersion, kind := req.Object.APIVersion, req.Object.Kind
+	if kind == "" {
+		apiVersion, kind = schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(), req.Kind.Kind
+	}
+	findings := kxlint.CheckUnsupported(map[string]any{"apiVersion": apiVersion, "kind": kind})
+	return v.answer(ctx, "nodeoverlays", "nodeOverlay", req.Name, req.dryRun(), findings, nil)
+}
+
+// sameSpec reports whether two specs, as JSON, hold the same value
+// (absent and null are the same; key order and spacing do not matter).
+// A spec that does not decode differs from everything.
+func sameSpec(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if len(a) > 0 {
+		if err := json.Unmarshal(a, &va); err != nil {
+			return false
+		}
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &vb); err != nil {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(va, vb)
 }
 
 // admit runs check on a CREATE or UPDATE (anything else is allowed) and

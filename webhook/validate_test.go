@@ -101,3 +101,80 @@ func TestValidatorCountsDecisions(t *testing.T) {
 		}
 	}
 }
+
+// nodeOverlayRequest is a NodeOverlay admission request of op for the
+// object and old object given as JSON (nil for none).
+func nodeOverlayRequest(t *testing.T, op admissionv1.Operation, obj, old []byte) *objectRequest[nodeOverlayObject] {
+	t.Helper()
+	req := &objectRequest[nodeOverlayObject]{UID: "1", Name: "ov", Operation: op, OldObject: old}
+	if obj != nil {
+		o, err := decode[nodeOverlayObject](obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Object = o
+	}
+	return req
+}
+
+// TestValidatorNodeOverlay: creating a NodeOverlay, or changing its spec,
+// is denied with KX203 naming the kind; an update that changes only
+// metadata (finalizers removed, a label added, the spec re-ordered) and a
+// DELETE are allowed; disabling KX203 lets the create through.
+func TestValidatorNodeOverlay(t *testing.T) {
+	v := &Validator{}
+	const stored = `{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"ov","finalizers":["example.com/keep"]},"spec":{"priceAdjustment":"-10%","requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}}`
+	const cleaned = `{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"ov","labels":{"a":"b"}},"spec":{"requirements":[{"values":["spot"],"operator":"In","key":"karpenter.sh/capacity-type"}],"priceAdjustment":"-10%"}}`
+	const changed = `{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"ov"},"spec":{"priceAdjustment":"-20%","requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}}`
+	denied := func(name string, req *objectRequest[nodeOverlayObject]) {
+		t.Helper()
+		resp := v.admitNodeOverlay(context.Background(), req)
+		if resp.Allowed {
+			t.Fatalf("%s: admitted", name)
+		}
+		for _, want := range []string{"KX203", "NodeOverlay (karpenter.sh/v1alpha1)", kxlint.NotSupportedYet} {
+			if !strings.Contains(resp.Result.Message, want) {
+				t.Errorf("%s: message lacks %q: %s", name, want, resp.Result.Message)
+			}
+		}
+	}
+	allowed := func(name string, req *objectRequest[nodeOverlayObject]) {
+		t.Helper()
+		if resp := v.admitNodeOverlay(context.Background(), req); !resp.Allowed {
+			t.Fatalf("%s: denied: %s", name, resp.Result.Message)
+		}
+	}
+	denied("create", nodeOverlayRequest(t, admissionv1.Create, []byte(stored), nil))
+	denied("spec change", nodeOverlayRequest(t, admissionv1.Update, []byte(changed), []byte(stored)))
+	denied("update with an undecodable old object", nodeOverlayRequest(t, admissionv1.Update, []byte(stored), []byte(`{"spec":[`)))
+	// Without a kind in the object (never sent by an API server), the
+	// request's kind names it.
+	bare := nodeOverlayRequest(t, admissionv1.Create, []byte(`{"spec":{}}`), nil)
+	bare.Kind.Group, bare.Kind.Version, bare.Kind.Kind = "karpenter.sh", "v1alpha1", "NodeOverlay"
+	denied("create without apiVersion and kind", bare)
+	allowed("metadata-only update", nodeOverlayRequest(t, admissionv1.Update, []byte(cleaned), []byte(stored)))
+	allowed("delete", nodeOverlayRequest(t, admissionv1.Delete, nil, []byte(stored)))
+	v.Disabled = map[string]bool{kxlint.RuleUnsupportedKind: true}
+	allowed("create with KX203 disabled", nodeOverlayRequest(t, admissionv1.Create, []byte(stored), nil))
+}
+
+// TestSameSpec is sameSpec's table: absent and null are equal, key order
+// does not matter, a changed value or an undecodable spec differs.
+func TestSameSpec(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`, true},
+		{``, `null`, true},
+		{`{"a":1}`, `{"a":2}`, false},
+		{`{"b":[1,2]}`, `{"b":[2,1]}`, false},
+		{`{"a":1}`, ``, false},
+		{`{"a":`, `{"a":`, true}, // byte-equal: the same stored text
+		{`{"a":`, `{"a":1}`, false},
+	} {
+		if got := sameSpec(json.RawMessage(c.a), json.RawMessage(c.b)); got != c.want {
+			t.Errorf("sameSpec(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -20,8 +20,9 @@ import (
 // upstreamModule is the Karpenter AWS provider release whose CRDs karpx
 // matches (the Makefile's KARPENTER_CRD_MODULE; `make unit` and `make test`
 // download it first). Its pkg/apis/crds holds the CRDs its karpenter-crd
-// chart installs: EC2NodeClass, and Karpenter's NodePool and NodeClaim with
-// the provider's karpenter.k8s.aws label rules.
+// chart installs: EC2NodeClass, and Karpenter's NodePool, NodeClaim and
+// NodeOverlay with the provider's karpenter.k8s.aws label rules (and
+// autoscaling.x-k8s.io's CapacityBuffer, which karpx does not ship).
 const (
 	upstreamModule  = "github.com/aws/karpenter-provider-aws"
 	upstreamVersion = "v1.14.0"
@@ -194,6 +195,44 @@ func TestMatchesUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShipsEveryKarpenterCRD: every CRD of upstreamModule@upstreamVersion
+// in the karpenter.sh and karpenter.k8s.aws groups is in manifests/crds,
+// NodeOverlay included although karpx applies none. The CRDs are templates
+// of the karpx-crd chart, so a CRD dropped from it is deleted by `helm
+// upgrade`, and with it every object of its kind that users had (moving
+// from Karpenter, or from a karpx release that shipped it).
+func TestShipsEveryKarpenterCRD(t *testing.T) {
+	dir := upstreamCRDDir(t)
+	ours, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := map[string]bool{}
+	for _, c := range ours {
+		shipped[c.Name] = true
+	}
+	upstream, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range upstream {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		group, plural, ok := strings.Cut(name, "_")
+		if !ok || (group != "karpenter.sh" && group != "karpenter.k8s.aws") {
+			continue
+		}
+		want = append(want, plural+"."+group)
+		if !shipped[plural+"."+group] {
+			t.Errorf("manifests/crds lacks %s (upstream %s): a helm upgrade of karpx-crd would delete users' objects of that kind; run make generate", plural+"."+group, filepath.Base(f))
+		}
+	}
+	if !slices.Contains(want, "nodeoverlays.karpenter.sh") {
+		t.Fatalf("upstream %s@%s has no NodeOverlay CRD among %v: update this test", upstreamModule, upstreamVersion, want)
+	}
+	t.Logf("Karpenter CRDs upstream, all shipped: %v", want)
 }
 
 func countRules(f *schemaFacts) int {

@@ -304,9 +304,9 @@ func splitYAML(s string) ([]string, error) {
 	}
 }
 
-// TestHelmWebhookURLRenderer: the post-renderer rewrites the three
+// TestHelmWebhookURLRenderer: the post-renderer rewrites the four
 // webhooks of the karpx chart's default render (mutating startup-taints,
-// validating ec2nodeclasses and nodepools) to the stand-in's URL with the
+// validating ec2nodeclasses, nodepools and nodeoverlays) to the stand-in's URL with the
 // service's path and the test CA, drops their service reference, and
 // leaves every other object as rendered. Needs no control plane.
 func TestHelmWebhookURLRenderer(t *testing.T) {
@@ -316,8 +316,8 @@ func TestHelmWebhookURLRenderer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.rewritten != 3 {
-		t.Errorf("rewrote %d webhooks, want 3", r.rewritten)
+	if r.rewritten != 4 {
+		t.Errorf("rewrote %d webhooks, want 4", r.rewritten)
 	}
 	got, err := splitYAML(out.String())
 	if err != nil {
@@ -359,6 +359,7 @@ func TestHelmWebhookURLRenderer(t *testing.T) {
 		"startup-taints.nodepools.karpx.io": "https://127.0.0.1:9/mutate-karpenter-sh-v1-nodepool",
 		"ec2nodeclasses.karpx.io":           "https://127.0.0.1:9/validate-karpenter-k8s-aws-v1-ec2nodeclass",
 		"nodepools.karpx.io":                "https://127.0.0.1:9/validate-karpenter-sh-v1-nodepool",
+		"nodeoverlays.karpx.io":             "https://127.0.0.1:9/validate-karpenter-sh-v1alpha1-nodeoverlay",
 	}
 	for name, url := range want {
 		if urls[name] != url {

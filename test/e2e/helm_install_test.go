@@ -30,8 +30,8 @@ func TestHelmInstallUnderChartRBAC(t *testing.T) {
 	w := e.newChartWebhook()
 	helm := newHelmClient(t, e.cluster, helmNamespace, w.renderer())
 	rel := helm.install(e.ctx, "karpx", loadChart(t, e.chartDir("karpx")), helmValues(e.name))
-	if w := helm.post.rewritten; w != 3 {
-		t.Fatalf("post-renderer rewrote %d webhooks, want 3 (mutating startup-taints, validating ec2nodeclasses and nodepools)", w)
+	if w := helm.post.rewritten; w != 4 {
+		t.Fatalf("post-renderer rewrote %d webhooks, want 4 (mutating startup-taints, validating ec2nodeclasses, nodepools and nodeoverlays)", w)
 	}
 	objects := strings.Count(rel.Manifest, "\nkind: ")
 	w.start("karpx-webhook")

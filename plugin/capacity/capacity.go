@@ -131,7 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	if !rep.Learning {
-		fmt.Fprintln(o.ErrOut, "Capacity learning is off (--capacity-learning=false): planning uses the estimates.")
+		fmt.Fprintln(o.ErrOut, "Capacity learning is off (a controller older than this plugin, started with --capacity-learning=false): planning uses the estimates.")
 	}
 	now := nowFn()
 	if o.Now != nil {

@@ -32,7 +32,7 @@ func (o *Options) printTables(st *budgetstatus.Status) error {
 			fmt.Fprintf(o.Out, "EC2 API budget: %s of AWS's documented request rates, %d requests, %d throttled, %d retry-quota errors.\n\n",
 				percent(st.Fraction), st.Totals.Requests, st.Totals.Throttled, st.Totals.QuotaErrors)
 		} else {
-			fmt.Fprintf(o.Out, "EC2 API budget: DISABLED, calls are not rate limited client-side (--aws-api-budget-disabled); %d requests, %d throttled, %d retry-quota errors.\n\n",
+			fmt.Fprintf(o.Out, "EC2 API budget: DISABLED, calls are not rate limited client-side (a controller older than this plugin, started with --aws-api-budget-disabled); %d requests, %d throttled, %d retry-quota errors.\n\n",
 				st.Totals.Requests, st.Totals.Throttled, st.Totals.QuotaErrors)
 		}
 	}

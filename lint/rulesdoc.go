@@ -198,6 +198,7 @@ Such a finding is KX009 with the message "karpx cannot determine a command the n
 It **denies by default**: on the false-positive corpus (every userData of
 karpenter-provider-aws v1.14.0's examples and e2e/launch-template inputs, 24 documents,
 ` + "`TestCorpusNoDenials`" + `) it fires 0 times. A deployment that prefers to admit such userData with a
-warning sets the webhook's ` + "`--uninspectable-commands=warn`" + ` (or ` + "`kubectl karpx lint|audit\n--uninspectable-commands=warn`" + `); parts karpx cannot decode stay denied either way.
+warning sets the webhook's ` + "`--uninspectable-commands=warn`" + ` (or ` + "`kubectl karpx lint --uninspectable-commands=warn`" + `, and the same flag of
+` + "`kubectl karpx audit`" + `); parts karpx cannot decode stay denied either way.
 
 `

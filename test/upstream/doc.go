@@ -34,7 +34,8 @@
 // scenarios on the AWS provider with the ec2sim setup karpx's scenarios
 // use (package test/problems) and assert what Karpenter does: the
 // problem where it reproduces (P3, P4: the controls of karpx's
-// scenarios), its behaviour where it does not (docs/problems.md). The
+// scenarios), its behaviour where it does not (docs/problems.md); they
+// are their own tier, `make problems-upstream`, which `make test` skips. The
 // kwok test skips, naming the fix, without bin/karpenter-kwok; the AWS
 // provider's tests fail without bin/karpenter-aws, which `make test`
 // builds.

@@ -24,6 +24,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
@@ -60,18 +61,12 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Period <= 0 {
-		o.Period = 10 * time.Second
-	}
-	if o.ReplacementTimeout <= 0 {
-		o.ReplacementTimeout = 20 * time.Minute
-	}
+	timeouts.Default(&o.Period, 10*time.Second)
+	timeouts.Default(&o.ReplacementTimeout, 20*time.Minute)
 	if o.MaxMultiNodeCandidates <= 0 {
 		o.MaxMultiNodeCandidates = 100
 	}
-	if o.InitializationGrace <= 0 {
-		o.InitializationGrace = 5 * time.Minute
-	}
+	timeouts.Default(&o.InitializationGrace, timeouts.InitializationGrace)
 }
 
 // Controller runs disruption passes. It implements manager.Runnable and

@@ -3,7 +3,8 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -314,12 +315,7 @@ func (s *state) count() map[string]bool {
 // price, blockers and the volume zones of its pods (s.volumes).
 func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[string]bool) {
 	nominated := c.nominated(s)
-	names := make([]string, 0, len(s.cluster.NodeClaims))
-	for n := range s.cluster.NodeClaims {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.cluster.NodeClaims)) {
 		nc := s.cluster.NodeClaims[name]
 		pool, types := s.pools[nc.Labels[karpv1.NodePoolLabelKey]], s.types[nc.Labels[karpv1.NodePoolLabelKey]]
 		node := s.cluster.NodeOf(nc)

@@ -106,6 +106,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeFound answers 200 with v as JSON, or, when err is not nil (the
+// queue or object the path names does not exist), 404 with
+// {"error": err's text}.
+func writeFound(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()

@@ -213,19 +213,11 @@ func (s *Simulator) registerSQSAdmin(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /_sim/sqs/{queue}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := s.QueueStats(r.PathValue("queue"))
-		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
+		writeFound(w, st, err)
 	})
 	mux.HandleFunc("GET /_sim/sqs/{queue}/messages", func(w http.ResponseWriter, r *http.Request) {
 		msgs, err := s.QueueMessages(r.PathValue("queue"))
-		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, msgs)
+		writeFound(w, msgs, err)
 	})
 	mux.HandleFunc("POST /_sim/sqs/{queue}/messages", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, SQSMaxMessageSize+1))
@@ -250,11 +242,7 @@ func (s *Simulator) registerSQSAdmin(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /_sim/sqs/{queue}/redeliver", func(w http.ResponseWriter, r *http.Request) {
 		n, err := s.RedeliverInFlight(r.PathValue("queue"))
-		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]int{"redelivered": n})
+		writeFound(w, map[string]int{"redelivered": n}, err)
 	})
 	mux.HandleFunc("POST /_sim/interrupt", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

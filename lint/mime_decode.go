@@ -178,15 +178,23 @@ func encapsulated(body string, bodyStart int, path string, sc mimeScope) (MIMEPa
 // asUninspectable marks an error inside a nested body as Uninspectable: the
 // enclosing document is well-formed, so the node would still receive it.
 func asUninspectable(err error, where string) error {
+	return editParseError(err, func(out *ParseError) {
+		if !strings.HasPrefix(out.Msg, "part ") {
+			out.Msg = where + ": " + out.Msg
+		}
+		out.Uninspectable = true
+	})
+}
+
+// editParseError returns a copy of the *ParseError in err's chain changed
+// by edit, or err itself when it holds no *ParseError. err is not changed.
+func editParseError(err error, edit func(*ParseError)) error {
 	var pe *ParseError
 	if !errors.As(err, &pe) {
 		return err
 	}
 	out := *pe
-	if !strings.HasPrefix(out.Msg, "part ") {
-		out.Msg = where + ": " + out.Msg
-	}
-	out.Uninspectable = true
+	edit(&out)
 	return &out
 }
 

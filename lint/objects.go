@@ -277,6 +277,18 @@ func (b *InputBudget) decodeDocument(js []byte, source string, n, listDepth int)
 	return o, s, b.docs >= 0
 }
 
+// decodeTyped decodes the JSON document js into a new T (NodePool or
+// EC2NodeClass) and returns it; when js does not decode into T it records
+// the error, made printable, in o.DecodeError and returns nil.
+func decodeTyped[T any](js []byte, o *Object) *T {
+	v := new(T)
+	if err := json.Unmarshal(js, v); err != nil {
+		o.DecodeError = printable(err.Error())
+		return nil
+	}
+	return v
+}
+
 func (b *InputBudget) decodeOne(js []byte, source string, n, listDepth int) ([]Object, []Skipped) {
 	skip := func(apiVersion, kind, name, reason string) ([]Object, []Skipped) {
 		return nil, []Skipped{{Source: source, Document: n, APIVersion: apiVersion, Kind: kind, Name: name, Reason: reason}}
@@ -303,21 +315,11 @@ func (b *InputBudget) decodeOne(js []byte, source string, n, listDepth int) ([]O
 	switch [2]string{apiVersion, kind} {
 	case nodePoolGVK:
 		o := Object{Source: source, Document: n, Raw: raw}
-		np := &karpv1.NodePool{}
-		if err := json.Unmarshal(js, np); err != nil {
-			o.DecodeError = printable(err.Error())
-		} else {
-			o.NodePool = np
-		}
+		o.NodePool = decodeTyped[karpv1.NodePool](js, &o)
 		return []Object{o}, nil
 	case ec2NodeClassGVK:
 		o := Object{Source: source, Document: n, Raw: raw}
-		nc := &apisv1.EC2NodeClass{}
-		if err := json.Unmarshal(js, nc); err != nil {
-			o.DecodeError = printable(err.Error())
-		} else {
-			o.EC2NodeClass = nc
-		}
+		o.EC2NodeClass = decodeTyped[apisv1.EC2NodeClass](js, &o)
 		return []Object{o}, nil
 	}
 	if _, ok := unsupportedKinds[[2]string{apiVersion, kind}]; ok {

@@ -521,14 +521,7 @@ func (r *run) execCmd(ctx context.Context, args []string) error {
 		if len(args) < 2 {
 			return nil
 		}
-		p := absPath(hc.Dir, args[1])
-		if vf, ok := sb.file(p); ok {
-			what := "sourced " + p
-			if strings.Contains(p, "sh-interp-") {
-				what = "sourced process substitution"
-			}
-			sb.runText(vf.content, line, what)
-		}
+		sb.runImageFile(absPath(hc.Dir, args[1]), line, "sourced", "sourced process substitution")
 		return nil // a file of the AMI: part of the image, like its programs
 	}
 	sb.record(args)
@@ -573,6 +566,23 @@ func (sb *sandbox) record(args []string) {
 	if len(sb.commands) < maxInterpSteps {
 		sb.commands = append(sb.commands, strings.Join(args, " "))
 	}
+}
+
+// runImageFile runs the script at absolute path p, if the sandbox holds
+// it (see file), as text reached from line origin, named
+// "<kind> <p>" (or substitution when p is the pipe of a process
+// substitution, whose path holds "sh-interp-"). A file the sandbox does not
+// hold is part of the AMI, like its programs, and is not run.
+func (sb *sandbox) runImageFile(p string, origin int, kind, substitution string) {
+	vf, ok := sb.file(p)
+	if !ok {
+		return
+	}
+	via := kind + " " + p
+	if strings.Contains(p, "sh-interp-") {
+		via = substitution
+	}
+	sb.runText(vf.content, origin, via)
 }
 
 // file returns the virtual file at p. A process substitution's named

@@ -183,14 +183,7 @@ func (r *run) shell(hc interp.HandlerContext, name string, args []string, line i
 		}
 	}
 	if ops := operands(args, setOf("-o", "+o", "-O", "+O", "--rcfile", "--init-file")); len(ops) > 0 && ops[0] != "-" {
-		p := absPath(hc.Dir, ops[0])
-		if vf, ok := sb.file(p); ok {
-			what := "file " + p
-			if strings.Contains(p, "sh-interp-") {
-				what = "process substitution"
-			}
-			sb.runText(vf.content, line, what)
-		}
+		sb.runImageFile(absPath(hc.Dir, ops[0]), line, "file", "process substitution")
 		return nil // a script of the AMI: part of the image, like its programs
 	}
 	in, err := sb.readAll(hc.Stdin)

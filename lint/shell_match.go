@@ -95,13 +95,13 @@ func restartWhat(name string, args []arg) string {
 			return "kexec"
 		}
 	case "init", "telinit":
-		if n := nonOptionArgs(args); len(n) > 0 && n[0].is("0", "6", "1", "s", "S", "single") {
+		if n := operandsOf(args); len(n) > 0 && n[0].is("0", "6", "1", "s", "S", "single") {
 			return name + " " + n[0].first()
 		}
 	case "systemctl":
 		return systemctlWhat(args)
 	case "service", "invoke-rc.d", "rc-service", "initctl":
-		n := nonOptionArgs(args)
+		n := operandsOf(args)
 		if name == "initctl" && len(n) >= 2 {
 			n = []arg{n[1], n[0]} // initctl stop kubelet
 		}
@@ -116,7 +116,7 @@ func restartWhat(name string, args []arg) string {
 		}
 	case "kubelet", "containerd":
 		// /etc/init.d/kubelet restart
-		if n := nonOptionArgs(args); len(n) == 1 {
+		if n := operandsOf(args); len(n) == 1 {
 			for _, v := range n[0].vals {
 				if agentActions[v] {
 					return name + " " + v
@@ -152,16 +152,6 @@ func joinFirst(args []arg) string {
 		parts[i] = strings.ReplaceAll(a.first(), unknown, "…")
 	}
 	return strings.Join(parts, " ")
-}
-
-func nonOptionArgs(args []arg) []arg {
-	var out []arg
-	for _, a := range args {
-		if !strings.HasPrefix(a.first(), "-") {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // signalZero reports a kill that only probes (kill -0, -s 0) or lists

@@ -150,19 +150,14 @@ func ParseUserData(family, text string) (*UserData, error) {
 
 // shiftParseError maps a NodeConfig error inside a MIME part to userData lines.
 func shiftParseError(err error, p MIMEPart) error {
-	var pe *ParseError
-	if !errors.As(err, &pe) {
-		return err
-	}
-	out := *pe
-	out.Msg = fmt.Sprintf("MIME part %s (application/node.eks.aws): %s", p.Path, pe.Msg)
-	switch {
-	case p.Encoded || pe.Line == 0:
-		out.Line = p.BodyLine
-	default:
-		out.Line = pe.Line + p.BodyLine - 1
-	}
-	return &out
+	return editParseError(err, func(out *ParseError) {
+		out.Msg = fmt.Sprintf("MIME part %s (application/node.eks.aws): %s", p.Path, out.Msg)
+		if p.Encoded || out.Line == 0 {
+			out.Line = p.BodyLine
+		} else {
+			out.Line += p.BodyLine - 1
+		}
+	})
 }
 
 // segmentOf is the segment of a leaf MIME part.

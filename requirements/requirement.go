@@ -73,20 +73,21 @@ func New(key string, op corev1.NodeSelectorOperator, values []string, minValues 
 		r.complement = true
 	case corev1.NodeSelectorOpDoesNotExist:
 		r.AllowAbsent = true
-	case corev1.NodeSelectorOpGt:
+	case corev1.NodeSelectorOpGt, karpv1.NodeSelectorOpGte, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpLte:
 		r.complement = true
-		r.greaterThan, err = bound()
-	case karpv1.NodeSelectorOpGte:
-		r.complement = true
-		r.greaterThan, err = bound()
-		r.greaterThan--
-	case corev1.NodeSelectorOpLt:
-		r.complement = true
-		r.lessThan, err = bound()
-	case karpv1.NodeSelectorOpLte:
-		r.complement = true
-		r.lessThan, err = bound()
-		r.lessThan++
+		var n int64
+		n, err = bound()
+		// On integers Gte n is Gt n-1 and Lte n is Lt n+1.
+		switch op {
+		case corev1.NodeSelectorOpGt:
+			r.greaterThan = n
+		case karpv1.NodeSelectorOpGte:
+			r.greaterThan = n - 1
+		case corev1.NodeSelectorOpLt:
+			r.lessThan = n
+		default:
+			r.lessThan = n + 1
+		}
 	default:
 		err = fmt.Errorf("%s: unknown operator %q", origin, op)
 	}

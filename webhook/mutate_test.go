@@ -134,7 +134,7 @@ func TestParseTaintRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	merged := MergeTaintRules(BuiltinTaintRules(), rules)
-	if len(merged) != len(builtinTaintRules)+1 || merged[0].Name != "cilium" || merged[0].Enabled == nil || *merged[0].Enabled || len(merged[0].Taints) != 2 {
+	if len(merged) != len(BuiltinTaintRules())+1 || merged[0].Name != "cilium" || merged[0].Enabled == nil || *merged[0].Enabled || len(merged[0].Taints) != 2 {
 		t.Fatalf("bad merge %+v", merged)
 	}
 	for _, bad := range []string{

@@ -25,19 +25,9 @@ import (
 // with the built-in rules in catalog/startuptaints.
 type TaintRule = startuptaints.Rule
 
-// builtinTaintRules are the built-in rules, from catalog/startuptaints.
-var builtinTaintRules = startuptaints.Builtin()
-
 // BuiltinTaintRules returns the built-in rules (Cilium, AWS EBS CSI node,
-// AWS EFS CSI node, Istio CNI) as a fresh copy.
-func BuiltinTaintRules() []TaintRule {
-	out := make([]TaintRule, len(builtinTaintRules))
-	for i, r := range builtinTaintRules {
-		r.Taints = append([]corev1.Taint(nil), r.Taints...)
-		out[i] = r
-	}
-	return out
-}
+// AWS EFS CSI node, Istio CNI) as a fresh copy: startuptaints.Builtin.
+func BuiltinTaintRules() []TaintRule { return startuptaints.Builtin() }
 
 // TaintRulesConfigKey is the ConfigMap data key holding extra rules, as YAML:
 //
@@ -66,7 +56,7 @@ func ParseTaintRules(doc string) ([]TaintRule, error) {
 		return nil, fmt.Errorf("%s: %w", TaintRulesConfigKey, err)
 	}
 	builtin := map[string]bool{}
-	for _, r := range builtinTaintRules {
+	for _, r := range startuptaints.Builtin() {
 		builtin[r.Name] = true
 	}
 	for i, r := range cfg.Rules {

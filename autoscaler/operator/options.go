@@ -16,6 +16,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
 
 // Options configure the autoscaler. Every field has a flag and an
@@ -167,9 +168,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", env("EC2_ENDPOINT", ""), "override the EC2 endpoint URL (e.g. the loopback simulator)")
 	fs.StringVar(&o.SSMEndpoint, "ssm-endpoint", env("SSM_ENDPOINT", ""), "override the SSM endpoint URL (defaults to --ec2-endpoint when set)")
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", env("KUBERNETES_VERSION", ""), "Kubernetes minor version used to resolve AMI aliases, e.g. 1.35 (default: the API server's)")
-	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", 15*time.Minute), "terminate a launched NodeClaim whose Node has not registered after this long")
-	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", 5*time.Minute), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
-	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", 5*time.Minute), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods, and how long pods wait for the NodeClaim they were planned onto once it registered; must be positive")
+	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", timeouts.RegistrationTTL), "terminate a launched NodeClaim whose Node has not registered after this long")
+	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", timeouts.LaunchTTL), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
+	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", timeouts.InitializationGrace), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods, and how long pods wait for the NodeClaim they were planned onto once it registered; must be positive")
 	fs.DurationVar(&o.NodeNotReadyThreshold, "node-not-ready-threshold", envDuration("NODE_NOT_READY_THRESHOLD", 30*time.Minute), "report a NodeClaim whose Node is NotReady longer than this (never replaced)")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")

@@ -3,6 +3,8 @@ package scheduling
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -98,12 +100,7 @@ func newPodInfo(pod, view *corev1.Pod, vol []corev1.NodeSelectorRequirement) *po
 // existing node, so it is skipped for new nodes.
 func podTerms(pod *corev1.Pod) ([]podTerm, error) {
 	var selector []requirement
-	keys := make([]string, 0, len(pod.Spec.NodeSelector))
-	for k := range pod.Spec.NodeSelector {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(pod.Spec.NodeSelector)) {
 		v := pod.Spec.NodeSelector[k]
 		r, err := newRequirement(k, corev1.NodeSelectorOpIn, []string{v}, nil, fmt.Sprintf("nodeSelector %s=%s", k, v))
 		if err != nil {

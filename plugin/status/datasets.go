@@ -77,11 +77,6 @@ func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into an
 // Like the budget line, a missing controller prints nothing and any other
 // failure is one line on stderr.
 func (o *Options) printDataSets(ctx context.Context) {
-	if o.Budget == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	rep := &hydration.Report{}
 	err := FetchJSON(ctx, o.Budget, hydration.HandlerPath, rep)
 	var (

@@ -305,9 +305,25 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 	}
-	o.printBudget(ctx)
-	o.printDataSets(ctx)
+	o.fromController(ctx, o.printBudget)
+	o.fromController(ctx, o.printDataSets)
 	return nil
+}
+
+// controllerTimeout bounds each read from the karpx controller under the
+// tables, so that a slow controller cannot hold up the command.
+const controllerTimeout = 5 * time.Second
+
+// fromController calls show with ctx bounded by controllerTimeout when
+// the command reaches a controller (o.Budget set), and does nothing
+// otherwise.
+func (o *Options) fromController(ctx context.Context, show func(context.Context)) {
+	if o.Budget == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, controllerTimeout)
+	defer cancel()
+	show(ctx)
 }
 
 // printBudget adds one line on the controller's EC2 API budget under the
@@ -315,11 +331,6 @@ func (o *Options) Run(ctx context.Context) error {
 // Karpenter) prints nothing; any other failure is one line on stderr and
 // never fails the command.
 func (o *Options) printBudget(ctx context.Context) {
-	if o.Budget == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	st, err := o.Budget.Fetch(ctx)
 	var missing *throttle.ServiceNotFoundError
 	switch {

@@ -3,7 +3,8 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
@@ -60,18 +62,12 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Period <= 0 {
-		o.Period = 10 * time.Second
-	}
-	if o.ReplacementTimeout <= 0 {
-		o.ReplacementTimeout = 20 * time.Minute
-	}
+	timeouts.Default(&o.Period, 10*time.Second)
+	timeouts.Default(&o.ReplacementTimeout, 20*time.Minute)
 	if o.MaxMultiNodeCandidates <= 0 {
 		o.MaxMultiNodeCandidates = 100
 	}
-	if o.InitializationGrace <= 0 {
-		o.InitializationGrace = 5 * time.Minute
-	}
+	timeouts.Default(&o.InitializationGrace, timeouts.InitializationGrace)
 }
 
 // Controller runs disruption passes. It implements manager.Runnable and
@@ -319,12 +315,7 @@ func (s *state) count() map[string]bool {
 // price, blockers and the volume zones of its pods (s.volumes).
 func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[string]bool) {
 	nominated := c.nominated(s)
-	names := make([]string, 0, len(s.cluster.NodeClaims))
-	for n := range s.cluster.NodeClaims {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.cluster.NodeClaims)) {
 		nc := s.cluster.NodeClaims[name]
 		pool, types := s.pools[nc.Labels[karpv1.NodePoolLabelKey]], s.types[nc.Labels[karpv1.NodePoolLabelKey]]
 		node := s.cluster.NodeOf(nc)

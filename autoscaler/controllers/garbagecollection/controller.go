@@ -13,6 +13,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
 
 // Options configure the garbage collector.
@@ -48,12 +49,8 @@ type Collector struct {
 
 // New returns a Collector with defaults filled.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, opts Options) *Collector {
-	if opts.Period <= 0 {
-		opts.Period = 2 * time.Minute
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = 5 * time.Minute
-	}
+	timeouts.Default(&opts.Period, 2*time.Minute)
+	timeouts.Default(&opts.Grace, 5*time.Minute)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
 	"github.com/karpx/karpx/autoscaler/state/podcache"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
@@ -64,24 +65,14 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.BatchIdleDuration <= 0 {
-		o.BatchIdleDuration = time.Second
-	}
+	timeouts.Default(&o.BatchIdleDuration, time.Second)
 	if o.BatchMaxDuration < o.BatchIdleDuration {
 		o.BatchMaxDuration = 10 * time.Second
 	}
-	if o.ResyncPeriod <= 0 {
-		o.ResyncPeriod = 30 * time.Second
-	}
-	if o.LaunchTTL <= 0 {
-		o.LaunchTTL = 5 * time.Minute
-	}
-	if o.RegistrationTTL <= 0 {
-		o.RegistrationTTL = 15 * time.Minute
-	}
-	if o.InitializationGrace <= 0 {
-		o.InitializationGrace = 5 * time.Minute
-	}
+	timeouts.Default(&o.ResyncPeriod, 30*time.Second)
+	timeouts.Default(&o.LaunchTTL, timeouts.LaunchTTL)
+	timeouts.Default(&o.RegistrationTTL, timeouts.RegistrationTTL)
+	timeouts.Default(&o.InitializationGrace, timeouts.InitializationGrace)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -148,20 +148,11 @@ func (t *Tracker) Success(key Key) {
 // the failures (the spec changed); the failure count is kept after expiry
 // so that the next failure pauses again, longer.
 func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
-	if t == nil {
+	s, ok := t.current(key, gens, true)
+	if !ok {
 		return false, State{}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.states[key]
-	if s == nil {
-		return false, State{}
-	}
-	if s.Generations != gens {
-		delete(t.states, key)
-		return false, State{}
-	}
-	return t.opts.Clock.Now().Before(s.PausedUntil), *s
+	return t.opts.Clock.Now().Before(s.PausedUntil), s
 }
 
 // Unhealthy reports whether key has failed at least Threshold times in a
@@ -169,16 +160,34 @@ func (t *Tracker) Paused(key Key, gens Generations) (bool, State) {
 // has expired: a retry after the pause does not make the pair healthy,
 // only a registered Node or a spec change does.
 func (t *Tracker) Unhealthy(key Key, gens Generations) (bool, State) {
-	if t == nil {
+	s, ok := t.current(key, gens, false)
+	if !ok {
 		return false, State{}
+	}
+	return s.Consecutive >= t.opts.Threshold, s
+}
+
+// current returns a copy of key's state when it was recorded for gens. ok
+// is false when t is nil, key has no state, or its state was recorded for
+// other generations (the spec changed since); forget then drops that stale
+// state.
+func (t *Tracker) current(key Key, gens Generations, forget bool) (s State, ok bool) {
+	if t == nil {
+		return State{}, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.states[key]
-	if s == nil || s.Generations != gens {
-		return false, State{}
+	st := t.states[key]
+	if st == nil {
+		return State{}, false
 	}
-	return s.Consecutive >= t.opts.Threshold, *s
+	if st.Generations != gens {
+		if forget {
+			delete(t.states, key)
+		}
+		return State{}, false
+	}
+	return *st, true
 }
 
 // String describes a state for events and conditions.

@@ -21,6 +21,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
 
 // InstanceIDField is the cache index of NodeClaims by the EC2 instance ID
@@ -71,12 +72,8 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.SpotNotice <= 0 {
-		o.SpotNotice = messages.SpotNotice
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = time.Second
-	}
+	timeouts.Default(&o.SpotNotice, messages.SpotNotice)
+	timeouts.Default(&o.MinBackoff, time.Second)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = time.Minute
 	}

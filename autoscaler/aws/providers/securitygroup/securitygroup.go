@@ -1,9 +1,6 @@
 package securitygroup
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -11,6 +8,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/providers/selector"
 )
 
 // SecurityGroup is a resolved security group.
@@ -21,43 +19,33 @@ type SecurityGroup struct {
 	Name string
 }
 
-// Provider resolves security group selector terms. It is safe for
-// concurrent use.
-type Provider struct {
-	api      ec2api.API
-	resolver *cache.TermResolver[v1.SecurityGroupSelectorTerm, SecurityGroup]
-}
+// Provider resolves security group selector terms; its List returns the
+// groups matching any of the terms, sorted by ID (an empty result is not an
+// error; the caller names the EC2NodeClass field), and fails with the
+// wrapped DescribeSecurityGroups error. It is safe for concurrent use.
+type Provider = selector.Resolver[v1.SecurityGroupSelectorTerm, *ec2.DescribeSecurityGroupsOutput, SecurityGroup]
 
-// NewProvider returns a Provider that calls api and caches each resolution
-// for ttls.Default (cache.DefaultTTL unless the caches are off).
+// NewProvider returns a Provider calling DescribeSecurityGroups on api
+// once per term, with a cache of ttls.Default (cache.DefaultTTL unless the
+// caches are off).
 func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
-	return &Provider{api: api, resolver: cache.NewTermResolver[v1.SecurityGroupSelectorTerm](ttls.Default,
-		func(g SecurityGroup) string { return g.ID },
-		func(a, b SecurityGroup) bool { return a.ID < b.ID })}
+	byID := func(a, b SecurityGroup) bool { return a.ID < b.ID }
+	return selector.New(ttls.Default, func(g SecurityGroup) string { return g.ID }, byID,
+		selector.Describe[v1.SecurityGroupSelectorTerm, *ec2.DescribeSecurityGroupsOutput, SecurityGroup]{
+			What: "security groups", Filters: Filters, Items: groupsOf,
+			Pages: func(filters []ec2types.Filter) selector.Pages[*ec2.DescribeSecurityGroupsOutput] {
+				return ec2.NewDescribeSecurityGroupsPaginator(api, &ec2.DescribeSecurityGroupsInput{Filters: filters})
+			},
+		})
 }
 
-// List returns the security groups matching any of terms, sorted by ID. An
-// empty result is not an error; the caller names the EC2NodeClass field.
-// Errors are DescribeSecurityGroups failures (wrapped AWS API errors).
-func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) ([]SecurityGroup, error) {
-	return p.resolver.Resolve(terms, func(term v1.SecurityGroupSelectorTerm) ([]SecurityGroup, error) {
-		filters := Filters(term)
-		if len(filters) == 0 {
-			return nil, nil
-		}
-		var found []SecurityGroup
-		pager := ec2.NewDescribeSecurityGroupsPaginator(p.api, &ec2.DescribeSecurityGroupsInput{Filters: filters})
-		for pager.HasMorePages() {
-			out, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describing security groups: %w", err)
-			}
-			for _, g := range out.SecurityGroups {
-				found = append(found, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName)})
-			}
-		}
-		return found, nil
-	})
+// groupsOf returns the security groups of one DescribeSecurityGroups page.
+func groupsOf(out *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+	groups := make([]SecurityGroup, 0, len(out.SecurityGroups))
+	for _, g := range out.SecurityGroups {
+		groups = append(groups, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName)})
+	}
+	return groups
 }
 
 // IDs returns the IDs of groups, in order.

@@ -1,8 +1,6 @@
 package subnet
 
 import (
-	"context"
-	"fmt"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +10,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/providers/selector"
 )
 
 // Subnet is a resolved subnet.
@@ -26,43 +25,32 @@ type Subnet struct {
 	AvailableIPs int32
 }
 
-// Provider resolves subnet selector terms. It is safe for concurrent use.
-type Provider struct {
-	api      ec2api.API
-	resolver *cache.TermResolver[v1.SubnetSelectorTerm, Subnet]
-}
+// Provider resolves subnet selector terms with DescribeSubnets; List
+// answers the subnets matching any term, sorted by zone then ID (none is
+// not an error: the caller names the EC2NodeClass field), or the wrapped
+// AWS API error. Safe for concurrent use.
+type Provider = selector.Resolver[v1.SubnetSelectorTerm, *ec2.DescribeSubnetsOutput, Subnet]
 
-// NewProvider returns a Provider that calls api and caches each resolution
-// for ttls.Default (cache.DefaultTTL unless the caches are off).
+// NewProvider returns a Provider reading subnets through api, each set of
+// terms cached for ttls.Default (cache.DefaultTTL unless the caches are
+// off).
 func NewProvider(api ec2api.API, ttls cache.TTLs) *Provider {
-	return &Provider{api: api, resolver: cache.NewTermResolver[v1.SubnetSelectorTerm](ttls.Default,
-		func(s Subnet) string { return s.ID },
-		func(a, b Subnet) bool { return a.Zone < b.Zone || (a.Zone == b.Zone && a.ID < b.ID) })}
+	describe := selector.Describe[v1.SubnetSelectorTerm, *ec2.DescribeSubnetsOutput, Subnet]{What: "subnets", Filters: Filters, Items: subnetsOf}
+	describe.Pages = func(filters []ec2types.Filter) selector.Pages[*ec2.DescribeSubnetsOutput] {
+		return ec2.NewDescribeSubnetsPaginator(api, &ec2.DescribeSubnetsInput{Filters: filters})
+	}
+	return selector.New(ttls.Default, func(s Subnet) string { return s.ID },
+		func(a, b Subnet) bool { return a.Zone < b.Zone || (a.Zone == b.Zone && a.ID < b.ID) }, describe)
 }
 
-// List returns the subnets matching any of terms, sorted by zone then ID.
-// An empty result is not an error; the caller names the EC2NodeClass field.
-// Errors are DescribeSubnets failures (wrapped AWS API errors).
-func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) ([]Subnet, error) {
-	return p.resolver.Resolve(terms, func(term v1.SubnetSelectorTerm) ([]Subnet, error) {
-		filters := Filters(term)
-		if len(filters) == 0 {
-			return nil, nil
-		}
-		var found []Subnet
-		pager := ec2.NewDescribeSubnetsPaginator(p.api, &ec2.DescribeSubnetsInput{Filters: filters})
-		for pager.HasMorePages() {
-			out, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describing subnets: %w", err)
-			}
-			for _, s := range out.Subnets {
-				found = append(found, Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone),
-					ZoneID: aws.ToString(s.AvailabilityZoneId), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)})
-			}
-		}
-		return found, nil
-	})
+// subnetsOf returns the subnets of one DescribeSubnets page.
+func subnetsOf(out *ec2.DescribeSubnetsOutput) []Subnet {
+	subnets := make([]Subnet, 0, len(out.Subnets))
+	for _, s := range out.Subnets {
+		subnets = append(subnets, Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone),
+			ZoneID: aws.ToString(s.AvailabilityZoneId), AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount)})
+	}
+	return subnets
 }
 
 // Zones returns the distinct zones of subnets, sorted.

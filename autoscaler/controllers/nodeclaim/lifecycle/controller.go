@@ -26,6 +26,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 	"github.com/karpx/karpx/autoscaler/state/launchlatency"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
 
 // MaxConcurrentReconciles is how many NodeClaims the controller works on at
@@ -88,21 +89,11 @@ type Controller struct {
 // receives every persistent launch failure, registration timeout and
 // registration, keyed by (NodePool, EC2NodeClass).
 func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, health *launchhealth.Tracker, opts Options) *Controller {
-	if opts.RegistrationTTL <= 0 {
-		opts.RegistrationTTL = 15 * time.Minute
-	}
-	if opts.LaunchTTL <= 0 {
-		opts.LaunchTTL = 5 * time.Minute
-	}
-	if opts.NodeNotReadyThreshold <= 0 {
-		opts.NodeNotReadyThreshold = 30 * time.Minute
-	}
-	if opts.LaunchBackoffBase <= 0 {
-		opts.LaunchBackoffBase = 30 * time.Second
-	}
-	if opts.LaunchBackoffMax <= 0 {
-		opts.LaunchBackoffMax = 10 * time.Minute
-	}
+	timeouts.Default(&opts.RegistrationTTL, timeouts.RegistrationTTL)
+	timeouts.Default(&opts.LaunchTTL, timeouts.LaunchTTL)
+	timeouts.Default(&opts.NodeNotReadyThreshold, 30*time.Minute)
+	timeouts.Default(&opts.LaunchBackoffBase, 30*time.Second)
+	timeouts.Default(&opts.LaunchBackoffMax, 10*time.Minute)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}

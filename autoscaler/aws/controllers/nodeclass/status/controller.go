@@ -21,6 +21,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	awscloud "github.com/karpx/karpx/autoscaler/aws/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
 
 // Resolver resolves an EC2NodeClass into its status; *awscloud.CloudProvider
@@ -65,12 +66,8 @@ type Controller struct {
 // New returns a controller resolving through resolver and recording events
 // with recorder.
 func New(kube client.Client, resolver Resolver, recorder record.EventRecorder, opts Options) *Controller {
-	if opts.ResyncPeriod <= 0 {
-		opts.ResyncPeriod = cache.DefaultTTL
-	}
-	if opts.RetryBase <= 0 {
-		opts.RetryBase = time.Second
-	}
+	timeouts.Default(&opts.ResyncPeriod, cache.DefaultTTL)
+	timeouts.Default(&opts.RetryBase, time.Second)
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = time.Minute
 	}

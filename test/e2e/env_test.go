@@ -24,6 +24,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
 	"github.com/karpx/karpx/test/cluster"
+	"github.com/karpx/karpx/test/problems"
 )
 
 // env is one end-to-end environment: control plane, simulator, autoscaler.
@@ -334,21 +335,10 @@ func pluginDir(root string) (string, error) {
 }
 
 // scenarioLogf logs one "scenario …:" line of figures and, when
-// KARPX_SCENARIO_LOG names a file, appends it there too, so that `make
-// test` can print the figures of passing tests (go test hides their logs).
+// KARPX_SCENARIO_LOG names a file, appends it there too (problems.Logf,
+// shared with the scenarios run on the real Karpenter in test/upstream),
+// so that `make test` can print the figures of passing tests.
 func scenarioLogf(t *testing.T, format string, args ...any) {
 	t.Helper()
-	line := fmt.Sprintf(format, args...)
-	t.Log(line)
-	path := os.Getenv("KARPX_SCENARIO_LOG")
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Logf("writing %s: %v", path, err)
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
+	problems.Logf(t, format, args...)
 }

@@ -16,7 +16,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/catalog"
+	"github.com/karpx/karpx/test/problems"
 )
 
 // The P5 scenario's durations. The behaviour under test is that every
@@ -78,22 +78,7 @@ type p5Env struct {
 func newP5Env(t *testing.T) (*p5Env, func()) {
 	e := newEnvWithoutAutoscaler(t, "karpx-p5")
 	e.apply(p5Manifest(e.name))
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec: corev1.PodSpec{
-					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
-				},
-			},
-		},
-	}
-	if err := e.kube.Create(e.ctx, ds); err != nil {
+	if err := e.kube.Create(e.ctx, problems.P5AgentDaemonSet()); err != nil {
 		t.Fatal(err)
 	}
 	p := &p5Env{env: e}

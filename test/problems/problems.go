@@ -3,6 +3,7 @@ package problems
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,3 +143,27 @@ const (
 	P5InstanceType = "m5.large"
 	P5PodCPU       = "1200m"
 )
+
+// P5AgentDaemonSet is the DaemonSet of problem P5's scenario, in
+// namespace default: one pause pod per Node (10m CPU, 16Mi memory,
+// tolerating every taint) like a cluster's node agent, so that a Node
+// whose workload left is empty of everything but DaemonSet pods, which
+// emptiness must not count.
+func P5AgentDaemonSet() *appsv1.DaemonSet {
+	labels := map[string]string{"app": "agent"}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
+				},
+			},
+		},
+	}
+}

@@ -670,22 +670,7 @@ func TestUpstreamProblemP5EmptinessConsolidation(t *testing.T) {
 	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(problems.P5ConsolidateAfter.String())
 	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 	e.createPools(np)
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec: corev1.PodSpec{
-					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
-				},
-			},
-		},
-	}
-	if err := e.kube.Create(e.ctx, ds); err != nil {
+	if err := e.kube.Create(e.ctx, problems.P5AgentDaemonSet()); err != nil {
 		t.Fatal(err)
 	}
 	d := deployment("a", 2, problems.P5PodCPU, map[string]string{"p5": "empty"})

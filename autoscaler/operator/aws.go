@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/utils/clock"
 	"net/http"
 	"time"
 
@@ -87,7 +86,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Logger:            log,
 			Hydration:         reg,
 			Capacity:          capCache,
-			Clock:             opts.Clock,
+			Clock:             opts.clock(),
 		})
 	})
 }
@@ -111,11 +110,7 @@ func discoverClusterSettings(ctx context.Context, log logr.Logger, cfg *rest.Con
 	}
 	dctx, cancel := context.WithTimeout(logr.NewContext(ctx, log), DiscoveryTimeout)
 	defer cancel()
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	info, err := clusterinfo.DiscoverWithClock(dctx, cfg, clk)
+	info, err := clusterinfo.DiscoverWithClock(dctx, cfg, opts.clock())
 	if err != nil {
 		if errors.Is(err, clusterinfo.ErrNoAnswer) {
 			return fmt.Errorf("the API server did not answer within %s; not starting with default cluster settings (set --cluster-ca-bundle, --kubernetes-version and --cluster-cidr to start without asking): %w", DiscoveryTimeout, err)

@@ -297,6 +297,15 @@ func envDuration(key string, def time.Duration) time.Duration {
 	return def
 }
 
+// clock is o.Clock, or the wall clock when the caller built Options
+// without DefaultOptions.
+func (o *Options) clock() clock.WithTickerAndDelayedExecution {
+	if o.Clock == nil {
+		return clock.RealClock{}
+	}
+	return o.Clock
+}
+
 // DefaultOptions returns the options every flag (and environment variable)
 // defaults to, for callers that build the operator in-process.
 func DefaultOptions() Options {

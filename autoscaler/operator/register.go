@@ -107,14 +107,8 @@ func newWiring(ctx context.Context, mgr manager.Manager, opts Options, newCloud 
 	}, nil
 }
 
-// clock is opts.Clock, or the wall clock when the caller built Options
-// without DefaultOptions.
-func (w *wiring) clock() clock.WithTickerAndDelayedExecution {
-	if w.opts.Clock == nil {
-		return clock.RealClock{}
-	}
-	return w.opts.Clock
-}
+// clock is the operator's clock (Options.clock).
+func (w *wiring) clock() clock.WithTickerAndDelayedExecution { return w.opts.clock() }
 
 // metered is the cloud provider as controller sees it: Karpenter's
 // karpenter_cloudprovider_* metrics labelled with controller. Optional

@@ -107,11 +107,12 @@ var deletionCallsManifest = nodePool{Name: "delcalls", Disruption: neverConsolid
 // and once by its Node (kubectl delete node), each with a pod to drain,
 // and counts the EC2 calls that name the node's instance, from the
 // deletion until the NodeClaim and Node are gone and 3 s more: exactly one
-// TerminateInstances per deleted node and at most two DescribeInstances
-// naming its instance in its whole life: the deletion's one (the Node's
+// TerminateInstances per deleted node and at most one DescribeInstances
+// naming its instance in its whole life: the deletion's (the Node's
 // termination issues it; the NodeClaim's finalizer sees
-// InstanceTerminating and calls nothing) and the drift check's cached one,
-// which may fall on either side of the deletion's start. Attribution: the calls pass
+// InstanceTerminating and calls nothing). The drift check reads the
+// subnet and security groups that the launch recorded and describes
+// nothing. Attribution: the calls pass
 // through a recording proxy and count when their InstanceId.N parameters
 // name the instance; a batched call naming it counts once. The instance is
 // shutting-down or terminated in the simulator at the end (the control
@@ -166,14 +167,8 @@ func TestDeletionCallsEC2Once(t *testing.T) {
 		terminates, describes := termAfter-termBefore, descAfter-descBefore
 		scenarioLogf(t, "deleted by its %s: instance %s: %d TerminateInstances and %d DescribeInstances naming it (%d before the deletion; %d DescribeInstances in all meanwhile)",
 			path, id, terminates, describes, descBefore, descAll-descAllBefore)
-		// The drift check (SubnetDrift, SecurityGroupDrift) describes each
-		// instance once in its life (a cached DescribeInstances) at the
-		// first disruption pass that sees it Initialized, which may land
-		// just before or just after the deletion starts: the deletion's
-		// own share is at most one, so the instance's whole life names it
-		// in at most two.
-		if terminates != 1 || descAfter > 2 {
-			t.Errorf("deleted by its %s: %d TerminateInstances and %d DescribeInstances named instance %s in its life (%d during the deletion); want 1 and at most 2 (the drift check's one and the deletion's one)", path, terminates, descAfter, id, describes)
+		if terminates != 1 || descAfter > 1 {
+			t.Errorf("deleted by its %s: %d TerminateInstances and %d DescribeInstances named instance %s in its life (%d during the deletion); want 1 and at most 1 (the deletion's)", path, terminates, descAfter, id, describes)
 		}
 		if e.instanceLive(nc.Status.ProviderID) {
 			t.Errorf("deleted by its %s: instance %s still pending or running", path, id)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -203,5 +204,51 @@ func TestSimKarpenterNodeClaimNotDrifted(t *testing.T) {
 	e.setStatus(t, func(c *v1.EC2NodeClass) { c.Spec.Tags["team"] = "api" })
 	if reason, err := e.cp.IsDrifted(ctx, nc); err != nil || reason != DriftReasonNodeClass {
 		t.Fatalf("after a tag change: IsDrifted = %q, %v; want %s", reason, err, DriftReasonNodeClass)
+	}
+}
+
+// TestSimDriftNeedsNoDescribeAfterLaunch: the subnet and security-group
+// drift checks of a NodeClaim this provider launched read what Create
+// learned (CreateFleet's subnet, the launch template's security groups)
+// and call no DescribeInstances; what they read is what DescribeInstances
+// answers for the instance. Its control is the same check after the
+// cache entry is dropped: one DescribeInstances.
+func TestSimDriftNeedsNoDescribeAfterLaunch(t *testing.T) {
+	e := newSimEnv(t)
+	ctx := context.Background()
+	e.setStatus(t, func(c *v1.EC2NodeClass) { e.resolveStatus(t, c) })
+	got, err := e.cp.Create(ctx, nodeClaim("default-primed",
+		in(corev1.LabelInstanceTypeStable, "m5.large"), in(karpv1.CapacityTypeLabelKey, cloudprovider.CapacityTypeOnDemand)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	describes := func() int64 { return e.sim.Counts()["DescribeInstances"] }
+	before := describes()
+	if reason, err := e.cp.IsDrifted(ctx, got); err != nil || reason != "" {
+		t.Fatalf("IsDrifted after launch = %q, %v; want not drifted", reason, err)
+	}
+	if n := describes() - before; n != 0 {
+		t.Errorf("IsDrifted after launch called DescribeInstances %d times; want 0 (Create primed the subnet and security groups)", n)
+	}
+	id := got.Status.ProviderID[strings.LastIndex(got.Status.ProviderID, "/")+1:]
+	primed, ok := e.cp.networks.Get(id)
+	if !ok {
+		t.Fatalf("no primed network entry for %s", id)
+	}
+	described, err := e.cp.instances.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if primed.SubnetID != described.SubnetID || !sameSet(primed.SecurityGroupIDs, described.SecurityGroupIDs) {
+		t.Errorf("primed subnet %s, security groups %v; DescribeInstances says %s, %v", primed.SubnetID, primed.SecurityGroupIDs, described.SubnetID, described.SecurityGroupIDs)
+	}
+
+	e.cp.networks.Remove(id)
+	before = describes()
+	if reason, err := e.cp.IsDrifted(ctx, got); err != nil || reason != "" {
+		t.Fatalf("IsDrifted without the cache entry = %q, %v; want not drifted", reason, err)
+	}
+	if n := describes() - before; n != 1 {
+		t.Errorf("control: IsDrifted without the cache entry called DescribeInstances %d times; want 1", n)
 	}
 }

@@ -63,6 +63,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, err
 	}
 	log.Info("launched instance", "instanceID", inst.ID, "instanceType", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
+	c.primeNetwork(inst, r)
 	out := nodeClaim.DeepCopy()
 	c.fillFromInstance(out, inst)
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class, c.opts.ClusterCABundle))
@@ -375,4 +376,22 @@ func (c *CloudProvider) nodeClaimView(inst *instance.Instance) *karpv1.NodeClaim
 	}
 	c.fillFromInstance(nc, inst)
 	return nc
+}
+
+// primeNetwork caches what drift compares for a just-launched instance
+// (its subnet, from CreateFleet's override, and its security groups, the
+// ones every launch template of r names), so the SubnetDrift and
+// SecurityGroupDrift checks need no DescribeInstances for it until the
+// cache entry expires. Nothing is cached when the response named no
+// subnet; the drift check then describes the instance once, as before.
+func (c *CloudProvider) primeNetwork(inst *instance.Instance, r *resolved) {
+	if inst.SubnetID == "" {
+		return
+	}
+	primed := *inst
+	primed.SecurityGroupIDs = make([]string, 0, len(r.securityGroups))
+	for _, g := range r.securityGroups {
+		primed.SecurityGroupIDs = append(primed.SecurityGroupIDs, g.ID)
+	}
+	c.networks.Add(inst.ID, &primed)
 }

@@ -94,6 +94,10 @@ func newProblemEnv(t *testing.T, sim func(*ec2sim.Config), extra time.Duration) 
 		if opts.Workdir, err = os.MkdirTemp(dir, t.Name()+"-"); err != nil {
 			t.Fatal(err)
 		}
+		// At debug level the log names every instance Karpenter's
+		// garbage collection terminates and every NodeClaim it deletes.
+		opts.Env = append(opts.Env, "LOG_LEVEL=debug")
+		t.Cleanup(func() { dumpInstances(t, s, opts.Workdir) })
 	}
 	k := StartAWSForTest(t, c, opts)
 	t.Logf("control plane, ec2sim and Karpenter AWS %s ready in %s (log %s)", AWSVersion, time.Since(start).Round(time.Millisecond), k.LogPath)
@@ -104,6 +108,19 @@ func newProblemEnv(t *testing.T, sim func(*ec2sim.Config), extra time.Duration) 
 	opts.Kubeconfig = filepath.Join(opts.Workdir, "karpenter-aws.kubeconfig")
 	e.opts = opts
 	return e
+}
+
+// dumpInstances writes ec2sim's instances (Simulator.Instances: states,
+// launch and termination times, tags) to dir/ec2sim-instances.json, to
+// compare with the controller's log after a kept run.
+func dumpInstances(t *testing.T, s *ec2sim.Simulator, dir string) {
+	data, err := json.MarshalIndent(s.Instances(), "", " ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "ec2sim-instances.json"), data, 0o644)
+	}
+	if err != nil {
+		t.Logf("writing ec2sim's instances: %v", err)
+	}
 }
 
 // restartAttempts bounds the starts of restart: a controller that exits
@@ -612,22 +629,8 @@ func TestUpstreamProblemP4NoDuplicateLaunch(t *testing.T) {
 		}
 		return n >= problems.P4Pods, nil
 	})
-	for i := range 2 {
-		if i > 0 {
-			time.Sleep(3 * time.Second)
-		}
-		var pods corev1.PodList
-		if err := e.kube.List(e.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "cuda"}); err != nil {
-			t.Fatal(err)
-		}
-		for j := range pods.Items {
-			if pods.Items[j].Spec.NodeName == "" {
-				patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"karpx.test/nudge":"%d"}}}`, i))
-				if err := e.kube.Patch(e.ctx, &pods.Items[j], patch); client.IgnoreNotFound(err) != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+	if err := problems.P4NudgePending(e.ctx, e.kube, "cuda"); err != nil {
+		t.Fatal(err)
 	}
 	var runningAfter time.Duration
 	e.eventually(150*time.Second, "every pod Running and every first-plan Node Ready again after its NotReady window", func(ctx context.Context) (bool, error) {

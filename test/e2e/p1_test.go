@@ -31,10 +31,10 @@ import (
 
 // p1Scale compresses time in the P1 scenario: every duration of the
 // autoscaler's own (registration TTL, backoffs, garbage collection; not
-// the provisioning batch windows, see runP1) is
-// divided by it, so 30 simulated minutes take 30/p1Scale real minutes
-// (90 s). EC2's token buckets are not compressed: call rates are averaged
-// over sliding 60-s windows of real time, each of which holds 20 simulated
+// the provisioning batch windows, see runP1) is divided by it, so
+// p1Simulated (30 minutes) takes problems.P1Window (90 s) of real time.
+// EC2's token buckets are not compressed: call rates are averaged over
+// sliding 60-s windows of real time, each of which holds 20 simulated
 // minutes of relaunch attempts, so the rate criterion is stricter than in
 // a real cluster.
 const (
@@ -169,7 +169,7 @@ func runP1(t *testing.T) p1Result {
 	}
 	sample()
 	start := time.Now()
-	for time.Since(start) < p1Simulated/p1Scale {
+	for time.Since(start) < problems.P1Window {
 		time.Sleep(time.Second)
 		sample()
 	}

@@ -35,9 +35,10 @@ const (
 	P1PodMemory = "512Mi"
 	// P1InstanceType is the only instance type of both NodePools.
 	P1InstanceType = "m5.large"
-	// P1Window is how long the storm is watched in real time: karpx's
-	// scenario compresses 30 simulated minutes of its own durations 20x
-	// into it; the real Karpenter's durations cannot be compressed.
+	// P1Window is how long karpx's scenario watches the storm in real
+	// time: 30 simulated minutes of karpx's own durations compressed 20x.
+	// The real Karpenter's run compresses only its registration timeout
+	// (test/upstream) and watches its own waves.
 	P1Window = 90 * time.Second
 	// P1RetryQuotaMessage is what aws-sdk-go-v2's standard retryer says
 	// when its client-side retry quota (500 tokens, 5 per retry) is empty

@@ -361,7 +361,7 @@ func TestUpstreamProblemP1RetryStorm(t *testing.T) {
 		// records what it showed.
 		return
 	}
-	e.p1Assert(launched, lost)
+	e.p1Assert(launched, lost, throttled > 0 && quota > 0)
 }
 
 // p1Settle is how long the default window goes on after the storm's
@@ -801,19 +801,20 @@ func (e *problemEnv) poolNodes(ctx context.Context, pool string) []string {
 	return out
 }
 
-// p1Assert: Karpenter v1.14.3 reproduces the first half of P1
-// (docs/problems.md): it relaunches every NodeClaim whose Node never
-// registered as soon as its registration timeout deletes it, with no
-// backoff and no pause of the NodePool, so in the compressed window at
-// least half of the problems.P1Storm broken NodeClaims were launched a
-// second time (launched counts every broken instance ec2sim launched).
-// The second half, the EC2 API budget exhausted, it does not reproduce:
-// the test prints the throttled share and the SDK's retry-quota errors
-// and asserts neither. No healthy pod or Node may be lost.
-func (e *problemEnv) p1Assert(launched, lost int) {
+// p1Assert: Karpenter v1.14.3 reproduces P1 (docs/problems.md): it
+// relaunches every NodeClaim whose Node never registered as soon as its
+// registration timeout deletes it, with no backoff and no pause of the
+// NodePool, and the deletions and relaunches of a whole wave at once
+// exhaust the API budget in some runs. The test passes when the storm's
+// signature stopped the watch (storm: RequestLimitExceeded and the SDK's
+// retry-quota errors) or, without it, when at least half of the
+// problems.P1Storm broken NodeClaims were launched a second time
+// (launched counts every broken instance ec2sim launched). No healthy pod
+// or Node may be lost.
+func (e *problemEnv) p1Assert(launched, lost int, storm bool) {
 	t := e.t
-	if relaunched := launched - problems.P1Storm; 2*relaunched < problems.P1Storm {
-		t.Errorf("%d broken instances launched, %d of them after a registration timeout: want at least %d relaunches (Karpenter relaunching every timed-out NodeClaim)",
+	if relaunched := launched - problems.P1Storm; !storm && 2*relaunched < problems.P1Storm {
+		t.Errorf("%d broken instances launched, %d of them after a registration timeout, and no retry-quota error: want at least %d relaunches (Karpenter relaunching every timed-out NodeClaim) or the storm",
 			launched, relaunched, problems.P1Storm/2)
 	}
 	if lost > 0 {

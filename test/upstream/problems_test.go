@@ -374,8 +374,8 @@ const p1Settle = 15 * time.Second
 const p1Relaunches = 1
 
 // p1CompressedWindow bounds the default window: the first wave of
-// problems.P1Storm launches and p1Relaunches relaunch waves took 4-5
-// minutes at load average 28-32 on 2 cores (2026-11-27).
+// problems.P1Storm launches and p1Relaunches relaunch waves took 3.0-5.8
+// minutes of watching at load average 28-36 on 2 cores (2026-11-27).
 const p1CompressedWindow = 5 * time.Minute
 
 // p1RegistrationTimeout is how long Karpenter waits for a launched

@@ -79,7 +79,8 @@ type Config struct {
 	// "shutting-down" before it is "terminated". Default 1s.
 	ShuttingDownDelay time.Duration
 	// TerminatedRetention is how long terminated instances stay visible to
-	// DescribeInstances (EC2 keeps them about an hour). Default 5m.
+	// DescribeInstances, by ID and in listings, after they reached
+	// "terminated". Default DefaultTerminatedRetention, EC2's.
 	TerminatedRetention time.Duration
 	// BootDelay is the time from "running" to the Node object appearing
 	// (kubelet start and registration). Default 1s. A per-instance Behavior
@@ -254,7 +255,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ShuttingDownDelay = time.Second
 	}
 	if cfg.TerminatedRetention == 0 {
-		cfg.TerminatedRetention = 5 * time.Minute
+		cfg.TerminatedRetention = DefaultTerminatedRetention
 	}
 	if cfg.BootDelay == 0 {
 		cfg.BootDelay = time.Second
@@ -339,3 +340,12 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// DefaultTerminatedRetention is how long EC2 keeps a terminated instance
+// visible to DescribeInstances: "Terminated instances remain visible after
+// termination (for approximately one hour)" (Amazon EC2 API Reference,
+// TerminateInstances). A shorter retention turns a client's batched
+// DescribeInstances naming a recently terminated instance into
+// InvalidInstanceID.NotFound for the whole call, which real EC2 answers
+// with the instance in state terminated.
+const DefaultTerminatedRetention = time.Hour

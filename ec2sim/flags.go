@@ -57,7 +57,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.MarkReady, "mark-ready", false, "set the Node Ready condition in the simulator (for clusters without kwok)")
 	fs.DurationVar(&f.BootDelay, "boot-delay", time.Second, "time from running to Node registration")
 	fs.DurationVar(&f.PendingDelay, "pending-delay", 200*time.Millisecond, "time from launch to running")
-	fs.DurationVar(&f.TerminatedRetention, "terminated-retention", 5*time.Minute, "how long terminated instances stay visible")
+	fs.DurationVar(&f.TerminatedRetention, "terminated-retention", DefaultTerminatedRetention, "how long terminated instances stay visible to DescribeInstances (EC2: about an hour)")
 	fs.BoolVar(&f.Throttle, "throttle", true, "apply EC2's request token buckets (RequestLimitExceeded)")
 	fs.Float64Var(&f.Neighbours, "neighbours", 0, "share of every EC2/SSM token bucket, in [0, 0.99], used by the account's other clients")
 	fs.StringVar(&f.IAMRoles, "iam-roles", "", "comma-separated IAM role names that exist (for EC2NodeClass spec.role), besides --iam-role-patterns")

@@ -26,47 +26,42 @@ import (
 
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
+	"github.com/karpx/karpx/test/problems"
 )
 
 // p1Scale compresses time in the P1 scenario: every duration of the
 // autoscaler's own (registration TTL, backoffs, garbage collection; not
-// the provisioning batch windows, see runP1) is
-// divided by it, so 30 simulated minutes take 30/p1Scale real minutes
-// (90 s). EC2's token buckets are not compressed: call rates are averaged
-// over sliding 60-s windows of real time, each of which holds 20 simulated
+// the provisioning batch windows, see runP1) is divided by it, so
+// p1Simulated (30 minutes) takes problems.P1Window (90 s) of real time.
+// EC2's token buckets are not compressed: call rates are averaged over
+// sliding 60-s windows of real time, each of which holds 20 simulated
 // minutes of relaunch attempts, so the rate criterion is stricter than in
 // a real cluster.
 const (
 	p1Scale     = 20
 	p1Simulated = 30 * time.Minute
-	// p1Neighbours is the share of every EC2 bucket the account's other
-	// clients use (CI, Terraform, other controllers): the simulator leaves
-	// 40% of each bucket's size and refill rate to karpx
-	// (ec2sim.ThrottleConfig.Neighbours).
-	p1Neighbours = 0.6
-	// p1Storm is the number of pods for the broken NodePool, each needing
-	// a node of its own, as after a migration from Cluster Autoscaler. An
-	// unprotected autoscaler launches them concurrently, one CreateFleet
-	// each: 150 against the 20 tokens the neighbours leave in EC2's
-	// mutating bucket made about 130 throttled answers in the first second
-	// and, through the SDK's retries, more than its 500-token retry quota,
-	// in every run of the former karpx control (with 50 pods it was
-	// throttled 32 times in 90 s and never ran out of retry quota).
-	p1Storm = 150
 )
 
+// The scenario's sizes are test/problems' (shared with the real
+// Karpenter's run): problems.P1Neighbours of every EC2 bucket is used by
+// the account's other clients, and problems.P1Storm pods go to the broken
+// NodePool. An unprotected autoscaler launches them concurrently, one
+// CreateFleet each: 150 against the 20 tokens the neighbours leave in
+// EC2's mutating bucket made about 130 throttled answers in the first
+// second and, through the SDK's retries, more than its 500-token retry
+// quota, in every run of the former karpx control (with 50 pods it was
+// throttled 32 times in 90 s and never ran out of retry quota).
+
 // p1Manifests: a healthy pair and a pair whose userData makes instances
-// run but never join (the simulator's never-join marker). m5.large only,
-// so that every 1500m pod needs a node of its own.
+// run but never join (problems.P1NeverJoinUserData). problems.
+// P1InstanceType only, so that every pod needs a node of its own.
 func p1Manifests(cluster string) string {
 	pool := func(tier string) string {
 		return nodePool{Name: tier, Labels: map[string]string{"tier": tier},
-			InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml()
+			InstanceTypes: []string{problems.P1InstanceType}, CapacityTypes: []string{onDemand}}.yaml()
 	}
 	return manifests(nodeClass{Name: "healthy"}.yaml(cluster),
-		nodeClass{Name: "broken", UserData: `#!/bin/bash
-# karpx-sim: never-join
-echo "a custom bootstrap that breaks kubelet's join"`}.yaml(cluster),
+		nodeClass{Name: "broken", UserData: problems.P1NeverJoinUserData}.yaml(cluster),
 		pool("healthy"), pool("broken"))
 }
 
@@ -93,14 +88,14 @@ type quotaCounter struct {
 }
 
 func (q quotaCounter) Error(err error, msg string, kv ...any) {
-	if err != nil && strings.Contains(err.Error(), "retry quota exceeded") {
+	if err != nil && strings.Contains(err.Error(), problems.P1RetryQuotaMessage) {
 		q.n.Add(1)
 	}
 	q.LogSink.Error(err, msg, kv...)
 }
 
 func (q quotaCounter) Info(level int, msg string, kv ...any) {
-	if strings.Contains(fmt.Sprint(kv...), "retry quota exceeded") {
+	if strings.Contains(fmt.Sprint(kv...), problems.P1RetryQuotaMessage) {
 		q.n.Add(1)
 	}
 	q.LogSink.Info(level, msg, kv...)
@@ -129,7 +124,7 @@ type p1Result struct {
 func runP1(t *testing.T) p1Result {
 	var quota atomic.Int64
 	scaled := func(d time.Duration) time.Duration { return d / p1Scale }
-	e := newEnvWith(t, "karpx-p1", envOptions{sim: func(c *ec2sim.Config) { c.Throttle.Neighbours = p1Neighbours }, tweak: func(o *operator.Options) {
+	e := newEnvWith(t, "karpx-p1", envOptions{sim: problems.P1Sim, tweak: func(o *operator.Options) {
 		o.RegistrationTTL = scaled(15 * time.Minute)
 		o.LaunchBackoffBase = scaled(30 * time.Second)
 		o.LaunchBackoffMax = scaled(10 * time.Minute)
@@ -144,17 +139,17 @@ func runP1(t *testing.T) p1Result {
 	}, wrapLog: func(l logr.Logger) logr.Logger { return logr.New(quotaCounter{l.GetSink(), &quota}) }})
 
 	e.apply(p1Manifests(e.name))
-	steady := deployment("steady", 3, "1500m", "512Mi")
+	steady := deployment("steady", problems.P1Healthy, problems.P1PodCPU, problems.P1PodMemory)
 	steady.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "healthy"}
 	if err := e.kube.Create(e.ctx, steady); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(90*time.Second, "3 healthy pods Running on 3 nodes", func(ctx context.Context) (bool, error) {
-		return countRunning(ctx, e.kube, "steady") == 3, nil
+	e.eventually(90*time.Second, "the healthy pods Running, one per node", func(ctx context.Context) (bool, error) {
+		return countRunning(ctx, e.kube, "steady") == problems.P1Healthy, nil
 	})
 	healthyBefore := healthySnapshot(t, e)
 
-	storm := deployment("storm", p1Storm, "1500m", "512Mi")
+	storm := deployment("storm", problems.P1Storm, problems.P1PodCPU, problems.P1PodMemory)
 	storm.Spec.Template.Spec.NodeSelector = map[string]string{"tier": "broken"}
 	if err := e.kube.Create(e.ctx, storm); err != nil {
 		t.Fatal(err)
@@ -174,7 +169,7 @@ func runP1(t *testing.T) p1Result {
 	}
 	sample()
 	start := time.Now()
-	for time.Since(start) < p1Simulated/p1Scale {
+	for time.Since(start) < problems.P1Window {
 		time.Sleep(time.Second)
 		sample()
 	}
@@ -216,7 +211,7 @@ func runP1(t *testing.T) p1Result {
 		rates = append(rates, fmt.Sprintf("%s=%.0f%%", a, 100*worst[a]))
 	}
 	scenarioLogf(t, "scenario P1: neighbours=%.0f%% simulated=%s scale=%d elapsed=%s requests=%d createFleet=%d terminateInstances=%d throttled=%d (%.2f%%) sdkQuotaErrors=%d brokenLaunches=%d healthyIntact=%v worst60sRateVsRefill{%s}",
-		100*p1Neighbours, p1Simulated, p1Scale, time.Since(start).Round(time.Second), res.requests, res.createFleet, res.terminateInstances, res.throttled,
+		100*problems.P1Neighbours, p1Simulated, p1Scale, time.Since(start).Round(time.Second), res.requests, res.createFleet, res.terminateInstances, res.throttled,
 		100*float64(res.throttled)/float64(max(res.requests, 1)), res.quotaErrors, res.brokenLaunches, res.healthyIntact, strings.Join(rates, " "))
 
 	var np karpv1.NodePool
@@ -310,8 +305,9 @@ func TestScenarioP1RetryStorm(t *testing.T) {
 	if res.terminateInstances > res.brokenLaunches {
 		t.Errorf("%d TerminateInstances calls for %d broken instances: terminations were repeated", res.terminateInstances, res.brokenLaunches)
 	}
-	if res.createFleet > p1Storm+3 {
-		t.Errorf("%d CreateFleet calls for %d broken and 3 healthy pods: launches that keep failing were retried instead of paused", res.createFleet, p1Storm)
+	if res.createFleet > problems.P1Storm+problems.P1Healthy {
+		t.Errorf("%d CreateFleet calls for %d broken and %d healthy pods: launches that keep failing were retried instead of paused",
+			res.createFleet, problems.P1Storm, problems.P1Healthy)
 	}
 	if !res.healthyIntact {
 		t.Error("healthy nodes or pods were deleted or replaced")

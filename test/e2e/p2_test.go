@@ -18,21 +18,15 @@ import (
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
-	"github.com/karpx/karpx/ec2sim"
+	"github.com/karpx/karpx/test/problems"
 )
 
-// p2Manifests: one pool of m5.large on-demand nodes, so that every 1500m
-// pod needs a node of its own.
+// p2Manifests: one pool of problems.P2InstanceType on-demand nodes, so
+// that every pod of problems.P2PodCPU needs a node of its own.
 func p2Manifests(cluster string) string {
-	return manifests(nodeClass{Name: "default"}.yaml(cluster), nodePool{Name: "default", InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{onDemand}}.yaml())
+	return manifests(nodeClass{Name: "default"}.yaml(cluster),
+		nodePool{Name: "default", InstanceTypes: []string{problems.P2InstanceType}, CapacityTypes: []string{onDemand}}.yaml())
 }
-
-// p2Delay is how long the simulator holds the first DescribeInstanceTypes
-// call; the next p2Failures calls answer 503 Unavailable.
-const (
-	p2Delay    = 20 * time.Second
-	p2Failures = 3
-)
 
 // persistentReasons are the Warning event reasons of persistent errors:
 // none may appear because data was not loaded yet.
@@ -59,7 +53,7 @@ func p2Run(t *testing.T) p2Observation {
 	e := newBareEnv(t, "karpx-p2")
 	_, stop := e.runAutoscaler(e.ctx, e.log.WithName("karpx-1"), nil)
 	e.apply(p2Manifests(e.name))
-	if err := e.kube.Create(e.ctx, deployment("before", 2, "1500m", "256Mi")); err != nil {
+	if err := e.kube.Create(e.ctx, deployment("before", 2, problems.P2PodCPU, "256Mi")); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(90*time.Second, "2 pods Running before the restart", func(ctx context.Context) (bool, error) {
@@ -73,10 +67,7 @@ func p2Run(t *testing.T) p2Observation {
 
 	// The restart: the catalogue is slow and failing, Nodes and pending
 	// pods already exist.
-	if err := e.sim.Faults().Add(
-		ec2sim.FaultRule{Action: "DescribeInstanceTypes", Latency: metav1.Duration{Duration: p2Delay}, Count: 1},
-		ec2sim.FaultRule{Action: "DescribeInstanceTypes", Code: "Unavailable", Count: p2Failures},
-	); err != nil {
+	if err := e.sim.Faults().Add(problems.P2Faults()...); err != nil {
 		t.Fatal(err)
 	}
 	callsBefore := e.sim.Counts()["DescribeInstanceTypes"]
@@ -88,7 +79,7 @@ func p2Run(t *testing.T) p2Observation {
 	for _, ev := range oldEvents.Items {
 		seen[ev.UID] = true
 	}
-	if err := e.kube.Create(e.ctx, deployment("after", 2, "1500m", "256Mi")); err != nil {
+	if err := e.kube.Create(e.ctx, deployment("after", 2, problems.P2PodCPU, "256Mi")); err != nil {
 		t.Fatal(err)
 	}
 	restart := time.Now()
@@ -164,11 +155,12 @@ func p2Persistent(ctx context.Context, e *env, seen map[types.UID]bool, found ma
 func TestScenarioP2StartupHydration(t *testing.T) {
 	runInParallel(t)
 	obs := p2Run(t)
-	if obs.hydratedAfter < p2Delay {
-		t.Errorf("hydrated %.1fs after the restart, before the simulator's %s delay: the fault did not apply", obs.hydratedAfter.Seconds(), p2Delay)
+	if obs.hydratedAfter < problems.P2Delay {
+		t.Errorf("hydrated %.1fs after the restart, before the simulator's %s delay: the fault did not apply", obs.hydratedAfter.Seconds(), problems.P2Delay)
 	}
-	if obs.describeITCalls < 1+p2Failures {
-		t.Errorf("%d DescribeInstanceTypes calls after the restart, want at least %d (3 failures, then success)", obs.describeITCalls, 1+p2Failures)
+	if obs.describeITCalls < 1+problems.P2Failures {
+		t.Errorf("%d DescribeInstanceTypes calls after the restart, want at least %d (%d failures, then success)",
+			obs.describeITCalls, 1+problems.P2Failures, problems.P2Failures)
 	}
 	if !obs.notReadyReadyz {
 		t.Error("/readyz's hydration check never failed before the catalogue was loaded")

@@ -14,29 +14,27 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/catalog"
-	"github.com/karpx/karpx/ec2sim"
+	"github.com/karpx/karpx/test/problems"
 )
 
-// p3Manifests: a Bottlerocket class (its alias resolves to 4 AMIs: x86_64
-// and arm64, standard and NVIDIA) and a pool of m5.large or m5.xlarge.
+// p3Manifests: a Bottlerocket class (problems.P3AMIAlias resolves to 4
+// AMIs: x86_64 and arm64, standard and NVIDIA) and a pool of
+// problems.P3InstanceTypes (m5.large, the undersized one, or m5.xlarge).
 func p3Manifests(cluster string) string {
-	return manifests(nodeClass{Name: "bottlerocket", AMIAlias: "bottlerocket@latest"}.yaml(cluster),
-		nodePool{Name: "default", NodeClass: "bottlerocket", InstanceTypes: []string{"m5.large", "m5.xlarge"}, CapacityTypes: []string{onDemand},
+	return manifests(nodeClass{Name: "bottlerocket", AMIAlias: problems.P3AMIAlias}.yaml(cluster),
+		nodePool{Name: "default", NodeClass: "bottlerocket", InstanceTypes: problems.P3InstanceTypes, CapacityTypes: []string{onDemand},
 			Requirements: []string{inRequirement("kubernetes.io/arch", "amd64")}}.yaml())
 }
 
-// p3Reserve is how much more memory the simulator's standard x86_64
-// Bottlerocket image reserves than the catalogue assumes; p3PodMemory fits
-// m5.large's catalogue allocatable (6903Mi) but not its real one (5879Mi).
-var (
-	p3Reserve   = resource.MustParse("1Gi")
-	p3PodMemory = "6400Mi"
-)
+// p3Undersized is the undersized type, the first of
+// problems.P3InstanceTypes: problems.P3PodMemory fits its catalogue
+// allocatable (6903Mi) but not its real one under problems.P3Reserve
+// (5879Mi).
+var p3Undersized = problems.P3InstanceTypes[0]
 
 type p3Observation struct {
 	undersized int           // m5.large instances launched
@@ -45,7 +43,7 @@ type p3Observation struct {
 	capacity   string        // kubectl karpx capacity output
 }
 
-// p3Run creates one pod of p3PodMemory and watches until it runs, at most
+// p3Run creates one pod of problems.P3PodMemory and watches until it runs, at most
 // 3 minutes.
 func p3Run(t *testing.T) p3Observation {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,10 +55,9 @@ func p3Run(t *testing.T) p3Observation {
 	e := newEnvWithLog(t, "karpx-p3", func(o *operator.Options) {
 		o.MetricsBindAddress = metrics
 	}, nil)
-	e.sim.SetImageAllocatable(ec2sim.ImageAllocatable{NameContains: "bottlerocket-aws-k8s-1.35-x86_64",
-		Offset: corev1.ResourceList{corev1.ResourceMemory: negative(p3Reserve)}})
+	e.sim.SetImageAllocatable(problems.P3ImageAllocatable())
 	e.apply(p3Manifests(e.name))
-	if err := e.kube.Create(e.ctx, deployment("big", 1, "100m", p3PodMemory)); err != nil {
+	if err := e.kube.Create(e.ctx, deployment("big", 1, problems.P3PodCPU, problems.P3PodMemory)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -68,7 +65,7 @@ func p3Run(t *testing.T) p3Observation {
 	e.eventually(3*time.Minute, "the pod Running", func(ctx context.Context) (bool, error) {
 		obs.undersized = 0
 		for _, in := range e.sim.Instances() {
-			if in.InstanceType == "m5.large" {
+			if in.InstanceType == p3Undersized {
 				obs.undersized++
 			}
 		}
@@ -82,21 +79,15 @@ func p3Run(t *testing.T) p3Observation {
 	return obs
 }
 
-func negative(q resource.Quantity) resource.Quantity {
-	n := q.DeepCopy()
-	n.Neg()
-	return n
-}
-
 // p3RealMemory is m5.large's real allocatable memory under the simulator's
 // Bottlerocket reservation.
 func p3RealMemory(t *testing.T) resource.Quantity {
-	it, ok := catalog.Get("m5.large")
+	it, ok := catalog.Get(p3Undersized)
 	if !ok {
-		t.Fatal("m5.large not in the catalogue")
+		t.Fatalf("%s not in the catalogue", p3Undersized)
 	}
 	m := it.Allocatable.Memory().DeepCopy()
-	m.Sub(p3Reserve)
+	m.Sub(problems.P3Reserve)
 	return m
 }
 
@@ -111,12 +102,12 @@ func TestScenarioP3CapacityLearning(t *testing.T) {
 		t.Fatal("the pod never ran")
 	}
 	if obs.undersized > 1 {
-		t.Errorf("%d undersized m5.large launches, want at most 1", obs.undersized)
+		t.Errorf("%d undersized %s launches, want at most 1", obs.undersized, p3Undersized)
 	}
 	real := p3RealMemory(t)
 	want := fmt.Sprintf("6903Mi→%s", real.String())
-	if !strings.Contains(obs.capacity, "m5.large") || !strings.Contains(obs.capacity, want) {
-		t.Errorf("kubectl karpx capacity does not show m5.large's observed memory %q:\n%s", want, obs.capacity)
+	if !strings.Contains(obs.capacity, p3Undersized) || !strings.Contains(obs.capacity, want) {
+		t.Errorf("kubectl karpx capacity does not show %s's observed memory %q:\n%s", p3Undersized, want, obs.capacity)
 	}
 	scenarioLogf(t, "scenario P3: %d undersized launch, pod Running %.1fs after creation; m5.large memory estimate 6903Mi, observed %s (learned)",
 		obs.undersized, obs.took.Seconds(), real.String())

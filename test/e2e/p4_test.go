@@ -9,8 +9,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,39 +19,28 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/ec2sim"
+	"github.com/karpx/karpx/test/problems"
 )
 
-// p4Behavior is the field report of problem P4 with every time divided by
-// 5 to keep `make test` short (report → here, from the instance's launch):
-// the node boots in 20 s → 4 s; Cilium's node.cilium.io/agent-not-ready
-// taint stays 60 s → 12 s after the Node registered; the GPU device plugin
-// advertises nvidia.com/gpu at 90 s → 18 s (14 s after the Node was
-// created); kubelet restarts at 150 s → 30 s (26 s after creation) and the
-// Node is NotReady for 20 s → 4 s. The simulator reads it from the
-// instance tag karpx.sim/behavior, set through EC2NodeClass spec.tags.
-const p4Behavior = "boot-delay=4s late-taint=node.cilium.io/agent-not-ready=true:NoExecute@12s " +
-	"late-resource=nvidia.com/gpu@14s not-ready-window=26s+4s"
-
-// p4Manifest: a GPU NodePool whose requirements select NVIDIA types with
-// one GPU from the real catalogue, and which does not declare Cilium's
-// startup taint. One pod per node, so the first plan needs exactly
-// p4Pods NodeClaims.
+// p4Manifest: an EC2NodeClass whose instances carry problems.P4Behavior
+// (the field report's node start, times divided by 5) and a GPU NodePool
+// whose requirements select NVIDIA types with problems.P4GPUCount GPU
+// from the real catalogue, and which does not declare Cilium's startup
+// taint. One pod per node, so the first plan needs exactly
+// problems.P4Pods NodeClaims.
 func p4Manifest(cluster string) string {
-	return manifests(nodeClass{Name: "gpu", Tags: map[string]string{"karpx.sim/behavior": p4Behavior}}.yaml(cluster),
+	return manifests(nodeClass{Name: "gpu", Tags: map[string]string{ec2sim.BehaviorTagKey: problems.P4Behavior}}.yaml(cluster),
 		nodePool{Name: "gpu", Disruption: "{consolidationPolicy: WhenEmpty, consolidateAfter: 5m}",
 			Taints:        "[{key: nvidia.com/gpu, effect: NoSchedule}]",
-			Requirements:  []string{inRequirement("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"), inRequirement("karpenter.k8s.aws/instance-gpu-count", `"1"`)},
+			Requirements:  []string{inRequirement("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"), inRequirement("karpenter.k8s.aws/instance-gpu-count", strconv.Quote(problems.P4GPUCount))},
 			CapacityTypes: []string{onDemand}}.yaml())
 }
-
-// p4Pods is the number of pending pods, each requesting one nvidia.com/gpu.
-const p4Pods = 4
 
 // p4Observer records, from watches, every NodeClaim ever created or
 // deleted and what each Node went through.
@@ -130,7 +119,7 @@ func (o *p4Observer) observe(t *testing.T, e *env) {
 				o.nodes[n.Name] = s
 			}
 			for _, tn := range n.Spec.Taints {
-				s.cilium = s.cilium || tn.Key == "node.cilium.io/agent-not-ready"
+				s.cilium = s.cilium || tn.Key == problems.P4CiliumTaint
 			}
 			if q, ok := n.Status.Allocatable["nvidia.com/gpu"]; ok && !q.IsZero() {
 				s.gpu = true
@@ -161,7 +150,7 @@ func runP4(t *testing.T) (*env, *p4Observer, string) {
 	obs.observe(t, e)
 	e.apply(p4Manifest(e.name))
 	obs.podsCreated = time.Now()
-	if err := e.kube.Create(e.ctx, gpuDeployment("cuda", p4Pods)); err != nil {
+	if err := e.kube.Create(e.ctx, gpuDeployment("cuda", problems.P4Pods)); err != nil {
 		t.Fatal(err)
 	}
 	nudgeWhileInitialising(t, e, obs)
@@ -170,11 +159,10 @@ func runP4(t *testing.T) (*env, *p4Observer, string) {
 
 // nudgeWhileInitialising waits until every node of the first plan has
 // registered with the Cilium taint and without nvidia.com/gpu, then
-// annotates the pending pods twice, 3 s apart. Each annotation is a pod
-// update, which triggers a provisioning pass: so the run is sure to
-// plan while the nodes initialise (12 s before the taint goes), as a busy
-// cluster does all the time, instead of depending on when kube-scheduler
-// happens to update the pods.
+// updates the pending pods (problems.P4NudgePending): so the run is sure
+// to plan while the nodes initialise (12 s before the taint goes), as a
+// busy cluster does all the time, instead of depending on when
+// kube-scheduler happens to update the pods.
 func nudgeWhileInitialising(t *testing.T, e *env, obs *p4Observer) {
 	t.Helper()
 	e.eventually(90*time.Second, "every first-plan node registered with the Cilium taint and without nvidia.com/gpu", func(context.Context) (bool, error) {
@@ -186,26 +174,10 @@ func nudgeWhileInitialising(t *testing.T, e *env, obs *p4Observer) {
 				n++
 			}
 		}
-		return n >= p4Pods, nil
+		return n >= problems.P4Pods, nil
 	})
-	for i := range 2 {
-		if i > 0 {
-			time.Sleep(3 * time.Second)
-		}
-		var pods corev1.PodList
-		if err := e.kube.List(e.ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "cuda"}); err != nil {
-			t.Fatal(err)
-		}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if p.Spec.NodeName != "" {
-				continue
-			}
-			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"karpx.test/nudge":"%d"}}}`, i)))
-			if err := e.kube.Patch(e.ctx, p, patch); client.IgnoreNotFound(err) != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := problems.P4NudgePending(e.ctx, e.kube, "cuda"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -237,8 +209,8 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 	out := e.kubectlWithPath(path, "karpx", "nodeclaims", "--nodepool", "gpu")
 	t.Logf("kubectl karpx nodeclaims:\n%s", out)
 	rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
-	if len(rows) != p4Pods {
-		t.Errorf("kubectl karpx nodeclaims shows %d NodeClaims, want %d", len(rows), p4Pods)
+	if len(rows) != problems.P4Pods {
+		t.Errorf("kubectl karpx nodeclaims shows %d NodeClaims, want %d", len(rows), problems.P4Pods)
 	}
 	for _, row := range rows {
 		if f := strings.Fields(row); len(f) < 8 || f[6] != "1" || !strings.Contains(row, "nvidia.com/gpu not allocatable yet") {
@@ -246,7 +218,7 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 		}
 	}
 	e.eventually(150*time.Second, "all pods Running", func(ctx context.Context) (bool, error) {
-		return countRunning(ctx, e.kube, "cuda") == p4Pods, nil
+		return countRunning(ctx, e.kube, "cuda") == problems.P4Pods, nil
 	})
 	running := time.Since(start)
 
@@ -261,13 +233,13 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 				done++
 			}
 		}
-		return done >= p4Pods, nil
+		return done >= problems.P4Pods, nil
 	})
 	time.Sleep(15 * time.Second)
 
 	created, deleted := obs.claims()
-	if got := countRunning(e.ctx, e.kube, "cuda"); got != p4Pods {
-		t.Errorf("%d of %d pods Running after the NotReady windows", got, p4Pods)
+	if got := countRunning(e.ctx, e.kube, "cuda"); got != problems.P4Pods {
+		t.Errorf("%d of %d pods Running after the NotReady windows", got, problems.P4Pods)
 	}
 	obs.mu.Lock()
 	for name, s := range obs.nodes {
@@ -278,12 +250,12 @@ func TestScenarioP4NoDuplicateLaunch(t *testing.T) {
 	}
 	nodes := len(obs.nodes)
 	obs.mu.Unlock()
-	if len(created) != p4Pods {
-		t.Errorf("%d NodeClaims created (%v), want %d: the first plan's", len(created), created, p4Pods)
+	if len(created) != problems.P4Pods {
+		t.Errorf("%d NodeClaims created (%v), want %d: the first plan's", len(created), created, problems.P4Pods)
 	}
 	if len(deleted) != 0 {
 		t.Errorf("NodeClaims deleted: %v", deleted)
 	}
 	scenarioLogf(t, "scenario P4: %d NodeClaims for %d GPU pods (first plan %d), %d deleted, %d Nodes each with the Cilium taint, nvidia.com/gpu late and NotReady 4s; all pods Running %.1fs after creation",
-		len(created), p4Pods, p4Pods, len(deleted), nodes, running.Seconds())
+		len(created), problems.P4Pods, problems.P4Pods, len(deleted), nodes, running.Seconds())
 }

@@ -27,23 +27,20 @@ import (
 	"github.com/karpx/karpx/test/problems"
 )
 
-// The P5 scenario's durations. The behaviour under test is that every
-// empty node goes within consolidateAfter plus a fixed slack, whatever
+// The P5 scenario's durations besides test/problems' (P5ConsolidateAfter,
+// P5Slack, shared with the real Karpenter's run). The behaviour under
+// test is that every empty node goes within consolidateAfter plus a
+// fixed slack, whatever
 // consolidateAfter is (the field report's was 30 s), also across a
 // restart and a leader change; consolidateAfter and the disruption period
 // are short so that the test does not spend minutes waiting for them.
 const (
-	// p5ConsolidateAfter is the "empty" pool's consolidateAfter.
-	p5ConsolidateAfter = 10 * time.Second
 	// p5UnderAfter is the consolidateAfter of the "under" and "guard"
 	// pools.
 	p5UnderAfter = 5 * time.Second
 	// p5DisruptionPeriod is the autoscaler's DisruptionPeriod (the longest
 	// time between two disruption passes).
 	p5DisruptionPeriod = 5 * time.Second
-	// p5Slack is how long past consolidateAfter an empty node may stay
-	// (passes, drain, termination).
-	p5Slack = 30 * time.Second
 	// p5GuardHold is how long nodes protected by do-not-disrupt or a
 	// PodDisruptionBudget are watched: well past consolidateAfter and
 	// three disruption passes.
@@ -51,7 +48,8 @@ const (
 )
 
 // p5Manifest: three NodePools of the EC2NodeClass "p5". "empty" is
-// WhenEmpty (consolidateAfter p5ConsolidateAfter); "under" and "guard" are
+// WhenEmpty (consolidateAfter problems.P5ConsolidateAfter, of
+// problems.P5InstanceType like the real Karpenter's run); "under" and "guard" are
 // WhenEmptyOrUnderutilized (p5UnderAfter). Every pool may use all of its
 // nodes at once (budget 100%), so the figures measure the controller, not
 // the budget.
@@ -62,7 +60,7 @@ func p5Manifest(cluster string) string {
 			InstanceTypes: types, CapacityTypes: []string{onDemand}}.yaml()
 	}
 	return manifests(ec2NodeClassYAML("p5", cluster),
-		pool("empty", "WhenEmpty", p5ConsolidateAfter, "m5.large"),
+		pool("empty", "WhenEmpty", problems.P5ConsolidateAfter, problems.P5InstanceType),
 		pool("under", "WhenEmptyOrUnderutilized", p5UnderAfter, "m5.large", "m5.xlarge"),
 		pool("guard", "WhenEmptyOrUnderutilized", p5UnderAfter, "m5.large"))
 }
@@ -177,7 +175,7 @@ func (p *p5Env) emptyToGone(app, pool string, limit time.Duration, between func(
 	if between != nil {
 		between()
 	}
-	p.eventually(limit, fmt.Sprintf("every %s node terminated within consolidateAfter + %s of becoming empty", pool, p5Slack), func(ctx context.Context) (bool, error) {
+	p.eventually(limit, fmt.Sprintf("every %s node terminated within consolidateAfter + %s of becoming empty", pool, problems.P5Slack), func(ctx context.Context) (bool, error) {
 		return len(p.poolNodes(ctx, pool)) == 0, nil
 	})
 	return time.Since(empty)
@@ -186,7 +184,7 @@ func (p *p5Env) emptyToGone(app, pool string, limit time.Duration, between func(
 // TestScenarioP5EmptinessConsolidation is problem P5 on the real control
 // plane: WhenEmpty and WhenEmptyOrUnderutilized NodePools, nodes with
 // preferred-anti-affinity pods and a DaemonSet. Scaling to zero removes
-// every node within consolidateAfter + p5Slack, also when the controller is
+// every node within consolidateAfter + problems.P5Slack, also when the controller is
 // killed right after the nodes become empty and across a leader change;
 // do-not-disrupt and a PodDisruptionBudget hold their nodes until lifted;
 // an underutilised pool ends with fewer, cheaper nodes and all pods
@@ -194,7 +192,7 @@ func (p *p5Env) emptyToGone(app, pool string, limit time.Duration, between func(
 func TestScenarioP5EmptinessConsolidation(t *testing.T) {
 	runInParallel(t)
 	p, stop := newP5Env(t)
-	limit := p5ConsolidateAfter + p5Slack
+	limit := problems.P5ConsolidateAfter + problems.P5Slack
 	var worst time.Duration
 	record := func(d time.Duration) {
 		if d > worst {
@@ -203,12 +201,12 @@ func TestScenarioP5EmptinessConsolidation(t *testing.T) {
 	}
 
 	// 1. Emptiness with a running controller.
-	if err := p.kube.Create(p.ctx, workload("a", "empty", 3, "1200m")); err != nil {
+	if err := p.kube.Create(p.ctx, workload("a", "empty", 3, problems.P5PodCPU)); err != nil {
 		t.Fatal(err)
 	}
 	p.running("a", 3, 120*time.Second)
 	if n := len(p.poolNodes(p.ctx, "empty")); n != 3 {
-		t.Fatalf("pool empty has %d nodes for 3 pods of 1200m on m5.large, want 3", n)
+		t.Fatalf("pool empty has %d nodes for 3 pods of %s on %s, want 3", n, problems.P5PodCPU, problems.P5InstanceType)
 	}
 	record(p.emptyToGone("a", "empty", limit, nil))
 

@@ -1,12 +1,16 @@
 package problems
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -31,9 +35,10 @@ const (
 	P1PodMemory = "512Mi"
 	// P1InstanceType is the only instance type of both NodePools.
 	P1InstanceType = "m5.large"
-	// P1Window is how long the storm is watched in real time: karpx's
-	// scenario compresses 30 simulated minutes of its own durations 20x
-	// into it; the real Karpenter's durations cannot be compressed.
+	// P1Window is how long karpx's scenario watches the storm in real
+	// time: 30 simulated minutes of karpx's own durations compressed 20x.
+	// The real Karpenter's run compresses only its registration timeout
+	// (test/upstream) and watches its own waves.
 	P1Window = 90 * time.Second
 	// P1RetryQuotaMessage is what aws-sdk-go-v2's standard retryer says
 	// when its client-side retry quota (500 tokens, 5 per retry) is empty
@@ -130,6 +135,52 @@ const (
 	// P4GPUCount is the instance-gpu-count the NodePool requires.
 	P4GPUCount = "1"
 )
+
+// P4NudgeRounds is how many times P4NudgePending updates the pending
+// pods, P4NudgeGap apart.
+const (
+	P4NudgeRounds = 2
+	P4NudgeGap    = 3 * time.Second
+)
+
+// P4NudgeAnnotation is the pod annotation P4NudgePending sets (to the
+// round's number, from 0).
+const P4NudgeAnnotation = "karpx.test/nudge"
+
+// P4NudgePending updates the pending pods (no spec.nodeName) of app
+// (label app=<app>, namespace default) P4NudgeRounds times, P4NudgeGap
+// apart, by a merge patch of P4NudgeAnnotation. Each update triggers an
+// autoscaler's provisioning pass, so both sides plan while the first
+// plan's Nodes initialise, as a busy cluster does, instead of depending on
+// when kube-scheduler happens to update the pods. A pod deleted meanwhile
+// is skipped; it returns the first other error of listing or patching,
+// or ctx's error.
+func P4NudgePending(ctx context.Context, c client.Client, app string) error {
+	for round := range P4NudgeRounds {
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(P4NudgeGap):
+			}
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": app}); err != nil {
+			return fmt.Errorf("listing the pods of app %s: %w", app, err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName != "" {
+				continue
+			}
+			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, P4NudgeAnnotation, round))
+			if err := c.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("updating pod %s: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
 
 // P5: WhenEmpty NodePools stop scaling down.
 const (

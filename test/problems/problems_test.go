@@ -1,13 +1,20 @@
 package problems
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/karpx/karpx/catalog"
 	"github.com/karpx/karpx/ec2sim"
@@ -98,4 +105,39 @@ func mustQuantity(t *testing.T, s string) resource.Quantity {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// TestP4NudgePendingUpdatesOnlyPendingPods: P4NudgePending annotates each
+// pending pod of the app in every round (the last round's number stays)
+// and leaves scheduled pods and other apps' pods alone.
+func TestP4NudgePendingUpdatesOnlyPendingPods(t *testing.T) {
+	pod := func(name, app, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{NodeName: node}}
+	}
+	c := fake.NewClientBuilder().WithObjects(pod("pending", "cuda", ""), pod("placed", "cuda", "node-1"), pod("other", "web", "")).Build()
+	if err := P4NudgePending(context.Background(), c, "cuda"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pending": strconv.Itoa(P4NudgeRounds - 1), "placed": "", "other": ""}
+	for name, v := range want {
+		var p corev1.Pod
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Annotations[P4NudgeAnnotation]; got != v {
+			t.Errorf("pod %s: annotation %s = %q, want %q", name, P4NudgeAnnotation, got, v)
+		}
+	}
+}
+
+// TestP4NudgePendingStopsWithItsContext: a cancelled context ends the
+// wait between rounds with the context's error.
+func TestP4NudgePendingStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := fake.NewClientBuilder().Build()
+	if err := P4NudgePending(ctx, c, "cuda"); !errors.Is(err, context.Canceled) {
+		t.Errorf("P4NudgePending with a cancelled context = %v, want context.Canceled", err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
@@ -125,6 +126,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, deadline *time.T
 			err := d.kube.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
 				ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 			})
+			karpentermetrics.EvictionRequest(err)
 			switch {
 			case err == nil:
 				st.Evicted++

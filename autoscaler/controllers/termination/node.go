@@ -25,6 +25,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
@@ -130,6 +131,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	st, err := c.drainer.Drain(ctx, node, deadline)
+	karpentermetrics.PodsDrained(nc, st.Evicted)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -142,8 +144,9 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
 			return reconcile.Result{}, err
 		}
+		karpentermetrics.NodeDrained(node)
 	}
-	// 3b. The drained pods' volumes detach before the instance goes
+	// 4. The drained pods' volumes detach before the instance goes
 	// (VolumesDetached), bounded by the terminationGracePeriod.
 	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil || wait {
 		if wait {
@@ -151,19 +154,20 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, err
 	}
-	// 4. Terminate the instance, once: the NodeClaim's InstanceTerminating
+	// 5. Terminate the instance, once: the NodeClaim's InstanceTerminating
 	// condition records that the cloud confirmed it, before the Node is
 	// released, so neither a later reconcile nor the NodeClaim's finalizer
 	// (package lifecycle) asks again.
 	if err := c.terminate(ctx, node, nc); err != nil {
 		return reconcile.Result{}, err
 	}
-	// 5. Release the Node.
+	// 6. Release the Node.
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
 	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	karpentermetrics.NodeTerminated(node, stored.DeletionTimestamp.Time, c.clock.Now())
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
 }

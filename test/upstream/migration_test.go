@@ -104,10 +104,10 @@ func TestMigrationFromKarpenterAWS(t *testing.T) {
 	karpxLog := e.startKarpx()
 	ready := time.Now()
 	e.watchUntouched(before, migrationConsolidate+migrationWatchSlack, "karpx")
-	t.Logf("karpx left Karpenter's %d NodeClaims, Nodes and instances alone for %s after it started", len(before.claims), time.Since(ready).Round(time.Second))
 	if t.Failed() {
 		return
 	}
+	t.Logf("karpx left Karpenter's %d NodeClaims, Nodes and instances alone for %s after it started", len(before.claims), time.Since(ready).Round(time.Second))
 
 	// karpx acts on the same NodePool: one more pod gets a new NodeClaim.
 	if _, err := e.cluster.Kubectl(e.ctx, nil, "scale", "deployment", "web", "-n", "default", fmt.Sprintf("--replicas=%d", migrationReplicas+1)); err != nil {
@@ -188,7 +188,7 @@ func (e *problemEnv) watchUntouched(before migrationSnapshot, d time.Duration, w
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if problem := e.disturbance(before); problem != "" {
-			t.Errorf("%s disturbed what Karpenter left after %s: %s", who, time.Until(deadline).Round(time.Second), problem)
+			t.Errorf("%s disturbed what Karpenter left %s into the watch: %s", who, (d - time.Until(deadline)).Round(time.Second), problem)
 			return
 		}
 		time.Sleep(time.Second)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
@@ -30,7 +31,9 @@ const volumeGrace = 60 * time.Second
 // the Node, and keep their instances; deleting node A's attachment lets A's
 // instance go at once (the VolumeAttachment watch wakes the termination),
 // while B's, never detached, is terminated only once the NodeClaim's
-// terminationGracePeriod (60 s) has run out. The control is the same test
+// terminationGracePeriod (60 s) has run out. Karpenter's node termination
+// metrics count both Nodes (drained, terminated, one termination-duration
+// and one lifetime observation each). The control is the same test
 // on karpx before the wait (its instances were terminated right after the
 // drain, seconds after the deletion).
 func TestTerminationAwaitsVolumeDetachment(t *testing.T) {
@@ -87,6 +90,7 @@ spec:
 		t.Cleanup(func() { _ = e.kube.Delete(context.Background(), va) })
 		vas[nc.Name] = va
 	}
+	metricsBefore := volNodeMetrics(t)
 	deleted := time.Now()
 	for _, nc := range []karpv1.NodeClaim{a, b} {
 		if _, err := e.cluster.Kubectl(e.ctx, nil, "delete", "nodeclaim", nc.Name, "--wait=false"); err != nil {
@@ -142,6 +146,14 @@ spec:
 			t.Errorf("B's instance terminated at %s, before the terminationGracePeriod's end (not before %s)", in.TerminationTime.Format(time.RFC3339), earliest.Format(time.RFC3339))
 		}
 	}
+	// Karpenter's termination families, from the in-process controller:
+	// both Nodes drained and terminated, one observation each.
+	after := volNodeMetrics(t)
+	for name, n := range after {
+		if d := n - metricsBefore[name]; d != 2 {
+			t.Errorf("%s{nodepool=\"vol\"} moved by %v, want 2 (two Nodes drained and terminated)", name, d)
+		}
+	}
 	scenarioLogf(t, "VolumeAttachment wait: A terminated once its attachment was deleted, B after the %s terminationGracePeriod", volumeGrace)
 }
 
@@ -159,4 +171,43 @@ func (e *env) nodeEvent(name, reason, message string) bool {
 		}
 	}
 	return false
+}
+
+// volNodeMetrics reads, from the in-process controller's registry, the
+// count of each Karpenter node termination family for NodePool vol: the
+// counters' values and the summary's and histogram's sample counts (0 when
+// absent).
+func volNodeMetrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{
+		"karpenter_nodes_drained_total":                0,
+		"karpenter_nodes_terminated_total":             0,
+		"karpenter_nodes_termination_duration_seconds": 0,
+		"karpenter_nodes_lifetime_duration_seconds":    0,
+	}
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if _, ok := out[f.GetName()]; !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "nodepool" || l.GetValue() != "vol" {
+					continue
+				}
+				switch {
+				case m.Counter != nil:
+					out[f.GetName()] = m.Counter.GetValue()
+				case m.Summary != nil:
+					out[f.GetName()] = float64(m.Summary.GetSampleCount())
+				case m.Histogram != nil:
+					out[f.GetName()] = float64(m.Histogram.GetSampleCount())
+				}
+			}
+		}
+	}
+	return out
 }

@@ -1,21 +1,26 @@
 // Package karpentermetrics exports the karpenter_* Prometheus metrics of
-// Karpenter v1.13.0 (sigs.k8s.io/karpenter v1.13.0) that karpx has a
-// counterpart for, with Karpenter's names, help texts, label keys, label
-// value vocabularies, units and buckets, so that dashboards and alerts
-// written for Karpenter work unchanged against karpx. Metrics only karpx
-// has keep their karpx_* names in their own packages.
+// Karpenter v1.14.0 (core and AWS provider) that karpx has a counterpart
+// for, with Karpenter's names, types, label keys, label value
+// vocabularies, units and buckets, so that dashboards and alerts written
+// for Karpenter work unchanged against karpx. Metrics only karpx has keep
+// their karpx_* names in their own packages.
 //
 // NodeClaim counters (karpenter_nodeclaims_{created,terminated,disrupted}_total)
-// are Karpenter's own definitions from sigs.k8s.io/karpenter/pkg/metrics
-// (that package imports nothing but the Prometheus client, operatorpkg and
-// controller-runtime's registry). Every other family lives in a Karpenter
-// controller package that cannot be imported without its controller, so it
-// is redefined here with a comment naming the source file.
+// and karpenter_nodes_terminated_total are Karpenter's own definitions
+// from sigs.k8s.io/karpenter/pkg/metrics at the version go.mod requires,
+// v1.13.0 (that package imports nothing but the Prometheus client,
+// operatorpkg and controller-runtime's registry); v1.14.0 added a zone
+// label to the terminated counters, which these lack. Every other family
+// lives in a Karpenter controller package that cannot be imported without
+// its controller, so it is redefined here with a comment naming the
+// source file.
 //
 // Controllers record through the functions of this package
 // (NodeClaimCreated, NodeClaimTerminated, NodeClaimDisrupted,
-// ObserveScheduling) and a Decorate-d CloudProvider; Register adds the
-// families that are read from the API server (NodePool usage and limits,
-// cluster state, pod startup) to a manager. docs/metrics.md lists what is
-// exported and what is not.
+// ObserveScheduling; for node termination NodeDrained, NodeTerminated,
+// EvictionRequest, PodsDrained) and a Decorate-d CloudProvider; Register
+// adds the families that are read from the API server (NodePool usage and
+// limits, cluster state, pod startup) to a manager. docs/metrics.md lists
+// every Karpenter v1.14 family, exported or why not;
+// TestEveryKarpenterMetricFamilyListed keeps that list complete.
 package karpentermetrics

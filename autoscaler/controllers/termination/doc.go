@@ -13,12 +13,17 @@
 //     pods that tolerate the disrupted taint go last, and once the
 //     NodeClaim's terminationGracePeriod has passed (or would pass during a
 //     pod's own grace period) the remaining pods are deleted instead;
-//  4. terminates the instance with one CloudProvider.Delete (on AWS one
+//  4. waits until the Node's VolumeAttachments are deleted (those of the
+//     pods it drained; see pendingVolumeAttachments), recording the
+//     NodeClaim's VolumesDetached condition and the Node's
+//     AwaitingVolumeDetachment event as Karpenter v1.14 does, and stops
+//     waiting once the terminationGracePeriod has run out;
+//  5. terminates the instance with one CloudProvider.Delete (on AWS one
 //     DescribeInstances and one TerminateInstances through the batcher,
 //     whose answer reports the instance shutting-down) and records
 //     InstanceTerminating=True on the NodeClaim, as Karpenter's node
 //     termination controller does;
-//  5. removes the finalizer.
+//  6. removes the finalizer.
 //
 // The NodeClaim's own finalizer (package lifecycle) deletes the Node
 // through this path and waits for it before releasing the NodeClaim; it

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
@@ -125,6 +126,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, deadline *time.T
 			err := d.kube.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
 				ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 			})
+			karpentermetrics.EvictionRequest(err)
 			switch {
 			case err == nil:
 				st.Evicted++
@@ -152,22 +154,31 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, deadline *time.T
 const stuckAfter = time.Minute
 
 // drainable reports whether the drain must wait for pod, as Karpenter's
-// IsWaitingEviction (pkg/utils/pod/scheduling.go@v1.14.0): not finished,
-// not a mirror pod, not tolerating the karpenter.sh/disrupted:NoSchedule
-// taint (it could be scheduled straight back), and not terminating for
-// more than stuckAfter past its deletionTimestamp. DaemonSet and
-// do-not-disrupt pods are drainable (the drain waits for them).
+// IsWaitingEviction (pkg/utils/pod/scheduling.go@v1.14.0): not finished
+// and not left by the drain (leftByDrain). DaemonSet and do-not-disrupt
+// pods are drainable (the drain waits for them).
 func drainable(pod *corev1.Pod, now time.Time) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
+	return !leftByDrain(pod, now)
+}
+
+// leftByDrain reports whether the drain leaves pod on the node, the
+// negation of Karpenter's IsDrainable (pkg/utils/pod/
+// scheduling.go@v1.14.0): a mirror pod, a pod tolerating the
+// karpenter.sh/disrupted:NoSchedule taint (it could be scheduled straight
+// back), or one terminating for more than stuckAfter past its
+// deletionTimestamp. The volumes of such pods do not hold up the
+// instance's termination (pendingVolumeAttachments).
+func leftByDrain(pod *corev1.Pod, now time.Time) bool {
 	if _, mirror := pod.Annotations[podset.MirrorPodAnnotationKey]; mirror {
-		return false
+		return true
 	}
 	if podset.ToleratesDisrupted(pod) {
-		return false
+		return true
 	}
-	return pod.DeletionTimestamp.IsZero() || !now.After(pod.DeletionTimestamp.Add(stuckAfter))
+	return !pod.DeletionTimestamp.IsZero() && now.After(pod.DeletionTimestamp.Add(stuckAfter))
 }
 
 // drainTiers splits pods into Karpenter's four eviction tiers, in order

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -22,6 +25,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
@@ -42,9 +46,15 @@ func NewNodeController(kube client.Client, cloud cloudprovider.CloudProvider, re
 	return &NodeController{kube: kube, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk)}
 }
 
-// Register adds the controller to mgr. It reconciles Nodes being deleted
-// and is woken when a pod on such a Node goes away.
+// Register adds the controller to mgr and the VolumeAttachment index
+// (VolumeAttachmentNodeNameField) to its cache. It reconciles Nodes being
+// deleted and is woken when a pod on such a Node goes away or one of its
+// VolumeAttachments is deleted. It returns the indexer's or the builder's
+// error.
 func (c *NodeController) Register(mgr manager.Manager) error {
+	if err := indexVolumeAttachments(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing VolumeAttachments by node: %w", err)
+	}
 	return builder.ControllerManagedBy(mgr).Named("node.termination").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 64}).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -55,6 +65,17 @@ func (c *NodeController) Register(mgr manager.Manager) error {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
 			}
 			return nil
+		})).
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if n := o.(*storagev1.VolumeAttachment).Spec.NodeName; n != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+			}
+			return nil
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Complete(c)
 }
@@ -110,6 +131,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	st, err := c.drainer.Drain(ctx, node, deadline)
+	karpentermetrics.PodsDrained(nc, st.Evicted)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -122,20 +144,30 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
 			return reconcile.Result{}, err
 		}
+		karpentermetrics.NodeDrained(node)
 	}
-	// 4. Terminate the instance, once: the NodeClaim's InstanceTerminating
+	// 4. The drained pods' volumes detach before the instance goes
+	// (VolumesDetached), bounded by the terminationGracePeriod.
+	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil || wait {
+		if wait {
+			log.V(1).Info("awaiting VolumeAttachments' deletion")
+		}
+		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, err
+	}
+	// 5. Terminate the instance, once: the NodeClaim's InstanceTerminating
 	// condition records that the cloud confirmed it, before the Node is
 	// released, so neither a later reconcile nor the NodeClaim's finalizer
 	// (package lifecycle) asks again.
 	if err := c.terminate(ctx, node, nc); err != nil {
 		return reconcile.Result{}, err
 	}
-	// 5. Release the Node.
+	// 6. Release the Node.
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
 	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	karpentermetrics.NodeTerminated(node, stored.DeletionTimestamp.Time, c.clock.Now())
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
 }
@@ -176,6 +208,17 @@ func (c *NodeController) setCondition(ctx context.Context, nc *karpv1.NodeClaim,
 		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
 	}
 	return nil
+}
+
+// setConditionIfChanged is setCondition when set changes nc's conditions
+// (an unchanged one is not written again).
+func (c *NodeController) setConditionIfChanged(ctx context.Context, nc *karpv1.NodeClaim, set func(*karpv1.NodeClaim)) error {
+	probe := nc.DeepCopy()
+	set(probe)
+	if equality.Semantic.DeepEqual(probe.Status.Conditions, nc.Status.Conditions) {
+		return nil
+	}
+	return c.setCondition(ctx, nc, set)
 }
 
 // deadline is when the remaining pods are deleted rather than evicted: the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -67,6 +68,9 @@ func newNodeController(t *testing.T, cloud cloudprovider.CloudProvider, objs ...
 		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		WithIndex(&karpv1.NodeClaim{}, clusterstate.NodeClaimProviderIDField, func(o client.Object) []string {
 			return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
+		}).
+		WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
+			return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
 		}).Build()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
 	return NewNodeController(kube, cloud, record.NewFakeRecorder(100), clk), kube

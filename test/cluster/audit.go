@@ -39,9 +39,12 @@ func AuditPolicy(users ...string) string {
 // object (its labels, taints, spec; not its status, which kwok writes
 // every few seconds) at the Request level, whose body shows the taints
 // set. By any user: kwokctl's binary runtime gives every component the
-// same admin certificate, so the user agent (RemovalRecord.UserAgent, e.g.
-// "kube-controller-manager/v1.35.4 (…)/taint-eviction-controller") is
-// what names the component.
+// same admin certificate, so the user agent (RemovalRecord.UserAgent) is
+// what names the component: "kube-controller-manager/v1.35.4 (…)/" and the
+// name of the client the controller was built with, e.g.
+// "replicaset-controller"; kube-controller-manager v1.35's taint-eviction
+// controller uses the "node-controller" client (its log line "Deleting
+// pod" names it), and "pod-garbage-collector" force-deletes orphans.
 const removalRules = `- level: Metadata
   verbs: ["delete", "deletecollection"]
   resources: [{group: "", resources: ["pods"]}]

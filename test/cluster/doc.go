@@ -12,5 +12,5 @@
 // the components' logs and, with Options.AuditRemovals, who deleted or
 // evicted which pod and who wrote which Node taints (FailureLogs,
 // Removals): kwokctl gives every component one admin user, so the audit
-// log's user agent names the controller.
+// log's user agent names the controller's client.
 package cluster

@@ -53,7 +53,7 @@ func TestAuditPolicyRemovals(t *testing.T) {
 // the write's body), whoever made them, and leaves out other requests and
 // stages.
 func TestRemovals(t *testing.T) {
-	const tte = "kube-controller-manager/v1.35.4 (linux/amd64) kubernetes/$Format/taint-eviction-controller"
+	const tte = "kube-controller-manager/v1.35.4 (linux/amd64) kubernetes/$Format/node-controller"
 	log := `{"stage":"ResponseComplete","verb":"delete","user":{"username":"admin"},"userAgent":"` + tte + `","stageTimestamp":"2026-11-27T13:32:38.5Z","objectRef":{"resource":"pods","namespace":"default","name":"keep-1"},"responseStatus":{"code":200}}
 {"stage":"ResponseStarted","verb":"delete","user":{"username":"admin"},"objectRef":{"resource":"pods","namespace":"default","name":"keep-1"},"responseStatus":{"code":200}}
 {"stage":"ResponseComplete","verb":"create","user":{"username":"sa"},"userAgent":"karpx","stageTimestamp":"2026-11-27T13:32:39Z","objectRef":{"resource":"pods","subresource":"eviction","namespace":"default","name":"g-1"},"responseStatus":{"code":429}}
@@ -86,7 +86,7 @@ func TestRemovals(t *testing.T) {
 		t.Fatalf("Removals = %+v, want %+v", got, want)
 	}
 	line := got[0].String()
-	for _, part := range []string{"13:32:38.500000", "200 delete pods default/keep-1", "taint-eviction-controller"} {
+	for _, part := range []string{"13:32:38.500000", "200 delete pods default/keep-1", "/node-controller"} {
 		if !strings.Contains(line, part) {
 			t.Errorf("String() = %q, want it to contain %q", line, part)
 		}

@@ -267,14 +267,14 @@ func (c *Cluster) FailureLogs(t testing.TB) {
 	}
 }
 
-// logTail returns the last max bytes of a component's log, or the read
+// logTail returns the last limit bytes of a component's log, or the read
 // error as text.
-func (c *Cluster) logTail(component string, max int) []byte {
+func (c *Cluster) logTail(component string, limit int) []byte {
 	data, err := os.ReadFile(filepath.Join(c.workdir, "clusters", c.Name, "logs", component+".log"))
 	if err != nil {
 		return []byte(err.Error())
 	}
-	return data[len(data)-min(len(data), max):]
+	return data[len(data)-min(len(data), limit):]
 }
 
 func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,28 +31,65 @@ func (p Permission) String() string { return p.Verb + " " + p.Group + "/" + p.Re
 // logs, at the Metadata level (verb, user, object reference, response
 // code; no bodies), every request of the given users, and nothing else.
 func AuditPolicy(users ...string) string {
-	quoted := make([]string, len(users))
-	for i, u := range users {
-		quoted[i] = fmt.Sprintf("%q", u)
+	return auditPolicy(users, false)
+}
+
+// removalRules are the audit policy rules of Options.AuditRemovals: pod
+// deletions and evictions at the Metadata level, and writes to a Node
+// object (its labels, taints, spec; not its status, which kwok writes
+// every few seconds) at the Request level, whose body shows the taints
+// set. By any user: kwokctl's binary runtime gives every component the
+// same admin certificate, so the user agent (RemovalRecord.UserAgent) is
+// what names the component: "kube-controller-manager/v1.35.4 (…)/" and the
+// name of the client the controller was built with, e.g.
+// "replicaset-controller"; kube-controller-manager v1.35's taint-eviction
+// controller uses the "node-controller" client (its log line "Deleting
+// pod" names it), and "pod-garbage-collector" force-deletes orphans.
+const removalRules = `- level: Metadata
+  verbs: ["delete", "deletecollection"]
+  resources: [{group: "", resources: ["pods"]}]
+- level: Metadata
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods/eviction"]}]
+- level: Request
+  verbs: ["update", "patch"]
+  resources: [{group: "", resources: ["nodes"]}]
+`
+
+// auditPolicy is AuditPolicy for users, with removalRules first when
+// removals is set. With no user and no removals it logs nothing.
+func auditPolicy(users []string, removals bool) string {
+	var rules strings.Builder
+	if removals {
+		rules.WriteString(removalRules)
 	}
-	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
+	if len(users) > 0 {
+		quoted := make([]string, len(users))
+		for i, u := range users {
+			quoted[i] = fmt.Sprintf("%q", u)
+		}
+		fmt.Fprintf(&rules, "- level: Metadata\n  users: [%s]\n", strings.Join(quoted, ", "))
+	}
+	return `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
-- level: Metadata
-  users: [%s]
-- level: None
-`, strings.Join(quoted, ", "))
+` + rules.String() + `- level: None
+`
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event UsedPermissions reads.
+// auditEvent is the part of an audit.k8s.io/v1 Event that UsedPermissions
+// and Removals read.
 type auditEvent struct {
 	Stage string `json:"stage"`
 	Verb  string `json:"verb"`
 	User  struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	ObjectRef *struct {
+	UserAgent      string          `json:"userAgent"`
+	StageTimestamp time.Time       `json:"stageTimestamp"`
+	RequestObject  json.RawMessage `json:"requestObject"`
+	ObjectRef      *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`

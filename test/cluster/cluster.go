@@ -66,9 +66,10 @@ type Cluster struct {
 	// RESTConfig is the admin client configuration.
 	RESTConfig *rest.Config
 
-	bin     string
-	workdir string
-	ports   Ports
+	bin      string
+	workdir  string
+	ports    Ports
+	removals bool
 }
 
 // Options configure Start.
@@ -87,6 +88,10 @@ type Options struct {
 	// AuditUsers, when set, turns on kube-apiserver's audit log for these
 	// users' requests (AuditPolicy); Cluster.AuditLog is its path.
 	AuditUsers []string
+	// AuditRemovals, when set, also logs every pod deletion and eviction
+	// and every write to a Node object, by any user (see removalRules);
+	// Removals reads them and FailureLogs writes them for a failed test.
+	AuditRemovals bool
 	// LeaderElection keeps kube-scheduler's and kube-controller-manager's
 	// leader election on (their default); off unless set, see
 	// kwokctlConfig. Only the control of the test that shows why it is off
@@ -162,14 +167,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: opts.Name, bin: opts.BinDir, workdir: opts.Workdir, ports: ports,
-		Kubeconfig: filepath.Join(opts.Workdir, "kubeconfig")}
+		Kubeconfig: filepath.Join(opts.Workdir, "kubeconfig"), removals: opts.AuditRemovals}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	b := func(name string) string { return filepath.Join(opts.BinDir, name) }
 	var audit []string
-	if len(opts.AuditUsers) > 0 {
+	if len(opts.AuditUsers) > 0 || opts.AuditRemovals {
 		policy := filepath.Join(opts.Workdir, opts.Name+"-audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(AuditPolicy(opts.AuditUsers...)), 0o600); err != nil {
+		if err := os.WriteFile(policy, []byte(auditPolicy(opts.AuditUsers, opts.AuditRemovals)), 0o600); err != nil {
 			return nil, err
 		}
 		audit = []string{"--kube-audit-policy", policy}
@@ -217,7 +222,8 @@ func (c *Cluster) Stop() error {
 }
 
 // AuditLog returns the path of kube-apiserver's audit log (JSON lines),
-// written when the cluster was started with Options.AuditUsers.
+// written when the cluster was started with Options.AuditUsers or
+// Options.AuditRemovals.
 func (c *Cluster) AuditLog() string {
 	return filepath.Join(c.workdir, "clusters", c.Name, "logs", "audit.log")
 }
@@ -236,14 +242,39 @@ func (c *Cluster) Logs(component string) string {
 	return strings.Join(lines, "\n")
 }
 
-// FailureLogs writes the last lines of kube-scheduler's and the kwok
-// controller's logs (Logs) for t with FailureLog: what a failed test on
-// this control plane needs from it.
+// failureLogBytes bounds each component log FailureLogs writes: its last
+// 4 MiB (kube-controller-manager's log at its default verbosity is a few
+// KiB a test; kwok's tens).
+const failureLogBytes = 4 << 20
+
+// FailureLogs writes, for t with FailureLog, the logs of kube-scheduler,
+// kube-controller-manager and the kwok controller (each its last
+// failureLogBytes), and, when the cluster was started with
+// Options.AuditRemovals, the pod deletions, evictions and Node writes of
+// its audit log (Removals): what a failed test on this control plane
+// needs from it.
 func (c *Cluster) FailureLogs(t testing.TB) {
 	t.Helper()
-	for _, comp := range []string{"kube-scheduler", "kwok-controller"} {
-		FailureLog(t, comp, []byte(c.Logs(comp)))
+	for _, comp := range []string{"kube-scheduler", "kube-controller-manager", "kwok-controller"} {
+		FailureLog(t, comp, c.logTail(comp, failureLogBytes))
 	}
+	if c.removals {
+		records, err := Removals(c.AuditLog())
+		if err != nil {
+			t.Logf("reading the audit log's removals: %v", err)
+		}
+		FailureLog(t, "audit-removals", []byte(formatRemovals(records)))
+	}
+}
+
+// logTail returns the last limit bytes of a component's log, or the read
+// error as text.
+func (c *Cluster) logTail(component string, limit int) []byte {
+	data, err := os.ReadFile(filepath.Join(c.workdir, "clusters", c.Name, "logs", component+".log"))
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return data[len(data)-min(len(data), limit):]
 }
 
 func (c *Cluster) kwokctl(ctx context.Context, args ...string) (string, error) {

@@ -159,7 +159,7 @@ func startShared(name, root string, logf func(string, ...any)) (*cluster.Cluster
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := cluster.StartProbed(ctx, cluster.Options{Name: name}, logf)
+	c, err := cluster.StartProbed(ctx, cluster.Options{Name: name, AuditRemovals: true}, logf)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
@@ -15,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/karpx/karpx/test/cluster"
 )
@@ -55,7 +58,8 @@ func freePortOn(t *testing.T, ip string) int {
 // metrics and status ports on this machine's address, behind a
 // selector-less Service karpx/karpx-controller with ports named metrics
 // and status (as manifests/controller/service.yaml) whose Endpoints name
-// that address: what the API server's service proxy reaches in a cluster.
+// that address as a Pod's: what the API server's service proxy reaches in
+// a cluster.
 type controllerService struct {
 	metrics, status string // host:port
 }
@@ -80,9 +84,30 @@ func (e *env) startControllerBehindService(args ...string) controllerService {
 		{Name: "metrics", Port: int32(mPort), TargetPort: intstr.FromInt32(int32(mPort))},
 		{Name: "status", Port: int32(sPort), TargetPort: intstr.FromInt32(int32(sPort))},
 	}}}
-	//nolint:staticcheck // the service proxy resolves core/v1 Endpoints (Kubernetes v1.35 pkg/registry/core/service/storage ResourceLocation)
+	// The service proxy dials only addresses of Pods (Kubernetes v1.35
+	// pkg/registry/core/service/storage ResourceLocation, isValidAddress):
+	// a Pod that stands for the controller's, never scheduled (no node
+	// matches its selector), with this machine's address as its IP.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "karpx-controller-0", Namespace: "karpx"}, Spec: corev1.PodSpec{
+		NodeSelector: map[string]string{"karpx.test/no-such-node": "true"},
+		Containers:   []corev1.Container{{Name: "controller", Image: "registry.k8s.io/pause:3.10"}},
+	}}
+	_ = cs.CoreV1().Pods("karpx").Delete(e.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	e.eventually(30*time.Second, "the previous stand-in Pod gone", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods("karpx").Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if _, err := cs.CoreV1().Pods("karpx").Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	// A merge patch: kube-scheduler writes the Pod's conditions meanwhile.
+	patch := fmt.Sprintf(`{"status":{"podIP":%q,"podIPs":[{"ip":%q}]}}`, ip, ip)
+	if _, err := cs.CoreV1().Pods("karpx").Patch(e.ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		e.t.Fatal(err)
+	}
+	//nolint:staticcheck // the service proxy resolves core/v1 Endpoints (ResourceLocation, as above)
 	eps := &corev1.Endpoints{ObjectMeta: meta, Subsets: []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: ip}},
+		Addresses: []corev1.EndpointAddress{{IP: ip, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "karpx", Name: pod.Name}}},
 		Ports:     []corev1.EndpointPort{{Name: "metrics", Port: int32(mPort)}, {Name: "status", Port: int32(sPort)}},
 	}}}
 	_ = cs.CoreV1().Services("karpx").Delete(e.ctx, meta.Name, metav1.DeleteOptions{})
@@ -97,6 +122,7 @@ func (e *env) startControllerBehindService(args ...string) controllerService {
 		ctx := context.Background()
 		_ = cs.CoreV1().Services("karpx").Delete(ctx, meta.Name, metav1.DeleteOptions{})
 		_ = cs.CoreV1().Endpoints("karpx").Delete(ctx, meta.Name, metav1.DeleteOptions{})
+		_ = cs.CoreV1().Pods("karpx").Delete(ctx, "karpx-controller-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
 	e.eventually(60*time.Second, "the controller's status port answering /throttle", func(ctx context.Context) (bool, error) {
 		code, _, err := scrapeStatus(ctx, "http://"+c.status+"/throttle", "")

@@ -105,7 +105,7 @@ func (e *env) startControllerBehindService(args ...string) controllerService {
 	if _, err := cs.CoreV1().Pods("karpx").Patch(e.ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		e.t.Fatal(err)
 	}
-	//nolint:staticcheck // the service proxy resolves core/v1 Endpoints (ResourceLocation, as above)
+	//lint:ignore SA1019 the service proxy resolves core/v1 Endpoints (ResourceLocation, as above), not EndpointSlices
 	eps := &corev1.Endpoints{ObjectMeta: meta, Subsets: []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: ip, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "karpx", Name: pod.Name}}},
 		Ports:     []corev1.EndpointPort{{Name: "metrics", Port: int32(mPort)}, {Name: "status", Port: int32(sPort)}},

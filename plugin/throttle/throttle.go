@@ -246,7 +246,8 @@ func (o *Options) ReadProxy(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's status port, default \"status\") and that the controller runs a karpx version that serves it: %w",
 			o.source(), path, err)
 	case apierrors.IsServiceUnavailable(err):
-		return nil, fmt.Errorf("%s has no ready endpoint: is the karpx controller running? (kubectl -n %s get pods -l app.kubernetes.io/name=%s): %w",
+		return nil, fmt.Errorf("%s has no ready endpoint: is the karpx controller running? (kubectl -n %s get pods -l app.kubernetes.io/name=%s); "+
+			"a controller installed before the status port existed serves this on --port metrics: %w",
 			o.source(), o.Namespace, o.Service, err)
 	case apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("%w (reading %s needs RBAC \"get\" on \"services/proxy\" in namespace %s, or use --endpoint)", err, path, o.Namespace)

@@ -48,7 +48,8 @@ type CommandFlags struct {
 	MetricsAddr, ProbeAddr, PprofAddr string
 	// MetricsSecure serves metrics over HTTPS to clients whose bearer token
 	// passes a TokenReview and whose user may get /metrics
-	// (SubjectAccessReview) only (--metrics-secure, default false).
+	// (SubjectAccessReview) only (--metrics-secure, default true; false
+	// serves plain HTTP to anyone).
 	MetricsSecure bool
 	// EnableHTTP2 serves HTTP/2 (--enable-http2, off: CVE-2023-44487).
 	EnableHTTP2 bool
@@ -76,7 +77,7 @@ func (f *CommandFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.DisableRules, "disable-rules", "", "Comma-separated lint rule IDs the validating webhook skips, e.g. KX101,KX102")
 	fs.StringVar(&f.UninspectableCommands, "uninspectable-commands", "deny", kxlint.UnresolvedFlagUsage)
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
-	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on /metrics, e.g. ClusterRole karpx-metrics-reader)")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on /metrics, e.g. ClusterRole karpx-metrics-reader); false serves plain HTTP to anyone")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them")
 	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 (off by default: CVE-2023-44487)")

@@ -22,29 +22,23 @@ import (
 )
 
 // TestWebhookMetricsNeedAuthentication runs the karpx-webhook binary with
-// --metrics-secure as ServiceAccount karpx-system/karpx-webhook, with the
-// RBAC charts/karpx renders for metrics.secure (ClusterRole
-// karpx-metrics-auth: create TokenReviews and SubjectAccessReviews;
-// ClusterRole karpx-metrics-reader, get on /metrics, bound to a scraper
-// ServiceAccount; test/helm's TestChartMetricsSecure checks the chart
-// renders exactly these rules), and scrapes it over HTTPS: no token is
-// refused (401), another ServiceAccount's token is forbidden (403), the
-// scraper's token gets the webhook's metrics. Control: the same binary
-// without --metrics-secure serves /metrics over plain HTTP to anyone.
+// its default flags (--metrics-secure is on by default) as ServiceAccount
+// karpx-system/karpx-webhook, with manifests/webhook's RBAC (its ClusterRole
+// may create TokenReviews and SubjectAccessReviews) and ClusterRole
+// karpx-metrics-reader (get on /metrics, as manifests/controller has it)
+// bound to a scraper ServiceAccount (test/helm's TestChartMetricsSecure
+// checks the chart renders exactly these rules), and scrapes it over
+// HTTPS: no token is refused (401), another ServiceAccount's token is
+// forbidden (403), the scraper's token gets the webhook's metrics.
+// Control: the same binary with --metrics-secure=false serves /metrics
+// over plain HTTP to anyone.
 func TestWebhookMetricsNeedAuthentication(t *testing.T) {
 	requireSuite(t)
 	ctx := context.Background()
 	admin := suite.client
 	objs := []client.Object{
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "karpx-metrics-auth"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-		}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "karpx-metrics-auth"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "karpx-metrics-auth"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "karpx-webhook", Namespace: testNamespace}}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "karpx-metrics-reader"}, Rules: []rbacv1.PolicyRule{
-			{NonResourceURLs: []string{"/metrics", "/throttle", "/hydration", "/capacity"}, Verbs: []string{"get"}},
+			{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
 		}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "karpx-metrics-reader"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "karpx-metrics-reader"},
@@ -105,7 +99,7 @@ func TestWebhookMetricsNeedAuthentication(t *testing.T) {
 	}
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	startWebhookProcess(t, "--metrics-bind-address", addr, "--metrics-secure")
+	startWebhookProcess(t, "--metrics-bind-address", addr) // secure by default
 	secure := "https://" + addr + "/metrics"
 	body := expect("the scraper's token", secure, scraper, http.StatusOK)
 	if !strings.Contains(body, "controller_runtime_webhook_requests_total") && !strings.Contains(body, "karpx_webhook") {
@@ -119,6 +113,6 @@ func TestWebhookMetricsNeedAuthentication(t *testing.T) {
 
 	// Control: the plain server answers anyone.
 	plainAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	startWebhookProcess(t, "--metrics-bind-address", plainAddr)
+	startWebhookProcess(t, "--metrics-bind-address", plainAddr, "--metrics-secure=false")
 	expect("control: plain metrics without a token", "http://"+plainAddr+"/metrics", "", http.StatusOK)
 }

@@ -262,7 +262,10 @@ func TestSelfSignedRotationUnderServiceAccount(t *testing.T) {
 
 // webhookRBACAllowlist are permissions manifests/webhook grants that the
 // rotation test does not exercise, each with why the webhook needs it.
-var webhookRBACAllowlist = map[cluster.Permission]string{}
+var webhookRBACAllowlist = map[cluster.Permission]string{
+	{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}:        "the metrics server's authentication filter (--metrics-secure, the default) reviews a scrape's bearer token: used only once /metrics is scraped (TestWebhookMetricsNeedAuthentication's process, this ServiceAccount), which may run after the rotation test",
+	{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}: "the metrics server's authorization filter (--metrics-secure, the default) checks a scraper may get /metrics; as tokenreviews",
+}
 
 // checkWebhookRBAC compares what manifests/webhook grants ServiceAccount
 // karpx-system/karpx-webhook with what the API server's audit log shows it

@@ -71,7 +71,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
 	capCache := capacity.New()
-	opts.metricsHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
+	opts.statusHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
 		return awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,

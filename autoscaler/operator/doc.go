@@ -1,6 +1,9 @@
 // Package operator assembles the karpx autoscaler: it reads Options from
 // flags and the environment, builds the controller-runtime manager (leader
-// election, health and readiness probes, Prometheus metrics, informers
+// election, health and readiness probes, Prometheus metrics (HTTPS behind
+// controller-runtime's TokenReview/SubjectAccessReview filter by default),
+// the plain-HTTP status endpoints kubectl karpx reads on a port of their
+// own (status.go), informers
 // trimmed by state/cachetransform and indexed by clusterstate.IndexFields),
 // the cloud provider (the AWS one, autoscaler/aws/cloudprovider, with its
 // EC2 client, budget, batcher, caches and hydration registry: aws.go), and

@@ -71,6 +71,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 			return nil, err
 		}
 	}
+	if err := addStatusServer(mgr, opts.StatusBindAddress, opts.statusHandlers); err != nil {
+		return nil, err
+	}
 	return &w.op, nil
 }
 
@@ -140,12 +143,13 @@ func providerName(cloud cloudprovider.CloudProvider) string {
 	return "unknown"
 }
 
-// metricsOptions returns the metrics server's options: plain HTTP, or with
-// opts.MetricsSecure HTTPS behind controller-runtime's authentication and
-// authorization filter (TokenReview, then SubjectAccessReview of the
-// request's path and verb).
+// metricsOptions returns the metrics server's options: /metrics only (the
+// status endpoints have a server of their own, status.go), over HTTPS
+// behind controller-runtime's authentication and authorization filter
+// (TokenReview, then SubjectAccessReview of the request's path and verb)
+// with opts.MetricsSecure, else plain HTTP.
 func metricsOptions(opts Options) metricsserver.Options {
-	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: opts.metricsHandlers}
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
 	if opts.MetricsSecure {
 		o.SecureServing, o.FilterProvider = true, filters.WithAuthenticationAndAuthorization
 	}

@@ -88,10 +88,17 @@ type Options struct {
 	MetricsBindAddress string
 	// MetricsSecure serves the metrics port over HTTPS (a self-signed
 	// certificate) and answers only requests whose bearer token passes a
-	// TokenReview and whose user may "get" the path (SubjectAccessReview;
-	// ClusterRole karpx-metrics-reader); the extra handlers (/throttle...)
-	// too. Default false (--metrics-secure, METRICS_SECURE).
+	// TokenReview and whose user may "get" /metrics (SubjectAccessReview;
+	// ClusterRole karpx-metrics-reader). Default true (--metrics-secure,
+	// METRICS_SECURE); false serves plain HTTP to anyone.
 	MetricsSecure bool
+	// StatusBindAddress serves the status endpoints kubectl karpx reads
+	// (/throttle, /hydration, /capacity) over plain HTTP, apart from
+	// /metrics, so that the API server's service proxy (which passes no
+	// user token on) reaches them while /metrics is authenticated.
+	// Default ":8082" (--status-bind-address, STATUS_BIND_ADDRESS); "0"
+	// disables it. It must differ from the metrics and probe addresses.
+	StatusBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's net/http/pprof (heap, CPU profiles)
@@ -140,8 +147,9 @@ type Options struct {
 	SQSEndpoint string
 	// interruptionQueue is the queue's provider (set by NewAWS).
 	interruptionQueue interruption.Queue
-	// metricsHandlers are served beside /metrics (set by NewAWS).
-	metricsHandlers map[string]http.Handler
+	// statusHandlers are served on StatusBindAddress, path → handler
+	// (set by NewAWS).
+	statusHandlers map[string]http.Handler
 	// hydration is the cloud data sets' registry (set by NewAWS).
 	hydration *hydration.Registry
 	// Clock is the time every controller, the cloud provider's metrics
@@ -186,7 +194,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.InterruptionActOnRebalance, "interruption-act-on-rebalance", env("INTERRUPTION_ACT_ON_REBALANCE", "false") == "true", "replace and drain a node on an EC2 rebalance recommendation, as on a spot interruption warning (default: an event and a metric only)")
 	fs.StringVar(&o.SQSEndpoint, "sqs-endpoint", env("SQS_ENDPOINT", ""), "override the SQS endpoint URL (defaults to --ec2-endpoint when set)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address; 0 disables")
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", env("METRICS_SECURE", "false") == "true", "serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on the path, e.g. ClusterRole karpx-metrics-reader)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", env("METRICS_SECURE", "true") == "true", "serve metrics over HTTPS to authenticated, authorised clients only (TokenReview and SubjectAccessReview: RBAC get on /metrics, e.g. ClusterRole karpx-metrics-reader); false serves plain HTTP to anyone")
+	fs.StringVar(&o.StatusBindAddress, "status-bind-address", env("STATUS_BIND_ADDRESS", ":8082"), "address of the plain-HTTP status endpoints kubectl karpx reads through the API server's service proxy (/throttle, /hydration, /capacity); 0 disables")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", env("PPROF_BIND_ADDRESS", "0"), "address of Go's pprof endpoints (/debug/pprof/); 0 disables")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", env("LEADER_ELECT", "true") == "true", "enable leader election")
@@ -240,6 +249,9 @@ func (o *Options) Validate() error {
 		o.SpotToSpotConsolidation = gate
 	}
 	if err := o.Budget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.validateAddresses(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.KubernetesVersion != "" && strings.Count(o.KubernetesVersion, ".") != 1 {

@@ -115,7 +115,15 @@ func up(root, bin, work string) error {
 	if err != nil {
 		return err
 	}
-	metrics := "http://127.0.0.1:" + strconv.Itoa(metricsPort)
+	statusPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	// kubectl karpx reads the controller's status endpoints (/throttle,
+	// /hydration, /capacity) on their own plain-HTTP port; /metrics stays
+	// HTTPS behind the TokenReview filter (the default), which the demo's
+	// commands do not need.
+	status := "http://127.0.0.1:" + strconv.Itoa(statusPort)
 	step("starting karpx-controller as ServiceAccount karpx/karpx (RBAC from manifests/controller)")
 	if err := cluster.ApplyRBAC(ctx, c.RESTConfig, filepath.Join(root, "manifests", "controller")); err != nil {
 		return err
@@ -132,6 +140,7 @@ func up(root, bin, work string) error {
 	if err := background(work, "karpx-controller", filepath.Join(bin, "karpx-controller"),
 		"--kubeconfig", controllerKubeconfig, "--cluster-name", clusterName, "--cluster-endpoint", c.RESTConfig.Host,
 		"--ec2-endpoint", endpoint, "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort),
+		"--status-bind-address", "127.0.0.1:"+strconv.Itoa(statusPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort)); err != nil {
 		return err
 	}
@@ -172,12 +181,13 @@ func up(root, bin, work string) error {
 	}
 
 	for _, args := range [][]string{
-		{"karpx", "status", "--budget-endpoint", metrics},
+		{"karpx", "status", "--budget-endpoint", status},
 		// In a real cluster `kubectl karpx throttle` and `capacity` read the
-		// controller through the API server's service proxy; the demo's
-		// controller runs outside the cluster, so they read it directly.
-		{"karpx", "throttle", "--endpoint", metrics},
-		{"karpx", "capacity", "--endpoint", metrics},
+		// controller's status port through the API server's service proxy;
+		// the demo's controller runs outside the cluster, so they read its
+		// status address directly.
+		{"karpx", "throttle", "--endpoint", status},
+		{"karpx", "capacity", "--endpoint", status},
 		{"get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDER-ID:.spec.providerID,TYPE:.metadata.labels.node\\.kubernetes\\.io/instance-type,READY:.status.conditions[?(@.type==\"Ready\")].status"},
 		{"get", "pods", "-l", "app=inflate", "-o", "wide"},
 	} {
@@ -210,7 +220,7 @@ func up(root, bin, work string) error {
 		}
 	}
 	for _, args := range [][]string{
-		{"karpx", "status", "--budget-endpoint", metrics},
+		{"karpx", "status", "--budget-endpoint", status},
 		{"get", "nodes"},
 	} {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
@@ -220,7 +230,7 @@ func up(root, bin, work string) error {
 	if _, err := kubectl(ctx, c, nil, "scale", "deployment", "inflate", "--replicas", fmt.Sprint(replicas)); err != nil {
 		return err
 	}
-	h := hints(c.Kubeconfig, bin, metrics)
+	h := hints(c.Kubeconfig, bin, status)
 	if err := os.WriteFile(filepath.Join(work, hintsFile), []byte(h), 0o644); err != nil {
 		return err
 	}
@@ -234,8 +244,10 @@ const hintsFile = "hints.sh"
 
 // hints returns the commands the demo suggests at its end, one a line,
 // indented, shell comments after "#": the exports that reach the cluster
-// and bin/, then kubectl commands. `check` runs them exactly as printed.
-func hints(kubeconfig, bin, metrics string) string {
+// and bin/, then kubectl commands reading the controller's status
+// address status (its --status-bind-address URL). `check` runs them
+// exactly as printed.
+func hints(kubeconfig, bin, status string) string {
 	return fmt.Sprintf(`  export KUBECONFIG=%[1]s PATH=%[2]s:$PATH
   kubectl karpx status --budget-endpoint %[3]s   # the controller runs beside the cluster, not in it
   kubectl karpx throttle --endpoint %[3]s
@@ -243,7 +255,7 @@ func hints(kubeconfig, bin, metrics string) string {
   kubectl karpx nodeclaims
   kubectl scale deployment inflate --replicas 40
   kubectl scale deployment inflate --replicas 0   # and watch the nodes go
-`, kubeconfig, bin, metrics)
+`, kubeconfig, bin, status)
 }
 
 // check verifies a running demo the way its user would: every pod of

@@ -46,8 +46,8 @@ const capacityExample = `  # Observed capacity of the controller installed from 
   # Every key, including those only estimated, as JSON
   kubectl karpx capacity --all -o json
 
-  # A controller running locally with --metrics-bind-address :8080
-  kubectl karpx capacity --endpoint http://127.0.0.1:8080`
+  # A controller running locally with --status-bind-address :8082
+  kubectl karpx capacity --endpoint http://127.0.0.1:8082`
 
 // ReportKind is the kind -o json and -o yaml print the capacity report as,
 // with apiVersion output.APIVersion (karpx.io/v1alpha1).
@@ -94,8 +94,8 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	o.Print.AddFlags(cmd, true)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Include keys with an estimate only.")
 	cmd.Flags().StringVar(&o.Conn.Service, "service", o.Conn.Service, "Name of the controller's Service.")
-	cmd.Flags().StringVar(&o.Conn.Port, "port", o.Conn.Port, "Name or number of the Service port that serves /capacity (the metrics port).")
-	cmd.Flags().StringVar(&o.Conn.Endpoint, "endpoint", o.Conn.Endpoint, "Read from this controller URL instead of the API server's service proxy, e.g. http://127.0.0.1:8080.")
+	cmd.Flags().StringVar(&o.Conn.Port, "port", o.Conn.Port, "Name or number of the Service port that serves /capacity (the controller's status port).")
+	cmd.Flags().StringVar(&o.Conn.Endpoint, "endpoint", o.Conn.Endpoint, "Read from this controller URL (its --status-bind-address) instead of the API server's service proxy, e.g. http://127.0.0.1:8082.")
 	return cmd
 }
 

@@ -4,7 +4,8 @@
 // retries, client-side waits).
 //
 // The command reads the controller's budget status, the JSON served at
-// /throttle on its metrics port, through the API server's service proxy
+// /throttle on its plain-HTTP status port (Service port "status", apart
+// from the authenticated metrics port), through the API server's service proxy
 // (GET /api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/throttle)
 // with kubectl's credentials, so it needs no port-forward: only RBAC "get"
 // on "services/proxy" in the controller's namespace. With --endpoint it

@@ -24,11 +24,15 @@ import (
 	"github.com/karpx/karpx/plugin/runner"
 )
 
-// Defaults of the controller's Service, as in manifests/controller/service.yaml.
+// Defaults of the controller's Service, as in manifests/controller/service.yaml:
+// DefaultPort is its plain-HTTP status port (the controller's
+// --status-bind-address, default :8082), not the metrics port, which is
+// authenticated by default and which the service proxy cannot pass a
+// user's token to.
 const (
 	DefaultNamespace = "karpx"
 	DefaultService   = "karpx-controller"
-	DefaultPort      = "metrics"
+	DefaultPort      = "status"
 )
 
 // StatusKind is the kind -o json and -o yaml print the budget as, with
@@ -48,8 +52,8 @@ retry-quota errors and refused speculative calls, and a table per action.
 
 The status is read through the API server's service proxy
 (/api/v1/namespaces/NAMESPACE/services/SERVICE:PORT/proxy/throttle), which
-needs RBAC "get" on "services/proxy"; --endpoint reads a controller
-directly instead.`
+needs RBAC "get" on "services/proxy" (Role karpx-throttle-reader); --endpoint
+reads a controller's status address directly instead.`
 
 const throttleExample = `  # Budget of the controller installed from manifests/controller
   kubectl karpx throttle
@@ -60,8 +64,8 @@ const throttleExample = `  # Budget of the controller installed from manifests/c
   # A controller in another namespace, as JSON
   kubectl karpx throttle -n kube-system --service karpx -o json
 
-  # A controller running locally with --metrics-bind-address :8080
-  kubectl karpx throttle --endpoint http://127.0.0.1:8080`
+  # A controller running locally with --status-bind-address :8082
+  kubectl karpx throttle --endpoint http://127.0.0.1:8082`
 
 // Options are the inputs of `kubectl karpx throttle`. NewOptions fills in
 // the defaults; Complete, Validate and Run are called in that order.
@@ -84,7 +88,7 @@ type Options struct {
 	// (--port).
 	Port string
 	// Endpoint, when set, is the controller URL to read instead of the
-	// service proxy (--endpoint), e.g. "http://127.0.0.1:8080"; a URL
+	// service proxy (--endpoint), e.g. "http://127.0.0.1:8082"; a URL
 	// without a path gets /throttle.
 	Endpoint string
 	// HTTPClient reads Endpoint. Nil means a client with a 30s timeout.
@@ -117,8 +121,8 @@ func NewCmd(f cluster.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.Print.AddFlags(cmd, true)
 	cmd.Flags().StringVar(&o.Service, "service", o.Service, "Name of the controller's Service.")
-	cmd.Flags().StringVar(&o.Port, "port", o.Port, "Name or number of the Service port that serves /throttle (the metrics port).")
-	cmd.Flags().StringVar(&o.Endpoint, "endpoint", o.Endpoint, "Read the status from this controller URL instead of the API server's service proxy, e.g. http://127.0.0.1:8080.")
+	cmd.Flags().StringVar(&o.Port, "port", o.Port, "Name or number of the Service port that serves /throttle (the controller's status port).")
+	cmd.Flags().StringVar(&o.Endpoint, "endpoint", o.Endpoint, "Read the status from this controller URL (its --status-bind-address) instead of the API server's service proxy, e.g. http://127.0.0.1:8082.")
 }
 
 // Complete takes the namespace from kubectl's -n/--namespace when it was
@@ -150,7 +154,7 @@ func (o *Options) ValidateSource() error {
 	if o.Endpoint != "" {
 		u, err := url.Parse(o.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("invalid --endpoint %q: want an http(s) URL such as http://127.0.0.1:8080", o.Endpoint)
+			return fmt.Errorf("invalid --endpoint %q: want an http(s) URL such as http://127.0.0.1:8082", o.Endpoint)
 		}
 		return nil
 	}
@@ -239,10 +243,11 @@ func (o *Options) ReadProxy(ctx context.Context, path string) ([]byte, error) {
 		return nil, &ServiceNotFoundError{fmt.Sprintf("service %q not found in namespace %q: install the controller's Service (kubectl apply -f manifests/controller/service.yaml), "+
 			"name another with -n/--namespace and --service, or read a controller directly with --endpoint URL", o.Service, o.Namespace)}
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's metrics port) and that the controller runs a karpx version that serves it: %w",
+		return nil, fmt.Errorf("%s does not serve %s: check --port (the controller's status port, default \"status\") and that the controller runs a karpx version that serves it: %w",
 			o.source(), path, err)
 	case apierrors.IsServiceUnavailable(err):
-		return nil, fmt.Errorf("%s has no ready endpoint: is the karpx controller running? (kubectl -n %s get pods -l app.kubernetes.io/name=%s): %w",
+		return nil, fmt.Errorf("%s has no ready endpoint: is the karpx controller running? (kubectl -n %s get pods -l app.kubernetes.io/name=%s); "+
+			"a controller installed before the status port existed serves this on --port metrics: %w",
 			o.source(), o.Namespace, o.Service, err)
 	case apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("%w (reading %s needs RBAC \"get\" on \"services/proxy\" in namespace %s, or use --endpoint)", err, path, o.Namespace)

@@ -42,7 +42,7 @@ func sample() budgetstatus.Status {
 	}
 }
 
-const proxyPath = "/api/v1/namespaces/karpx/services/karpx-controller:metrics/proxy/throttle"
+const proxyPath = "/api/v1/namespaces/karpx/services/karpx-controller:status/proxy/throttle"
 
 // apiServer stands in for the API server: it serves the status at the
 // proxy path of the default Service, and answers for other Services as the

@@ -182,8 +182,11 @@ func ruleProblems(rules []rbacv1.PolicyRule, clusterWide bool) []string {
 				}
 			}
 		}
-		if len(r.NonResourceURLs) > 0 {
-			problems = append(problems, "rule "+strconv.Itoa(i)+": non-resource URLs")
+		// The one non-resource rule allowed: get on /metrics, what
+		// ClusterRole karpx-metrics-reader grants a scraper of the
+		// authenticated metrics servers (bound to no component).
+		if len(r.NonResourceURLs) > 0 && !(slices.Equal(r.NonResourceURLs, []string{"/metrics"}) && slices.Equal(r.Verbs, []string{"get"})) {
+			problems = append(problems, "rule "+strconv.Itoa(i)+": non-resource URLs other than get /metrics")
 		}
 		if clusterWide && slices.Contains(r.APIGroups, "") && slices.ContainsFunc(r.Resources, func(s string) bool {
 			return s == "secrets" || strings.HasPrefix(s, "secrets/")
@@ -197,10 +200,12 @@ func ruleProblems(rules []rbacv1.PolicyRule, clusterWide bool) []string {
 // TestRBACRulesFail is TestRBACLeastPrivilege's control.
 func TestRBACRulesFail(t *testing.T) {
 	for name, rule := range map[string]rbacv1.PolicyRule{
-		"verbs":     {APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}},
-		"resources": {APIGroups: []string{"karpenter.sh"}, Resources: []string{"*"}, Verbs: []string{"get"}},
-		"groups":    {APIGroups: []string{"*"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
-		"secrets":   {APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		"verbs":       {APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}},
+		"resources":   {APIGroups: []string{"karpenter.sh"}, Resources: []string{"*"}, Verbs: []string{"get"}},
+		"groups":      {APIGroups: []string{"*"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		"secrets":     {APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		"nonresource": {NonResourceURLs: []string{"/metrics", "/debug/pprof/*"}, Verbs: []string{"get"}},
+		"metricsverb": {NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get", "post"}},
 	} {
 		if len(ruleProblems([]rbacv1.PolicyRule{rule}, true)) == 0 {
 			t.Errorf("%s: %+v accepted cluster-wide", name, rule)
@@ -208,5 +213,8 @@ func TestRBACRulesFail(t *testing.T) {
 	}
 	if p := ruleProblems([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}, false); len(p) != 0 {
 		t.Errorf("namespaced Secret access rejected: %v", p)
+	}
+	if p := ruleProblems([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, true); len(p) != 0 {
+		t.Errorf("get /metrics (karpx-metrics-reader) rejected: %v", p)
 	}
 }

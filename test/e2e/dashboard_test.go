@@ -109,6 +109,9 @@ func TestDashboardMetricsExported(t *testing.T) {
 	e.startWebhookWithMetrics(webhookAddr)
 	e.startController(e.controllerKubeconfig(), "karpx-dashboard", "--metrics-bind-address="+controllerAddr,
 		"--interruption-queue="+dashboardQueue, "--batch-max-duration=2s", "--gc-period=10s")
+	// Both binaries' metrics are authenticated by default (--metrics-secure):
+	// scraped as a ServiceAccount bound to karpx-metrics-reader.
+	token := e.metricsReaderToken()
 
 	// Admission: allowed, warned (KX101), and denied (KX003).
 	if _, err := e.cluster.Kubectl(e.ctx, []byte(ec2NodeClassYAML("dash", e.name)+"---\n"+dashboardManifests), "apply", "-f", "-"); err != nil {
@@ -166,7 +169,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	})
 
 	e.eventually(60*time.Second, "both DescribeInstances throttles answered", func(ctx context.Context) (bool, error) {
-		fams, err := scrapeFamilies(ctx, "http://"+controllerAddr+"/metrics")
+		fams, err := scrapeFamilies(ctx, "https://"+controllerAddr+"/metrics", token)
 		return err == nil && seriesValue(fams, `karpx_aws_api_throttled_total{action="DescribeInstances"}`) >= 2, nil
 	})
 	if err := e.sim.Faults().Add(
@@ -186,10 +189,10 @@ func TestDashboardMetricsExported(t *testing.T) {
 	var ctl, hook map[string]*dto.MetricFamily
 	e.eventually(30*time.Second, "both /metrics endpoints scraped with the disruptions counted", func(ctx context.Context) (bool, error) {
 		var err error
-		if ctl, err = scrapeFamilies(ctx, "http://"+controllerAddr+"/metrics"); err != nil {
+		if ctl, err = scrapeFamilies(ctx, "https://"+controllerAddr+"/metrics", token); err != nil {
 			return false, nil
 		}
-		if hook, err = scrapeFamilies(ctx, "http://"+webhookAddr+"/metrics"); err != nil {
+		if hook, err = scrapeFamilies(ctx, "https://"+webhookAddr+"/metrics", token); err != nil {
 			return false, nil
 		}
 		return seriesValue(ctl, `karpx_aws_api_errors_total{action="DescribeInstances",code="UnauthorizedOperation"}`) >= 1 &&
@@ -273,8 +276,8 @@ func TestDashboardMetricsExported(t *testing.T) {
 }
 
 // scrapeFamilies fetches url and parses it as the Prometheus text format.
-func scrapeFamilies(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
-	body, err := getMetrics(ctx, url)
+func scrapeFamilies(ctx context.Context, url, token string) (map[string]*dto.MetricFamily, error) {
+	body, err := getMetrics(ctx, url, token)
 	if err != nil {
 		return nil, err
 	}

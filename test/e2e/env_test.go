@@ -194,6 +194,7 @@ func (e *env) runAutoscaler(parent context.Context, log logr.Logger, tweak func(
 	opts.RegistrationTTL = 2 * time.Minute
 	opts.BatchMaxDuration = 5 * time.Second
 	opts.MetricsBindAddress = "0"
+	opts.StatusBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.LeaderElection = false
 	opts.SkipControllerNameValidation = true

@@ -45,11 +45,13 @@ func TestKarpenterMetricsAfterProvisioningAndScaleToZero(t *testing.T) {
 		o.MetricsBindAddress = addr
 		o.BatchMaxDuration = 2 * time.Second
 	}, nil)
-	url := "http://" + addr + "/metrics"
+	// /metrics is authenticated by default (--metrics-secure): scraped as
+	// a ServiceAccount bound to karpx-metrics-reader.
+	url, token := "https://"+addr+"/metrics", e.metricsReaderToken()
 	e.apply(karpenterMetricsManifests(e.name))
 	var base scrape
 	e.eventually(30*time.Second, "cluster state synced on /metrics", func(ctx context.Context) (bool, error) {
-		s, err := scrapeAll(ctx, url)
+		s, err := scrapeAll(ctx, url, token)
 		base = s
 		return err == nil && s.value("karpenter_cluster_state_synced", nil) == 1, nil
 	})
@@ -87,7 +89,7 @@ func TestKarpenterMetricsAfterProvisioningAndScaleToZero(t *testing.T) {
 		}
 	}()
 	e.eventually(30*time.Second, "NodePool usage, node count and pod startups on /metrics", func(ctx context.Context) (bool, error) {
-		s, err := scrapeAll(ctx, url)
+		s, err := scrapeAll(ctx, url, token)
 		up = s
 		return err == nil && s.value("karpenter_nodepools_usage", with(pool, "resource_type", "cpu")) == 2*n &&
 			s.value("karpenter_cluster_state_node_count", nil) == n &&
@@ -146,7 +148,7 @@ func TestKarpenterMetricsAfterProvisioningAndScaleToZero(t *testing.T) {
 		if err := e.kube.List(ctx, &left); err != nil {
 			return false, err
 		}
-		s, err := scrapeAll(ctx, url)
+		s, err := scrapeAll(ctx, url, token)
 		down = s
 		return err == nil && len(left.Items) == 0 && s.value("karpenter_cluster_state_node_count", nil) == 0 &&
 			s.value("karpenter_nodepools_usage", with(pool, "resource_type", "cpu")) == 0, nil
@@ -198,14 +200,15 @@ type scrape []sample
 var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
 var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
-// getMetrics fetches a /metrics url; the caller closes the body. A status
-// other than 200 is an error.
-func getMetrics(ctx context.Context, url string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// getMetrics fetches a /metrics url with token as its bearer token (the
+// binaries' metrics are authenticated by default: metricsReaderToken); the
+// caller closes the body. A status other than 200 is an error.
+func getMetrics(ctx context.Context, url, token string) (io.ReadCloser, error) {
+	req, err := newMetricsRequest(ctx, url, token)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -216,9 +219,9 @@ func getMetrics(ctx context.Context, url string) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
-// scrapeAll fetches url and parses its samples.
-func scrapeAll(ctx context.Context, url string) (scrape, error) {
-	body, err := getMetrics(ctx, url)
+// scrapeAll fetches url as token's holder and parses its samples.
+func scrapeAll(ctx context.Context, url, token string) (scrape, error) {
+	body, err := getMetrics(ctx, url, token)
 	if err != nil {
 		return nil, err
 	}

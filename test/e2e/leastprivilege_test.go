@@ -14,15 +14,17 @@ const controllerUser = "system:serviceaccount:karpx:karpx"
 // the termination scenario does not exercise, each with why the controller
 // still needs it.
 var controllerRBACAllowlist = map[cluster.Permission]string{
-	{Verb: "delete", Resource: "pods"}:                                   "pods still on a draining node when its NodeClaim's terminationGracePeriod runs out (termination/drain.go)",
-	{Verb: "get", Group: "karpenter.sh", Resource: "nodeclaims"}:         "nodeclaim.lifecycle's finalize reads a NodeClaim from the API server, past the cache, only when the cache has not caught up with a write it depends on (nodeclaim/lifecycle); a run where the cache keeps up never needs it",
-	{Verb: "get", Resource: "services"}:                                  "default/kubernetes: the service CIDR on clusters without the ServiceCIDR API, before Kubernetes 1.33 (providers/clusterinfo)",
-	{Verb: "list", Resource: "persistentvolumes"}:                        "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
-	{Verb: "watch", Resource: "persistentvolumes"}:                       "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
-	{Verb: "list", Resource: "persistentvolumeclaims"}:                   "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
-	{Verb: "watch", Resource: "persistentvolumeclaims"}:                  "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
-	{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"}:  "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
-	{Verb: "watch", Group: "storage.k8s.io", Resource: "storageclasses"}: "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "delete", Resource: "pods"}:                                                "pods still on a draining node when its NodeClaim's terminationGracePeriod runs out (termination/drain.go)",
+	{Verb: "get", Group: "karpenter.sh", Resource: "nodeclaims"}:                      "nodeclaim.lifecycle's finalize reads a NodeClaim from the API server, past the cache, only when the cache has not caught up with a write it depends on (nodeclaim/lifecycle); a run where the cache keeps up never needs it",
+	{Verb: "get", Resource: "services"}:                                               "default/kubernetes: the service CIDR on clusters without the ServiceCIDR API, before Kubernetes 1.33 (providers/clusterinfo)",
+	{Verb: "list", Resource: "persistentvolumes"}:                                     "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Resource: "persistentvolumes"}:                                    "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "list", Resource: "persistentvolumeclaims"}:                                "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Resource: "persistentvolumeclaims"}:                               "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"}:               "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "watch", Group: "storage.k8s.io", Resource: "storageclasses"}:              "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
+	{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}:        "the metrics server's authentication filter (--metrics-secure, the default) reviews a scrape's bearer token; the termination scenario runs without a metrics server",
+	{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}: "the metrics server's authorization filter (--metrics-secure, the default) checks a scraper may get /metrics; the termination scenario runs without a metrics server",
 }
 
 // checkControllerRBAC compares what manifests/controller grants the

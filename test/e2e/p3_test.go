@@ -50,10 +50,10 @@ func p3Run(t *testing.T) p3Observation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := l.Addr().String()
+	status := l.Addr().String()
 	l.Close()
 	e := newEnvWithLog(t, "karpx-p3", func(o *operator.Options) {
-		o.MetricsBindAddress = metrics
+		o.StatusBindAddress = status
 	}, nil)
 	e.sim.SetImageAllocatable(problems.P3ImageAllocatable())
 	e.apply(p3Manifests(e.name))
@@ -74,7 +74,7 @@ func p3Run(t *testing.T) p3Observation {
 	})
 	obs.took = time.Since(start)
 	path := buildPlugin(t, e.root)
-	obs.capacity = e.kubectlWithPath(path, "karpx", "capacity", "--endpoint", "http://"+metrics)
+	obs.capacity = e.kubectlWithPath(path, "karpx", "capacity", "--endpoint", "http://"+status)
 	t.Logf("kubectl karpx capacity:\n%s", obs.capacity)
 	return obs
 }

@@ -97,6 +97,11 @@ func (e *env) startControllerBinary(binary, kubeconfig, name string, args ...str
 		"AWS_SECRET_ACCESS_KEY=karpx-simulator-secret",
 		"AWS_EC2_METADATA_DISABLED=true",
 		"AWS_SDK_UA_APP_ID=" + name,
+		// The status endpoints off unless args name an address (their
+		// default :8082 would clash between tests); through the
+		// environment, which an older release's binary (helm upgrade
+		// tests) ignores, where it would refuse an unknown flag.
+		"STATUS_BIND_ADDRESS=0",
 	})
 }
 

@@ -115,6 +115,9 @@ func TestControllerRSS(t *testing.T) {
 		"--ec2-endpoint", e.endpoint, "--leader-elect=false", "--gc-grace", "1h",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00", "AWS_SECRET_ACCESS_KEY=karpx-simulator-secret", "GOMEMLIMIT=off",
+		// The status endpoints (default :8082) off; by the environment,
+		// which a binary older than --status-bind-address ignores.
+		"STATUS_BIND_ADDRESS=0",
 		// One line per GC cycle on stderr (the log file): gcTrace reads the
 		// cycle count and the share of CPU spent in GC from the last one.
 		"GODEBUG=gctrace=1")
@@ -182,7 +185,8 @@ func TestControllerRSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heap := scrapeMetric(t, "http://"+metricsAddr+"/metrics", "go_memstats_heap_inuse_bytes")
+	// /metrics is authenticated by default (--metrics-secure).
+	heap := scrapeMetric(t, "https://"+metricsAddr+"/metrics", e.metricsReaderToken(), "go_memstats_heap_inuse_bytes")
 	if *rssHeapProfile != "" {
 		if err := download("http://"+pprofAddr+"/debug/pprof/heap", *rssHeapProfile); err != nil {
 			t.Errorf("heap profile: %v", err)
@@ -439,9 +443,13 @@ func procStatusKiB(pid int, field string) (int64, error) {
 
 // scrapeMetric returns the value of an unlabelled metric on a Prometheus
 // text endpoint.
-func scrapeMetric(t *testing.T, url, name string) float64 {
+func scrapeMetric(t *testing.T, url, token, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := newMetricsRequest(context.Background(), url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

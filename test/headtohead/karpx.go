@@ -147,5 +147,9 @@ func (k *Karpx) Start(tb testing.TB) Controller {
 		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00",
 		"AWS_SECRET_ACCESS_KEY=karpx-simulator-secret",
 		"AWS_EC2_METADATA_DISABLED=true",
+		// The status endpoints (default :8082) off, as metrics and probes:
+		// the environment, not a flag, so a karpx-controller built before
+		// --status-bind-address existed runs too.
+		"STATUS_BIND_ADDRESS=0",
 	})
 }

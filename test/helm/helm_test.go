@@ -310,11 +310,13 @@ func TestChartManifestsEqualKustomize(t *testing.T) {
 	webhook["certificates"] = map[string]any{"mode": "cert-manager"}
 	chartCM := render(t, "karpx", "karpx", values)
 	for k, obj := range chartCM {
-		// The webhook's objects: in its namespace, cluster-scoped, and
-		// its startup-taint Roles in the namespaces it detects agents in.
+		// The webhook's objects: in its namespace, cluster-scoped (but the
+		// controller's, and ClusterRole karpx-metrics-reader, which
+		// manifests/controller holds), and its startup-taint Roles in the
+		// namespaces it detects agents in.
 		if obj.GetNamespace() != "karpx-system" && obj.GetName() != "karpx-webhook-startup-taints" &&
 			!slices.Contains([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}, obj.GetKind()) ||
-			strings.HasSuffix(k, "/karpx-controller") {
+			strings.HasSuffix(k, "/karpx-controller") || strings.HasSuffix(k, "/karpx-metrics-reader") {
 			delete(chartCM, k)
 		}
 	}

@@ -100,6 +100,9 @@ type sandbox struct {
 	// maxInterpSteps), for TestPrinciple.
 	commands []string
 	halted   string
+	// pipes holds the output of each rewritten pipeline's left side
+	// until its right side reads it (endPipe, pipeInput).
+	pipes []string
 }
 
 // vfile is a file the script wrote: its content and the line of the
@@ -280,7 +283,8 @@ func (sb *sandbox) runText(src string, origin int, via string) {
 // more than maxInterpExpansions expansions, brace expansions of more
 // than maxInterpBraceWords words and ${x//pattern/replacement} with an
 // expansion in the replacement are refused, since each can grow a value
-// past the bounds within one step.
+// past the bounds within one step. Last, the pipelines that can run
+// without an operating-system pipe are rewritten (rewritePipes).
 func prepare(f *syntax.File) string {
 	var assigns []*syntax.Stmt
 	reason := ""
@@ -337,6 +341,9 @@ func prepare(f *syntax.File) string {
 	for _, st := range assigns {
 		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
 			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}
+	}
+	if reason == "" && pipesInMemory {
+		rewritePipes(f)
 	}
 	return reason
 }

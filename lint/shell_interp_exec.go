@@ -26,8 +26,10 @@ func (sb *sandbox) exec(r *run, f *syntax.File) {
 	}
 	runner, err := interp.New(
 		interp.Env(sandboxEnv{sb: sb}),
-		interp.Dir("/root"),
-		interp.StdIO(strings.NewReader(""), &limitWriter{sb: sb}, &limitWriter{sb: sb}),
+		// Not interp.Dir, which stats the real directory: the sandbox's
+		// working directory is virtual, and need not exist where karpx runs.
+		func(r *interp.Runner) error { r.Dir = "/root"; return nil },
+		interp.StdIO(nil, &limitWriter{sb: sb}, &limitWriter{sb: sb}), // nil: no os.Pipe for an empty input
 		interp.CallHandler(r.call),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return r.execCmd }),
 		interp.OpenHandler(r.open),
@@ -62,6 +64,9 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // command -v to the exec handler.
 func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 	sb := r.sb
+	if args[0] == pipeEnd {
+		return args, nil // not a step: part of a pipeline's command
+	}
 	sb.mu.Lock()
 	sb.steps++
 	steps := sb.steps
@@ -127,6 +132,12 @@ func toArgs(ss []string) []arg {
 func (r *run) execCmd(ctx context.Context, args []string) error {
 	sb := r.sb
 	hc := interp.HandlerCtx(ctx)
+	if args[0] == pipeEnd {
+		return sb.endPipe(hc.Stdout)
+	}
+	if in, yargs, ok := sb.pipeInput(args); ok {
+		hc.Stdin, args = strings.NewReader(in), yargs
+	}
 	line := r.line(hc.Pos)
 	if what := sb.tainted(args[0]); what != "" {
 		sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)

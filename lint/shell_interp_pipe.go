@@ -1,0 +1,210 @@
+package lint
+
+import (
+	"io"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// This file lets the sandbox (shell_interp.go) run most pipelines without
+// an operating-system pipe. mvdan.cc/sh/v3/interp v3.14.1 wires every
+// "x | y" with os.Pipe and a goroutine for x (interp/runner.go, the
+// syntax.Pipe case), and every redirected or here-document standard input
+// through another os.Pipe (interp/stdin_os.go, newStdinFile): its standard
+// input must be an *os.File, so that real subprocesses can inherit it. The
+// sandbox starts no subprocess, yet the pipe's system calls (pipe2, the
+// poller's registration, two closes) were about half of the sandbox's CPU
+// time on a script of 200 pipelines (BenchmarkCheckUserData).
+//
+// rewritePipes turns "x | y", where y is a simple command that the
+// interpreter hands to the exec handler, into one simple command:
+//
+//	pipeMarker "$(! (x); pipeEnd)" y args…
+//
+// The command substitution runs x in a subshell with its standard output
+// captured in memory, as the pipe's left side runs in a subshell (the
+// negation keeps set -e from stopping the substitution when x fails, as a
+// pipe's left side does not stop the shell); pipeEnd
+// keeps that text exactly (endPipe), and the exec handler (execCmd) strips
+// the marker and gives y the text as its standard input. The two sides run one after the other instead of at once: in the
+// sandbox nothing blocks on a full pipe, and the steps and bytes bounds
+// stop an endless x (yes | head) as they stop any loop.
+
+// pipesInMemory turns rewritePipes on; TestPropertyPipesInMemory turns it
+// off to compare the sandbox's effects with the interpreter's own pipes.
+var pipesInMemory = true
+
+// pipeMarker and pipeEnd are command names no script can spell as a
+// function (a function name is one unquoted word; these hold a space) and
+// that are neither builtins nor on any PATH.
+const (
+	pipeMarker  = "\x02karpx pipe"
+	pipeEnd     = "\x02karpx pipe end"
+	pipeEndByte = "\x03"
+)
+
+// pipeRisky are words whose presence anywhere in a script makes the set of
+// its functions, aliases and builtin dispatch depend on the run (eval and
+// trap run text in the current shell, alias and shopt's expand_aliases
+// rename commands, pipefail makes the left side's status matter); in such
+// a script no pipeline is rewritten, since the right side of a pipe that
+// turns out to be a function or builtin must read the real pipe.
+var pipeRisky = []string{"eval", "trap", "alias", "shopt", "pipefail"}
+
+// builtinRunners are the builtins that run a builtin or program named by
+// their arguments; one with an argument that is not literal could be
+// "command eval".
+var builtinRunners = setOf("command", "builtin", "exec")
+
+// rewritePipes rewrites the pipelines of f as described above, where it
+// is sound: y is a simple command without redirections or negation whose
+// name is one plain unquoted literal that is neither a builtin
+// (interp.IsBuiltin) nor a function declared anywhere in f, and f has no
+// command whose name is not literal, no pipeRisky word and no
+// builtinRunners command with an argument that is not literal. Then the
+// functions y could name at run time are those f declares: a function is
+// defined only by a declaration the interpreter runs, in f or in text run
+// by eval, trap or an alias (refused above); sourced files and nested
+// shells run in a runner of their own (sandbox.runText). Every other
+// pipeline keeps the interpreter's pipe.
+func rewritePipes(f *syntax.File) {
+	funcs := map[string]bool{}
+	sound := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if !sound {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			funcs[n.Name.Value] = true
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 && n.Args[0].Lit() == "" {
+				sound = false // a command name known only at run time
+			}
+			if len(n.Args) > 0 && builtinRunners[n.Args[0].Lit()] {
+				for _, a := range n.Args {
+					sound = sound && a.Lit() != ""
+				}
+			}
+		case *syntax.Lit:
+			sound = !containsAny(n.Value, pipeRisky...)
+		case *syntax.SglQuoted:
+			sound = !containsAny(n.Value, pipeRisky...)
+		}
+		return true
+	})
+	if !sound {
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		b, ok := st.Cmd.(*syntax.BinaryCmd)
+		if !ok || b.Op != syntax.Pipe {
+			return true
+		}
+		y, ok := plainCall(b.Y, funcs)
+		if !ok {
+			return true
+		}
+		pos := y.Args[0].Pos()
+		// ! ( x ): exit and set -e leave x's subshell and nothing more,
+		// so that pipeEnd runs after whatever x does.
+		x := &syntax.Stmt{Negated: true, Position: b.X.Position, Cmd: &syntax.Subshell{Lparen: pos, Rparen: pos, Stmts: []*syntax.Stmt{b.X}}}
+		end := &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(pipeEnd, syntax.Pos{})}}}
+		subst := &syntax.Word{Parts: []syntax.WordPart{&syntax.DblQuoted{Left: pos, Right: pos,
+			Parts: []syntax.WordPart{&syntax.CmdSubst{Left: pos, Right: pos, Stmts: []*syntax.Stmt{x, end}}}}}}
+		args := append([]*syntax.Word{litWord(pipeMarker, pos), subst}, y.Args...)
+		// Walk goes on into the new command, so pipelines in x are
+		// rewritten too.
+		st.Cmd = &syntax.CallExpr{Assigns: y.Assigns, Args: args}
+		return true
+	})
+}
+
+// plainCall returns st's simple command if the interpreter hands it to
+// the exec handler whatever the run (see rewritePipes).
+func plainCall(st *syntax.Stmt, funcs map[string]bool) (*syntax.CallExpr, bool) {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) == 0 || st.Negated || len(st.Redirs) > 0 || len(c.Args[0].Parts) != 1 {
+		return nil, false
+	}
+	lit, ok := c.Args[0].Parts[0].(*syntax.Lit)
+	if !ok || lit.Value == "" || strings.ContainsAny(lit.Value, "\\*?[{~=") {
+		return nil, false
+	}
+	if interp.IsBuiltin(lit.Value) || funcs[lit.Value] {
+		return nil, false
+	}
+	return c, true
+}
+
+func litWord(s string, pos syntax.Pos) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: pos, ValueEnd: pos, Value: s}}}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// endPipe is pipeEnd's exec handler: out is the command substitution's
+// buffer holding what x wrote. The interpreter drops NUL bytes and
+// trailing newlines from a command substitution (expand.Config.cmdSubst),
+// so the exact text is kept in the sandbox, and the token written in its
+// place (pipeEndByte, its index, pipeEndByte) tells pipeInput where it is.
+// An output that is not a buffer (x ran exec >file) holds nothing x wrote
+// to the pipe, so nothing is kept.
+func (sb *sandbox) endPipe(out io.Writer) error {
+	b, ok := out.(interface{ String() string })
+	if !ok {
+		return nil
+	}
+	sb.mu.Lock()
+	sb.pipes = append(sb.pipes, b.String())
+	n := len(sb.pipes) - 1
+	sb.mu.Unlock()
+	_, err := io.WriteString(out, pipeEndByte+strconv.Itoa(n)+pipeEndByte)
+	return err
+}
+
+// pipeInput splits a rewritten pipeline's arguments (pipeMarker, x's
+// output, y's arguments) into y's standard input and arguments; ok is
+// false for any other command. When x's output does not end with
+// endPipe's token, x left the substitution early (return, break, a
+// bound) and the text
+// may have lost NUL bytes and trailing newlines: it is given to y with a
+// taint mark after it, so that a script or file built from it is refused
+// rather than read wrong.
+func (sb *sandbox) pipeInput(args []string) (stdin string, yargs []string, ok bool) {
+	if len(args) < 3 || args[0] != pipeMarker {
+		return "", args, false
+	}
+	out := args[1]
+	if strings.HasSuffix(out, pipeEndByte) {
+		if i := strings.LastIndex(out[:len(out)-1], pipeEndByte); i >= 0 {
+			if n, err := strconv.Atoi(out[i+1 : len(out)-1]); err == nil {
+				sb.mu.Lock()
+				defer sb.mu.Unlock()
+				if n >= 0 && n < len(sb.pipes) {
+					in := sb.pipes[n]
+					sb.pipes[n] = ""
+					return in, args[2:], true
+				}
+			}
+		}
+	}
+	if out == "" {
+		return "", args[2:], true
+	}
+	return out + sb.mark("the output of a pipeline's left side that left early"), args[2:], true
+}

@@ -86,6 +86,7 @@ var errInterpBound = errors.New("interpreter bound")
 // goroutines (pipes run both sides at once), so it is guarded by mu.
 type sandbox struct {
 	ctx     context.Context
+	cancel  context.CancelFunc
 	mu      sync.Mutex
 	steps   int
 	bytes   int
@@ -103,6 +104,10 @@ type sandbox struct {
 	// pipes holds the output of each rewritten pipeline's left side
 	// until its right side reads it (endPipe, pipeInput).
 	pipes []string
+	// livePipes counts the interpreter's own pipes open now
+	// (maxLivePipes); substs numbers process substitutions' files.
+	livePipes int
+	substs    int
 }
 
 // vfile is a file the script wrote: its content and the line of the
@@ -183,6 +188,9 @@ func (sb *sandbox) halt(why string) error {
 	if sb.halted == "" {
 		sb.halted = why
 	}
+	if sb.cancel != nil {
+		sb.cancel() // the interpreter stops every runner of the run
+	}
 	return errInterpBound
 }
 
@@ -218,7 +226,7 @@ func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, ba
 func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
-	sb := &sandbox{ctx: ctx, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
 	for p, c := range files {
 		sb.files[p] = vfile{content: c, line: base}
 	}
@@ -342,7 +350,7 @@ func prepare(f *syntax.File) string {
 		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
 			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}
 	}
-	if reason == "" && pipesInMemory {
+	if reason == "" {
 		rewritePipes(f)
 	}
 	return reason

@@ -64,13 +64,19 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // command -v to the exec handler.
 func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 	sb := r.sb
-	if args[0] == pipeEnd {
-		return args, nil // not a step: part of a pipeline's command
+	switch args[0] {
+	case pipeEnd, pipeEnter, pipeLeave, procSubstEnd:
+		return args, nil // not a step: part of a pipeline or substitution
 	}
 	sb.mu.Lock()
 	sb.steps++
-	steps := sb.steps
+	steps, halted := sb.steps, sb.halted != ""
 	sb.mu.Unlock()
+	if halted {
+		// Another side of a pipe, or a substitution whose error the
+		// interpreter does not pass up, passed a bound: stop here too.
+		return nil, errInterpBound
+	}
 	if steps > maxInterpSteps {
 		return nil, sb.halt(fmt.Sprintf("it runs more than %d commands", maxInterpSteps))
 	}
@@ -132,8 +138,15 @@ func toArgs(ss []string) []arg {
 func (r *run) execCmd(ctx context.Context, args []string) error {
 	sb := r.sb
 	hc := interp.HandlerCtx(ctx)
-	if args[0] == pipeEnd {
+	switch args[0] {
+	case pipeEnd:
 		return sb.endPipe(hc.Stdout)
+	case pipeEnter:
+		return sb.enterPipe()
+	case pipeLeave:
+		return sb.leavePipe(hc.LastExitStatus)
+	case procSubstEnd:
+		return r.endProcSubst(hc.Stdout, args[len(args)-1], r.line(hc.Pos))
 	}
 	if in, yargs, ok := sb.pipeInput(args); ok {
 		hc.Stdin, args = strings.NewReader(in), yargs

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -33,8 +34,9 @@ import (
 // sandbox nothing blocks on a full pipe, and the steps and bytes bounds
 // stop an endless x (yes | head) as they stop any loop.
 
-// pipesInMemory turns rewritePipes on; TestPropertyPipesInMemory turns it
-// off to compare the sandbox's effects with the interpreter's own pipes.
+// pipesInMemory turns the in-memory pipelines of rewritePipes on;
+// TestPropertyPipesInMemory turns it off to compare the sandbox's effects
+// with the interpreter's own pipes.
 var pipesInMemory = true
 
 // pipeMarker and pipeEnd are command names no script can spell as a
@@ -44,7 +46,23 @@ const (
 	pipeMarker  = "\x02karpx pipe"
 	pipeEnd     = "\x02karpx pipe end"
 	pipeEndByte = "\x03"
+	// pipeEnter and pipeLeave count the interpreter's own pipes.
+	pipeEnter = "\x02karpx pipe enter"
+	pipeLeave = "\x02karpx pipe leave"
+	// procSubstEnd ends a process substitution (endProcSubst).
+	procSubstEnd = "\x02karpx process substitution"
+	// procSubstInput is the file a >(…) substitution reads: what the
+	// script writes to it, which the sandbox does not follow.
+	procSubstInput = "/dev/fd/karpx-process-substitution-input"
 )
+
+// maxLivePipes bounds the interpreter's own pipes (those rewritePipes
+// leaves, each a goroutine and two file descriptors) open at once in one
+// run: 64. A chain of k commands holds k-1; a function that pipes into
+// itself (f(){ f | f & }) holds one more per call, so that without this
+// bound it held up to maxInterpSteps goroutines, each with its own stack
+// of the interpreter's recursion (123 MB of RSS in the webhook).
+const maxLivePipes = 64
 
 // pipeRisky are words whose presence anywhere in a script makes the set of
 // its functions, aliases and builtin dispatch depend on the run (eval and
@@ -96,21 +114,23 @@ func rewritePipes(f *syntax.File) {
 		}
 		return true
 	})
-	if !sound {
-		return
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
+	rewriteProcSubsts(f)
+	var visit func(n syntax.Node) bool
+	visit = func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
 		}
 		b, ok := st.Cmd.(*syntax.BinaryCmd)
-		if !ok || b.Op != syntax.Pipe {
+		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
 			return true
 		}
 		y, ok := plainCall(b.Y, funcs)
-		if !ok {
-			return true
+		if !ok || !sound || b.Op != syntax.Pipe || !pipesInMemory {
+			countPipe(st, b)
+			syntax.Walk(b.X, visit)
+			syntax.Walk(b.Y, visit)
+			return false // st now holds b: walking on would wrap it again
 		}
 		pos := y.Args[0].Pos()
 		// ! ( x ): exit and set -e leave x's subshell and nothing more,
@@ -124,11 +144,126 @@ func rewritePipes(f *syntax.File) {
 		// rewritten too.
 		st.Cmd = &syntax.CallExpr{Assigns: y.Assigns, Args: args}
 		return true
-	})
+	}
+	syntax.Walk(f, visit)
 }
 
 // plainCall returns st's simple command if the interpreter hands it to
 // the exec handler whatever the run (see rewritePipes).
+// countPipe makes st, a pipeline b that keeps the interpreter's pipe,
+//
+//	{ pipeEnter; b && pipeLeave || pipeLeave; }
+//
+// pipeEnter counts a live pipe against maxLivePipes in the goroutine that
+// is about to make the pipe, before the interpreter starts the left side's
+// goroutine, so that a function piping into itself is stopped at the
+// bound's depth; pipeLeave counts it out and returns the pipeline's status
+// (so that set -e and the status are as without the wrapper: the last
+// command of an && || list is the one set -e looks at).
+func countPipe(st *syntax.Stmt, b *syntax.BinaryCmd) {
+	pos := b.Pos()
+	call := func(name string) *syntax.Stmt {
+		return &syntax.Stmt{Position: pos, Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(name, syntax.Pos{})}}}
+	}
+	inner := &syntax.Stmt{Position: pos, Cmd: b}
+	list := &syntax.BinaryCmd{OpPos: pos, Op: syntax.OrStmt,
+		X: &syntax.Stmt{Position: pos, Cmd: &syntax.BinaryCmd{OpPos: pos, Op: syntax.AndStmt, X: inner, Y: call(pipeLeave)}},
+		Y: call(pipeLeave)}
+	st.Cmd = &syntax.Block{Lbrace: pos, Rbrace: pos, Stmts: []*syntax.Stmt{call(pipeEnter), {Position: pos, Cmd: list}}}
+}
+
+// rewriteProcSubsts replaces each process substitution of f, <(x) or
+// >(x), for which the interpreter makes a named pipe in the real
+// temporary directory and a goroutine that blocks until the pipe is
+// opened (forever when the script never opens it), with
+//
+//	$(! (x); procSubstEnd <)       or       $(! (x) < procSubstInput; procSubstEnd >)
+//
+// endProcSubst keeps what x wrote as a virtual file and puts its path in
+// place of the output: the command reads <(x)'s text from the file,
+// after x has run, as it would from the pipe. >(x) reads what the script
+// writes to it, which the sandbox does not follow, so x reads a taint
+// mark: a command or script it builds from that is refused.
+func rewriteProcSubsts(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		var parts []syntax.WordPart
+		switch n := n.(type) {
+		case *syntax.Word:
+			parts = n.Parts
+		case *syntax.DblQuoted:
+			parts = n.Parts
+		default:
+			return true
+		}
+		for i, p := range parts {
+			ps, ok := p.(*syntax.ProcSubst)
+			if !ok || (ps.Op != syntax.CmdIn && ps.Op != syntax.CmdOut) {
+				continue
+			}
+			pos := ps.OpPos
+			x := &syntax.Stmt{Negated: true, Position: pos, Cmd: &syntax.Subshell{Lparen: pos, Rparen: pos, Stmts: ps.Stmts}}
+			dir := "<"
+			if ps.Op == syntax.CmdOut {
+				dir = ">"
+				x.Redirs = []*syntax.Redirect{{OpPos: pos, Op: syntax.RdrIn, Word: litWord(procSubstInput, pos)}}
+			}
+			end := &syntax.Stmt{Position: pos, Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(procSubstEnd, syntax.Pos{}), litWord(dir, syntax.Pos{})}}}
+			parts[i] = &syntax.CmdSubst{Left: pos, Right: ps.Rparen, Stmts: []*syntax.Stmt{x, end}}
+		}
+		return true
+	})
+}
+
+// enterPipe counts a live pipe of the interpreter (countPipe).
+func (sb *sandbox) enterPipe() error {
+	sb.mu.Lock()
+	sb.livePipes++
+	over := sb.livePipes > maxLivePipes
+	sb.mu.Unlock()
+	if over {
+		return sb.halt(fmt.Sprintf("it has more than %d pipelines running at once (a function that pipes into itself)", maxLivePipes))
+	}
+	return nil
+}
+
+// leavePipe counts a live pipe out and returns the pipeline's status.
+func (sb *sandbox) leavePipe(last int) error {
+	sb.mu.Lock()
+	sb.livePipes--
+	sb.mu.Unlock()
+	if last != 0 {
+		return interp.ExitStatus(uint8(last))
+	}
+	return nil
+}
+
+// endProcSubst is procSubstEnd's exec handler: out is the command
+// substitution's buffer holding what x wrote; it is kept as a virtual
+// file (for <(x)) and replaced by the file's path.
+func (r *run) endProcSubst(out io.Writer, dir string, line int) error {
+	b, ok := out.(interface {
+		String() string
+		Reset()
+	})
+	if !ok {
+		return nil
+	}
+	text := b.String()
+	b.Reset()
+	sb := r.sb
+	sb.mu.Lock()
+	sb.substs++
+	p := fmt.Sprintf("/dev/fd/sh-interp-%d", sb.substs)
+	sb.mu.Unlock()
+	if dir == "<" {
+		if err := sb.writeFile(p, text, line); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(out, p)
+	return err
+}
+
 func plainCall(st *syntax.Stmt, funcs map[string]bool) (*syntax.CallExpr, bool) {
 	c, ok := st.Cmd.(*syntax.CallExpr)
 	if !ok || len(c.Args) == 0 || st.Negated || len(st.Redirs) > 0 || len(c.Args[0].Parts) != 1 {

@@ -3,10 +3,16 @@ package lint
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	apisv1 "github.com/karpx/karpx/apis/v1"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -145,6 +151,47 @@ func TestPipesRewritten(t *testing.T) {
 		})
 		if n != tc.want {
 			t.Errorf("%q: %d pipelines rewritten, want %d", tc.script, n, tc.want)
+		}
+	}
+}
+
+// TestSandboxLeavesNothingRunning runs scripts with process substitutions
+// (the interpreter's own made a named pipe in the real temporary
+// directory and a goroutine that waited for it forever when the script
+// never opened it), pipes into functions and loops, here-documents and a
+// fork bomb, and checks that no goroutine outlives the run and no named
+// pipe is left in the temporary directory. The AWS documentation's
+// logging idiom is admitted without a finding.
+func TestSandboxLeavesNothingRunning(t *testing.T) {
+	fifos := func() int {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "sh-interp-*"))
+		return len(m)
+	}
+	idiom := "exec > >(tee /var/log/user-data.log | logger -t user-data -s 2>/dev/console) 2>&1\n"
+	if fs := CheckUserData(apisv1.AMIFamilyAL2023, "#!/bin/bash\n"+idiom+"echo started\n"); len(fs) != 0 {
+		t.Errorf("the logging idiom: %v, want no finding", fs)
+	}
+	for _, s := range []string{
+		idiom,
+		"echo <(reboot)",
+		"diff <(echo a) <(echo b) > /tmp/d",
+		"echo reboot > >(sh)",
+		"f() { cat; }\necho a | f | while read -r l; do echo \"$l\"; done",
+		"cat <<EOF | sh\necho hi\nEOF",
+		"f(){ f | f & }; f",
+	} {
+		g0, f0 := runtime.NumGoroutine(), fifos()
+		CheckUserData(apisv1.AMIFamilyAL2023, "#!/bin/bash\n"+s+"\n")
+		g := runtime.NumGoroutine()
+		for i := 0; i < 1000 && g > g0; i++ { // goroutines that are ending
+			time.Sleep(time.Millisecond)
+			g = runtime.NumGoroutine()
+		}
+		if g > g0 {
+			t.Errorf("%q: %d goroutines before, %d after", s, g0, g)
+		}
+		if f := fifos(); f > f0 {
+			t.Errorf("%q: %d named pipes left in %s", s, f-f0, os.TempDir())
 		}
 	}
 }

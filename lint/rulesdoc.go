@@ -200,8 +200,8 @@ does not follow what the script writes to it), and a pipeline into a program (` 
 runs its left side first, in a subshell, and hands its exact output to the program as its
 standard input. This is the pipe's data flow without its concurrency, which nothing in the
 sandbox waits on. It is not done where a function, builtin, alias or ` + "`eval`" + ` could stand on the
-right (such a script keeps the interpreter's pipe, counted against the 64), nor under
-` + "`pipefail`" + `; ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
+right (such a script keeps the interpreter's pipe, counted against the 64); ` + "`set -o pipefail`" + ` is
+followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
 
 Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
 It **denies by default**: on the false-positive corpus (every userData of

@@ -103,7 +103,7 @@ type sandbox struct {
 	halted   string
 	// pipes holds the output of each rewritten pipeline's left side
 	// until its right side reads it (endPipe, pipeInput).
-	pipes []string
+	pipes []pipeOut
 	// livePipes counts the interpreter's own pipes open now
 	// (maxLivePipes); substs numbers process substitutions' files.
 	livePipes int
@@ -128,6 +128,8 @@ type run struct {
 	// cur is the line of the simple command running now, for handlers
 	// the interpreter calls without a position (open).
 	cur atomic.Int64
+	// pipefail is set -o pipefail's state (setPipefail).
+	pipefail atomic.Bool
 }
 
 func (r *run) line(p syntax.Pos) int {

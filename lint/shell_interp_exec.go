@@ -108,6 +108,9 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 		sb.executed[hc.Pos.Offset()] = true
 		sb.mu.Unlock()
 	}
+	if args[0] == "set" {
+		r.setPipefail(args[1:])
+	}
 	switch {
 	case args[0] == "source" || args[0] == ".":
 		return append([]string{sourceCmd}, args[1:]...), nil
@@ -117,6 +120,22 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 		return append([]string{"which"}, args[2:]...), nil
 	}
 	return args, nil
+}
+
+// setPipefail follows set's -o pipefail and +o pipefail (also in a group
+// of flags, set -euo pipefail), for the pipelines rewritePipes runs in
+// memory, whose status the exec handler gives. It is the run's, not the
+// subshell's: a subshell that sets it changes the status of its parent's
+// pipelines, which changes only the path the interpreter takes.
+func (r *run) setPipefail(args []string) {
+	for i, a := range args {
+		if a == "--" {
+			return
+		}
+		if len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.Contains(a[1:], "o") && i+1 < len(args) && args[i+1] == "pipefail" {
+			r.pipefail.Store(a[0] == '-')
+		}
+	}
 }
 
 // sourceCmd is the name the call handler gives source and ".", so that
@@ -140,7 +159,7 @@ func (r *run) execCmd(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	switch args[0] {
 	case pipeEnd:
-		return sb.endPipe(hc.Stdout)
+		return sb.endPipe(hc.Stdout, hc.LastExitStatus)
 	case pipeEnter:
 		return sb.enterPipe()
 	case pipeLeave:
@@ -148,9 +167,21 @@ func (r *run) execCmd(ctx context.Context, args []string) error {
 	case procSubstEnd:
 		return r.endProcSubst(hc.Stdout, args[len(args)-1], r.line(hc.Pos))
 	}
-	if in, yargs, ok := sb.pipeInput(args); ok {
-		hc.Stdin, args = strings.NewReader(in), yargs
+	if in, xStatus, yargs, ok := sb.pipeInput(args); ok {
+		hc.Stdin = strings.NewReader(in)
+		err := r.command(hc, yargs)
+		if err == nil && xStatus != 0 && r.pipefail.Load() {
+			return interp.ExitStatus(uint8(xStatus)) // the last command that failed
+		}
+		return err
 	}
+	return r.command(hc, args)
+}
+
+// command records and judges the command args, with hc's standard
+// streams (execCmd).
+func (r *run) command(hc interp.HandlerContext, args []string) error {
+	sb := r.sb
 	line := r.line(hc.Pos)
 	if what := sb.tainted(args[0]); what != "" {
 		sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)

@@ -23,12 +23,13 @@ import (
 // rewritePipes turns "x | y", where y is a simple command that the
 // interpreter hands to the exec handler, into one simple command:
 //
-//	pipeMarker "$(! (x); pipeEnd)" y args…
+//	pipeMarker "$((x) && pipeEnd || pipeEnd)" y args…
 //
 // The command substitution runs x in a subshell with its standard output
 // captured in memory, as the pipe's left side runs in a subshell (the
-// negation keeps set -e from stopping the substitution when x fails, as a
-// pipe's left side does not stop the shell); pipeEnd
+// list keeps set -e from stopping the substitution when x fails, as a
+// pipe's left side does not stop the shell, and gives pipeEnd x's
+// status, for pipefail); pipeEnd
 // keeps that text exactly (endPipe), and the exec handler (execCmd) strips
 // the marker and gives y the text as its standard input. The two sides run one after the other instead of at once: in the
 // sandbox nothing blocks on a full pipe, and the steps and bytes bounds
@@ -67,10 +68,10 @@ const maxLivePipes = 64
 // pipeRisky are words whose presence anywhere in a script makes the set of
 // its functions, aliases and builtin dispatch depend on the run (eval and
 // trap run text in the current shell, alias and shopt's expand_aliases
-// rename commands, pipefail makes the left side's status matter); in such
+// rename commands, shopt -so pipefail is not followed); in such
 // a script no pipeline is rewritten, since the right side of a pipe that
 // turns out to be a function or builtin must read the real pipe.
-var pipeRisky = []string{"eval", "trap", "alias", "shopt", "pipefail"}
+var pipeRisky = []string{"eval", "trap", "alias", "shopt"}
 
 // builtinRunners are the builtins that run a builtin or program named by
 // their arguments; one with an argument that is not literal could be
@@ -133,12 +134,18 @@ func rewritePipes(f *syntax.File) {
 			return false // st now holds b: walking on would wrap it again
 		}
 		pos := y.Args[0].Pos()
-		// ! ( x ): exit and set -e leave x's subshell and nothing more,
-		// so that pipeEnd runs after whatever x does.
-		x := &syntax.Stmt{Negated: true, Position: b.X.Position, Cmd: &syntax.Subshell{Lparen: pos, Rparen: pos, Stmts: []*syntax.Stmt{b.X}}}
-		end := &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(pipeEnd, syntax.Pos{})}}}
+		// ( x ) && pipeEnd || pipeEnd: exit and set -e leave x's
+		// subshell and nothing more, so that pipeEnd runs after whatever
+		// x does, with x's status.
+		x := &syntax.Stmt{Position: b.X.Position, Cmd: &syntax.Subshell{Lparen: pos, Rparen: pos, Stmts: []*syntax.Stmt{b.X}}}
+		end := func() *syntax.Stmt {
+			return &syntax.Stmt{Position: pos, Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(pipeEnd, syntax.Pos{})}}}
+		}
+		list := &syntax.Stmt{Position: pos, Cmd: &syntax.BinaryCmd{OpPos: pos, Op: syntax.OrStmt,
+			X: &syntax.Stmt{Position: pos, Cmd: &syntax.BinaryCmd{OpPos: pos, Op: syntax.AndStmt, X: x, Y: end()}},
+			Y: end()}}
 		subst := &syntax.Word{Parts: []syntax.WordPart{&syntax.DblQuoted{Left: pos, Right: pos,
-			Parts: []syntax.WordPart{&syntax.CmdSubst{Left: pos, Right: pos, Stmts: []*syntax.Stmt{x, end}}}}}}
+			Parts: []syntax.WordPart{&syntax.CmdSubst{Left: pos, Right: pos, Stmts: []*syntax.Stmt{list}}}}}}
 		args := append([]*syntax.Word{litWord(pipeMarker, pos), subst}, y.Args...)
 		// Walk goes on into the new command, so pipelines in x are
 		// rewritten too.
@@ -292,20 +299,25 @@ func containsAny(s string, subs ...string) bool {
 	return false
 }
 
+// pipeOut is what a rewritten pipeline's left side wrote, and its status.
+type pipeOut struct {
+	text   string
+	status int
+}
+
 // endPipe is pipeEnd's exec handler: out is the command substitution's
-// buffer holding what x wrote. The interpreter drops NUL bytes and
-// trailing newlines from a command substitution (expand.Config.cmdSubst),
-// so the exact text is kept in the sandbox, and the token written in its
-// place (pipeEndByte, its index, pipeEndByte) tells pipeInput where it is.
-// An output that is not a buffer (x ran exec >file) holds nothing x wrote
-// to the pipe, so nothing is kept.
-func (sb *sandbox) endPipe(out io.Writer) error {
+// buffer holding what x wrote, and status x's exit status. The interpreter
+// drops NUL bytes and trailing newlines from a command substitution
+// (expand.Config.cmdSubst), so the exact text is kept in the sandbox, and
+// the token written in its place (pipeEndByte, its index, pipeEndByte)
+// tells pipeInput where it is.
+func (sb *sandbox) endPipe(out io.Writer, status int) error {
 	b, ok := out.(interface{ String() string })
 	if !ok {
 		return nil
 	}
 	sb.mu.Lock()
-	sb.pipes = append(sb.pipes, b.String())
+	sb.pipes = append(sb.pipes, pipeOut{text: b.String(), status: status})
 	n := len(sb.pipes) - 1
 	sb.mu.Unlock()
 	_, err := io.WriteString(out, pipeEndByte+strconv.Itoa(n)+pipeEndByte)
@@ -313,16 +325,15 @@ func (sb *sandbox) endPipe(out io.Writer) error {
 }
 
 // pipeInput splits a rewritten pipeline's arguments (pipeMarker, x's
-// output, y's arguments) into y's standard input and arguments; ok is
-// false for any other command. When x's output does not end with
-// endPipe's token, x left the substitution early (return, break, a
-// bound) and the text
-// may have lost NUL bytes and trailing newlines: it is given to y with a
-// taint mark after it, so that a script or file built from it is refused
-// rather than read wrong.
-func (sb *sandbox) pipeInput(args []string) (stdin string, yargs []string, ok bool) {
+// output, y's arguments) into y's standard input, x's status and y's
+// arguments; ok is false for any other command. When x's output does not
+// end with endPipe's token, x left the substitution early (return, break)
+// and the text may have lost NUL bytes and trailing newlines: it is given
+// to y with a taint mark after it, so that a script or file built from it
+// is refused rather than read wrong.
+func (sb *sandbox) pipeInput(args []string) (stdin string, xStatus int, yargs []string, ok bool) {
 	if len(args) < 3 || args[0] != pipeMarker {
-		return "", args, false
+		return "", 0, args, false
 	}
 	out := args[1]
 	if strings.HasSuffix(out, pipeEndByte) {
@@ -331,15 +342,15 @@ func (sb *sandbox) pipeInput(args []string) (stdin string, yargs []string, ok bo
 				sb.mu.Lock()
 				defer sb.mu.Unlock()
 				if n >= 0 && n < len(sb.pipes) {
-					in := sb.pipes[n]
-					sb.pipes[n] = ""
-					return in, args[2:], true
+					p := sb.pipes[n]
+					sb.pipes[n] = pipeOut{}
+					return p.text, p.status, args[2:], true
 				}
 			}
 		}
 	}
 	if out == "" {
-		return "", args[2:], true
+		return "", 0, args[2:], true
 	}
-	return out + sb.mark("the output of a pipeline's left side that left early"), args[2:], true
+	return out + sb.mark("the output of a pipeline's left side that left early"), 0, args[2:], true
 }

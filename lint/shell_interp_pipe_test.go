@@ -41,6 +41,9 @@ var pipeLines = []string{
 	"yes | head -n 1 | sh",
 	"f() { echo 'reboot' | cat; }\nf | sh",
 	"echo 'echo nested | sh' | sh",
+	"set -o pipefail\nif false | cat; then echo reboot > /tmp/r; else echo poweroff > /tmp/r; fi\nsh /tmp/r",
+	"set -euo pipefail\n( exit 3 ) | cat || echo 'halt -f' | sh",
+	"set -eo pipefail\nset +o pipefail\nfalse | cat && echo reboot | sh",
 }
 
 var (
@@ -134,7 +137,7 @@ func TestPipesRewritten(t *testing.T) {
 		{"echo a | tee /tmp/a\neval 'x=1'", 0},
 		{"echo a | tee /tmp/a\n$cmd", 0},
 		{"echo a | tee /tmp/a\ncommand $x", 0},
-		{"set -o pipefail\necho a | tee /tmp/a", 0},
+		{"set -o pipefail\necho a | tee /tmp/a", 1},
 		{"echo a | 're'boot", 0},
 	} {
 		f, perr := parseShell(tc.script)

@@ -39,10 +39,8 @@ const (
 	// maxInterpSteps bounds the simple commands (builtins, functions and
 	// recorded commands), assignments and loop iterations a run may
 	// execute: 5,000, two orders of magnitude above the userData of the
-	// corpus test (Karpenter's examples run a few dozen). Each side of a
-	// pipe runs on its own goroutine, so a function that pipes into itself
-	// (f(){ f | f & }) holds up to this many goroutines and pipes: 5,000
-	// keeps the webhook's peak RSS near 100 MB for such a script.
+	// corpus test (Karpenter's examples run a few dozen). Goroutines and
+	// pipes have their own bound, maxLivePipes.
 	maxInterpSteps = 5000
 	// maxInterpTime bounds a run's wall time: 1 s, a safety net. Every
 	// loop iteration, function call and assignment is a step (prepare),

@@ -11,14 +11,16 @@ import (
 
 // BenchmarkCheckUserData is the cost of CheckUserData, the webhook's
 // validating path, on the AL2023 MIME document of the tests and on a
-// 12 KiB script of 200 pipelines (echo … | tee -a). Besides ns/op (wall
+// 12 KiB script of 200 pipelines (echo … | tee -a), also under set -euo
+// pipefail. Besides ns/op (wall
 // time, which a loaded machine inflates with scheduling delays) it
 // reports cpu-ns/op: the process's user and system CPU time per
 // operation (getrusage(2), RUSAGE_SELF, so it includes the garbage
 // collector's share), the figure that is least sensitive to load.
 func BenchmarkCheckUserData(b *testing.B) {
 	large := al2023MIME[:strings.LastIndex(al2023MIME, "--//--")] + strings.Repeat("echo 'padding line for a large but legal script' | tee -a /var/log/x\n", 200) + "--//--\n"
-	for _, c := range []struct{ name, text string }{{"al2023-mime", al2023MIME}, {"al2023-12KiB", large}} {
+	pipefail := strings.Replace(large, "#!/bin/bash\n", "#!/bin/bash\nset -euo pipefail\n", 1)
+	for _, c := range []struct{ name, text string }{{"al2023-mime", al2023MIME}, {"al2023-12KiB", large}, {"al2023-12KiB-pipefail", pipefail}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.text)))
 			cpu0 := processCPU(b)

@@ -198,7 +198,7 @@ The sandbox runs without operating-system resources where the interpreter would 
 process substitutions ` + "`<(…)` and `>(…)`" + ` become virtual files (` + "`>(…)`" + ` reads a marked text, since karpx
 does not follow what the script writes to it), and a pipeline into a program (` + "`… | base64 -d | sh`" + `)
 runs its left side first, in a subshell, and hands its exact output to the program as its
-standard input. This is the pipe's data flow without its concurrency, which nothing in the
+standard input; a program's literal here-document (` + "`<<'EOF'`" + `) is handed over the same way. This is the pipe's data flow without its concurrency, which nothing in the
 sandbox waits on. It is not done where a function, builtin, alias or ` + "`eval`" + ` could stand on the
 right (such a script keeps the interpreter's pipe, counted against the 64); ` + "`set -o pipefail`" + ` is
 followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.

@@ -175,6 +175,10 @@ func (r *run) execCmd(ctx context.Context, args []string) error {
 		}
 		return err
 	}
+	if args[0] == hdocMarker && len(args) > 2 {
+		hc.Stdin = strings.NewReader(args[1])
+		return r.command(hc, args[2:])
+	}
 	return r.command(hc, args)
 }
 

@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,9 @@ const (
 	pipeMarker  = "\x02karpx pipe"
 	pipeEnd     = "\x02karpx pipe end"
 	pipeEndByte = "\x03"
+	// hdocMarker starts a command whose here-document rewriteHeredocs
+	// made its first argument.
+	hdocMarker = "\x02karpx here-document"
 	// pipeEnter and pipeLeave count the interpreter's own pipes.
 	pipeEnter = "\x02karpx pipe enter"
 	pipeLeave = "\x02karpx pipe leave"
@@ -153,10 +157,80 @@ func rewritePipes(f *syntax.File) {
 		return true
 	}
 	syntax.Walk(f, visit)
+	if sound && pipesInMemory {
+		rewriteHeredocs(f, funcs)
+	}
 }
 
 // plainCall returns st's simple command if the interpreter hands it to
 // the exec handler whatever the run (see rewritePipes).
+// rewriteHeredocs gives a simple command's here-document with a quoted
+// delimiter (<<'EOF', whose body is literal) as an argument instead of
+// the interpreter's os.Pipe and writing goroutine (interp's hdocReader):
+//
+//	hdocMarker 'body' cmd args… (other redirections kept)
+//
+// and the exec handler gives cmd the body as its standard input. It is
+// done where rewritePipes' in-memory pipelines are, for the same commands
+// (plainCall, redirections aside), when the here-document is the
+// command's only input redirection.
+func rewriteHeredocs(f *syntax.File, funcs map[string]bool) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok || len(st.Redirs) == 0 || st.Negated {
+			return true
+		}
+		c, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(c.Args) == 0 {
+			return true
+		}
+		if _, ok := plainCall(&syntax.Stmt{Cmd: c}, funcs); !ok || strings.HasPrefix(c.Args[0].Lit(), "\x02") {
+			return true
+		}
+		doc, inputs := -1, 0
+		for i, rd := range st.Redirs {
+			switch rd.Op {
+			case syntax.Hdoc:
+				doc = i
+				inputs++
+			case syntax.RdrIn, syntax.DplIn, syntax.WordHdoc, syntax.DashHdoc, syntax.RdrInOut:
+				inputs++
+			}
+		}
+		if doc < 0 || inputs != 1 || !quotedDelimiter(st.Redirs[doc].Word) {
+			return true
+		}
+		body := ""
+		if h := st.Redirs[doc].Hdoc; h != nil {
+			if body = h.Lit(); body == "" && len(h.Parts) > 0 {
+				return true
+			}
+		}
+		pos := c.Args[0].Pos()
+		text := &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Left: pos, Right: pos, Value: body}}}
+		c.Args = append([]*syntax.Word{litWord(hdocMarker, pos), text}, c.Args...)
+		st.Redirs = slices.Delete(slices.Clone(st.Redirs), doc, doc+1)
+		return true
+	})
+}
+
+// quotedDelimiter reports whether a here-document's delimiter is quoted
+// ('EOF', "EOF", \EOF), which makes its body literal (bash(1), "Here
+// Documents").
+func quotedDelimiter(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.Contains(p.Value, "\\") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // countPipe makes st, a pipeline b that keeps the interpreter's pipe,
 //
 //	{ pipeEnter; b && pipeLeave || pipeLeave; }

@@ -44,6 +44,12 @@ var pipeLines = []string{
 	"set -o pipefail\nif false | cat; then echo reboot > /tmp/r; else echo poweroff > /tmp/r; fi\nsh /tmp/r",
 	"set -euo pipefail\n( exit 3 ) | cat || echo 'halt -f' | sh",
 	"set -eo pipefail\nset +o pipefail\nfalse | cat && echo reboot | sh",
+	"cat <<'EOF' | sh\nreboot\nEOF",
+	"cat > /tmp/s.sh <<'EOF'\nsystemctl stop kubelet\n\nEOF\nsh /tmp/s.sh",
+	"sh <<\\EOF 2>/dev/null\npoweroff\nEOF",
+	"c=reboot\nsh <<EOF\n$c\nEOF",
+	"sh <<-'EOF'\n\thalt -f\n\tEOF",
+	"base64 -d <<'EOF' | gunzip | bash\n" + enc64(gzipBytes("pkill kubelet\n")) + "\nEOF",
 }
 
 var (
@@ -120,9 +126,9 @@ func TestPropertyPipesInMemory(t *testing.T) {
 	}
 }
 
-// TestPipesRewritten checks which pipelines rewritePipes runs in memory:
-// those into a program, and none in a script whose functions or builtin
-// dispatch can change at run time.
+// TestPipesRewritten checks which pipelines and here-documents
+// rewritePipes runs in memory: those into a program, and none in a script
+// whose functions or builtin dispatch can change at run time.
 func TestPipesRewritten(t *testing.T) {
 	for _, tc := range []struct {
 		script string
@@ -139,6 +145,9 @@ func TestPipesRewritten(t *testing.T) {
 		{"echo a | tee /tmp/a\ncommand $x", 0},
 		{"set -o pipefail\necho a | tee /tmp/a", 1},
 		{"echo a | 're'boot", 0},
+		{"cat <<'EOF' | sh\nreboot\nEOF", 2},
+		{"cat <<EOF | sh\n$x\nEOF", 1},
+		{"cat < /tmp/a <<'EOF'\nx\nEOF", 0},
 	} {
 		f, perr := parseShell(tc.script)
 		if perr != nil {
@@ -147,7 +156,7 @@ func TestPipesRewritten(t *testing.T) {
 		rewritePipes(f)
 		n := 0
 		syntax.Walk(f, func(node syntax.Node) bool {
-			if c, ok := node.(*syntax.CallExpr); ok && len(c.Args) > 0 && c.Args[0].Lit() == pipeMarker {
+			if c, ok := node.(*syntax.CallExpr); ok && len(c.Args) > 0 && (c.Args[0].Lit() == pipeMarker || c.Args[0].Lit() == hdocMarker) {
 				n++
 			}
 			return true

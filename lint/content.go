@@ -88,17 +88,23 @@ func powerShellNodeRestart(line string) string {
 	}
 	lower := strings.ToLower(line)
 	mentionsAgent := strings.Contains(lower, "kubelet") || strings.Contains(lower, "containerd")
-	for _, cmd := range splitShellCommands(line) {
+	cmds := splitShellCommands(line)
+	if what := powerShellWMIRestart(strings.ToLower(strings.Join(cmds, " ; "))); what != "" {
+		return what
+	}
+	for _, cmd := range cmds {
 		words := commandWords(cmd)
 		if len(words) == 0 {
 			continue
 		}
 		name := strings.ToLower(words[0])
-		switch name {
-		case "restart-service", "stop-service", "suspend-service":
+		if powerShellAgentStoppers[name] {
 			if mentionsAgent {
 				return words[0] + " " + agentIn(lower)
 			}
+			continue
+		}
+		switch name {
 		case "restart-computer", "stop-computer":
 			return words[0]
 		case "shutdown", "shutdown.exe":
@@ -270,7 +276,7 @@ func scanSecrets(s segment) []Finding {
 // line.
 func scanScript(s segment) []Finding {
 	var out []Finding
-	for i, l := range logicalLines(s.text, s.kind) {
+	for i, l := range logicalLines(blankPowerShellBlockComments(s.text), s.kind) {
 		t := strings.TrimSpace(l)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue

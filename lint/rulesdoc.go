@@ -191,8 +191,17 @@ boot-executed path) is run in mvdan.cc/sh's interpreter inside a sandbox that ex
   statically when its name and script are literal, and is uninspectable when they are not;
 - a script that does not finish within the sandbox's bounds (5,000 commands, assignments and loop iterations, 1 s, 1 MiB
   written, 256 KiB of variables, 256 scripts started, 64 expansions per command line, brace
-  expansions of 10,000 words, recursion of 4,000 call frames) is uninspectable: a script that
-  loops or forks is refused, never a hang.
+  expansions of 10,000 words, recursion of 4,000 call frames, 64 pipelines running at once) is
+  uninspectable: a script that loops or forks is refused, never a hang.
+
+The sandbox runs without operating-system resources where the interpreter would take them:
+process substitutions ` + "`<(…)` and `>(…)`" + ` become virtual files (` + "`>(…)`" + ` reads a marked text, since karpx
+does not follow what the script writes to it), and a pipeline into a program (` + "`… | base64 -d | sh`" + `)
+runs its left side first, in a subshell, and hands its exact output to the program as its
+standard input; a program's literal here-document (` + "`<<'EOF'`" + `) is handed over the same way. This is the pipe's data flow without its concurrency, which nothing in the
+sandbox waits on. It is not done where a function, builtin, alias or ` + "`eval`" + ` could stand on the
+right (such a script keeps the interpreter's pipe, counted against the 64); ` + "`set -o pipefail`" + ` is
+followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
 
 Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
 It **denies by default**: on the false-positive corpus (every userData of

@@ -22,9 +22,19 @@ func TestSandboxBounds(t *testing.T) {
 		{"arithmetic loop", "for ((i=0;i>=0;i++)); do ((j+=1)); done", "commands"},
 		{"until loop", "until false; do x=1; done", "commands"},
 		{"recursion", "f(){ f; }; f", "recurse"},
-		// Each side of a pipe runs on its own goroutine, so the recursion
-		// bound does not see it; the step or the time bound stops it.
-		{"fork bomb", "f(){ f | f & }; f", "than"},
+		// Each side of an interpreter's pipe runs on its own goroutine,
+		// so the recursion bound does not see it; the live pipes bound
+		// stops it.
+		{"fork bomb", "f(){ f | f & }; f", "at once"},
+		{"classic fork bomb", ":(){ :|:& };:", "at once"},
+		{"fork bomb in a subshell", "f(){ (f | f) & }; f", "at once"},
+		{"fork bomb into read", "f(){ f | read x & }; f", "at once"},
+		{"fork bomb into a loop", "f(){ f | while read l; do f; done; }; f", "at once"},
+		{"fork bomb through sh", "f(){ echo f | sh & f | f; }; f", "at once"},
+		{"process substitution bomb", "f(){ cat <(f) <(f); }; f", "recurse"},
+		{"output process substitution bomb", "f(){ echo x > >(f); f; }; f", "recurse"},
+		{"background bomb", "f(){ f & f & }; f", "recurse"},
+		{"substitution bomb", "f(){ echo $(f) $(f); }; f", "recurse"},
 		{"doubling in a loop", "x=aaaaaaaaaaaaaaaa; while :; do x=$x$x; done", "variables"},
 		{"doubling unrolled", "x=aaaaaaaaaaaaaaaa\n" + strings.Repeat("x=$x$x\n", 60), "variables"},
 		{"many expansions", "x=a\necho " + strings.Repeat("$x", 100), "expansions"},
@@ -43,7 +53,7 @@ func TestSandboxBounds(t *testing.T) {
 			fs := CheckUserData(apisv1.AMIFamilyAL2023, "#!/bin/bash\n"+tc.script+"\n")
 			took := time.Since(start)
 			runtime.ReadMemStats(&m1)
-			t.Logf("%v, %d KiB allocated", took.Round(time.Millisecond), (m1.TotalAlloc-m0.TotalAlloc)>>10)
+			t.Logf("%v, %d KiB allocated: %v", took.Round(time.Millisecond), (m1.TotalAlloc-m0.TotalAlloc)>>10, fs)
 			var found *Finding
 			for i := range fs {
 				if fs[i].RuleID == RuleUserDataUninspectable && fs[i].Unresolved() {

@@ -39,10 +39,8 @@ const (
 	// maxInterpSteps bounds the simple commands (builtins, functions and
 	// recorded commands), assignments and loop iterations a run may
 	// execute: 5,000, two orders of magnitude above the userData of the
-	// corpus test (Karpenter's examples run a few dozen). Each side of a
-	// pipe runs on its own goroutine, so a function that pipes into itself
-	// (f(){ f | f & }) holds up to this many goroutines and pipes: 5,000
-	// keeps the webhook's peak RSS near 100 MB for such a script.
+	// corpus test (Karpenter's examples run a few dozen). Goroutines and
+	// pipes have their own bound, maxLivePipes.
 	maxInterpSteps = 5000
 	// maxInterpTime bounds a run's wall time: 1 s, a safety net. Every
 	// loop iteration, function call and assignment is a step (prepare),
@@ -86,6 +84,7 @@ var errInterpBound = errors.New("interpreter bound")
 // goroutines (pipes run both sides at once), so it is guarded by mu.
 type sandbox struct {
 	ctx     context.Context
+	cancel  context.CancelFunc
 	mu      sync.Mutex
 	steps   int
 	bytes   int
@@ -100,6 +99,13 @@ type sandbox struct {
 	// maxInterpSteps), for TestPrinciple.
 	commands []string
 	halted   string
+	// pipes holds the output of each rewritten pipeline's left side
+	// until its right side reads it (endPipe, pipeInput).
+	pipes []pipeOut
+	// livePipes counts the interpreter's own pipes open now
+	// (maxLivePipes); substs numbers process substitutions' files.
+	livePipes int
+	substs    int
 }
 
 // vfile is a file the script wrote: its content and the line of the
@@ -120,6 +126,8 @@ type run struct {
 	// cur is the line of the simple command running now, for handlers
 	// the interpreter calls without a position (open).
 	cur atomic.Int64
+	// pipefail is set -o pipefail's state (setPipefail).
+	pipefail atomic.Bool
 }
 
 func (r *run) line(p syntax.Pos) int {
@@ -180,6 +188,9 @@ func (sb *sandbox) halt(why string) error {
 	if sb.halted == "" {
 		sb.halted = why
 	}
+	if sb.cancel != nil {
+		sb.cancel() // the interpreter stops every runner of the run
+	}
 	return errInterpBound
 }
 
@@ -215,7 +226,7 @@ func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, ba
 func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
-	sb := &sandbox{ctx: ctx, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
 	for p, c := range files {
 		sb.files[p] = vfile{content: c, line: base}
 	}
@@ -280,7 +291,8 @@ func (sb *sandbox) runText(src string, origin int, via string) {
 // more than maxInterpExpansions expansions, brace expansions of more
 // than maxInterpBraceWords words and ${x//pattern/replacement} with an
 // expansion in the replacement are refused, since each can grow a value
-// past the bounds within one step.
+// past the bounds within one step. Last, the pipelines that can run
+// without an operating-system pipe are rewritten (rewritePipes).
 func prepare(f *syntax.File) string {
 	var assigns []*syntax.Stmt
 	reason := ""
@@ -337,6 +349,9 @@ func prepare(f *syntax.File) string {
 	for _, st := range assigns {
 		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: &syntax.Stmt{Cmd: st.Cmd, Position: st.Position},
 			Y: &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{colon}}, Position: st.Position}}
+	}
+	if reason == "" {
+		rewritePipes(f)
 	}
 	return reason
 }

@@ -26,8 +26,10 @@ func (sb *sandbox) exec(r *run, f *syntax.File) {
 	}
 	runner, err := interp.New(
 		interp.Env(sandboxEnv{sb: sb}),
-		interp.Dir("/root"),
-		interp.StdIO(strings.NewReader(""), &limitWriter{sb: sb}, &limitWriter{sb: sb}),
+		// Not interp.Dir, which stats the real directory: the sandbox's
+		// working directory is virtual, and need not exist where karpx runs.
+		func(r *interp.Runner) error { r.Dir = "/root"; return nil },
+		interp.StdIO(nil, &limitWriter{sb: sb}, &limitWriter{sb: sb}), // nil: no os.Pipe for an empty input
 		interp.CallHandler(r.call),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return r.execCmd }),
 		interp.OpenHandler(r.open),
@@ -62,10 +64,19 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // command -v to the exec handler.
 func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 	sb := r.sb
+	switch args[0] {
+	case pipeEnd, pipeEnter, pipeLeave, procSubstEnd:
+		return args, nil // not a step: part of a pipeline or substitution
+	}
 	sb.mu.Lock()
 	sb.steps++
-	steps := sb.steps
+	steps, halted := sb.steps, sb.halted != ""
 	sb.mu.Unlock()
+	if halted {
+		// Another side of a pipe, or a substitution whose error the
+		// interpreter does not pass up, passed a bound: stop here too.
+		return nil, errInterpBound
+	}
 	if steps > maxInterpSteps {
 		return nil, sb.halt(fmt.Sprintf("it runs more than %d commands", maxInterpSteps))
 	}
@@ -97,6 +108,9 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 		sb.executed[hc.Pos.Offset()] = true
 		sb.mu.Unlock()
 	}
+	if args[0] == "set" {
+		r.setPipefail(args[1:])
+	}
 	switch {
 	case args[0] == "source" || args[0] == ".":
 		return append([]string{sourceCmd}, args[1:]...), nil
@@ -106,6 +120,22 @@ func (r *run) call(ctx context.Context, args []string) ([]string, error) {
 		return append([]string{"which"}, args[2:]...), nil
 	}
 	return args, nil
+}
+
+// setPipefail follows set's -o pipefail and +o pipefail (also in a group
+// of flags, set -euo pipefail), for the pipelines rewritePipes runs in
+// memory, whose status the exec handler gives. It is the run's, not the
+// subshell's: a subshell that sets it changes the status of its parent's
+// pipelines, which changes only the path the interpreter takes.
+func (r *run) setPipefail(args []string) {
+	for i, a := range args {
+		if a == "--" {
+			return
+		}
+		if len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.Contains(a[1:], "o") && i+1 < len(args) && args[i+1] == "pipefail" {
+			r.pipefail.Store(a[0] == '-')
+		}
+	}
 }
 
 // sourceCmd is the name the call handler gives source and ".", so that
@@ -127,6 +157,35 @@ func toArgs(ss []string) []arg {
 func (r *run) execCmd(ctx context.Context, args []string) error {
 	sb := r.sb
 	hc := interp.HandlerCtx(ctx)
+	switch args[0] {
+	case pipeEnd:
+		return sb.endPipe(hc.Stdout, hc.LastExitStatus)
+	case pipeEnter:
+		return sb.enterPipe()
+	case pipeLeave:
+		return sb.leavePipe(hc.LastExitStatus)
+	case procSubstEnd:
+		return r.endProcSubst(hc.Stdout, args[len(args)-1], r.line(hc.Pos))
+	}
+	if in, xStatus, yargs, ok := sb.pipeInput(args); ok {
+		hc.Stdin = strings.NewReader(in)
+		err := r.command(hc, yargs)
+		if err == nil && xStatus != 0 && r.pipefail.Load() {
+			return interp.ExitStatus(uint8(xStatus)) // the last command that failed
+		}
+		return err
+	}
+	if args[0] == hdocMarker && len(args) > 2 {
+		hc.Stdin = strings.NewReader(args[1])
+		return r.command(hc, args[2:])
+	}
+	return r.command(hc, args)
+}
+
+// command records and judges the command args, with hc's standard
+// streams (execCmd).
+func (r *run) command(hc interp.HandlerContext, args []string) error {
+	sb := r.sb
 	line := r.line(hc.Pos)
 	if what := sb.tainted(args[0]); what != "" {
 		sb.add(ruleUnresolved, line, "runs a command whose name comes from "+what)

@@ -14,29 +14,8 @@ import (
 	"mvdan.cc/sh/v3/interp"
 )
 
-// file returns the virtual file at p. A process substitution's named
-// pipe, which the interpreter creates in the real temporary directory
-// (<(…) as a file name), is read once, at most maxInterpBytes, and kept.
+// file returns the virtual file at p.
 func (sb *sandbox) file(p string) (vfile, bool) {
-	if dir, name := path.Split(p); strings.HasPrefix(name, "sh-interp-") && path.Clean(dir) == path.Clean(os.TempDir()) {
-		sb.mu.Lock()
-		vf, ok := sb.files[p]
-		sb.mu.Unlock()
-		if ok {
-			return vf, true
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return vfile{}, false
-		}
-		b, _ := io.ReadAll(io.LimitReader(f, maxInterpBytes))
-		_, _ = io.Copy(io.Discard, f) // let the writer finish
-		_ = f.Close()
-		if sb.writeFile(p, string(b), 0) != nil {
-			return vfile{}, false
-		}
-		return vfile{content: string(b)}, true
-	}
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	vf, ok := sb.files[p]
@@ -87,6 +66,8 @@ func (r *run) open(ctx context.Context, p string, flag int, _ os.FileMode) (io.R
 		return nopFile{Reader: strings.NewReader("")}, nil
 	case "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/console", "/dev/kmsg":
 		return nopFile{Reader: strings.NewReader(""), w: hc.Stdout}, nil
+	case procSubstInput:
+		return nopFile{Reader: strings.NewReader(sb.mark("what the script writes to a >(…) process substitution"))}, nil
 	}
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		prev := ""

@@ -401,8 +401,12 @@ func TestAdmissionLoad(t *testing.T) {
 		*loadRPS, *loadDuration, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), failed, dropped, len(bodies[0]))
 	t.Logf("latency p50 %s  p90 %s  p99 %s  p99.9 %s  max %s",
 		percentile(ok, 0.50), percentile(ok, 0.90), percentile(ok, 0.99), percentile(ok, 0.999), percentile(ok, 1))
-	t.Logf("CPU: karpx-webhook %s (%.0f µs per request, %.2f cores), load generator %.2f cores, of %d",
-		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(total), cpu.Seconds()/elapsed.Seconds(), self.Seconds()/elapsed.Seconds(), goruntime.NumCPU())
+	// Per answered request: a dropped one never reached the webhook.
+	t.Logf("CPU: karpx-webhook %s (%.0f µs per answered request, %.2f cores), load generator %.2f cores, of %d",
+		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(max(len(ok), 1)), cpu.Seconds()/elapsed.Seconds(), self.Seconds()/elapsed.Seconds(), goruntime.NumCPU())
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		t.Logf("load average (1, 5, 15 min): %s", strings.Join(strings.Fields(string(l))[:3], " "))
+	}
 	t.Logf("memory: karpx-webhook peak RSS %s", s.peakRSS(t))
 	if failed > 0 {
 		t.Errorf("%d requests failed; first: %v", failed, firstErr(errs))

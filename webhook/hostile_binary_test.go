@@ -61,6 +61,15 @@ func TestWebhookBinarySurvivesHostileUserData(t *testing.T) {
 		// Scripts the interpreter sandbox refuses at one of its bounds.
 		{"sandbox: busy loop", "al2023", "#!/bin/bash\nwhile :; do :; done\n", false, "KX009"},
 		{"sandbox: fork bomb", "al2023", "#!/bin/bash\nf(){ f | f & }; f\n", false, "KX009"},
+		{"sandbox: classic fork bomb", "al2023", "#!/bin/bash\n:(){ :|:& };:\n", false, "KX009"},
+		{"sandbox: fork bomb in subshells", "al2023", "#!/bin/bash\nf(){ (f | f) & }; f\n", false, "KX009"},
+		{"sandbox: fork bomb into a loop", "al2023", "#!/bin/bash\nf(){ f | while read l; do f; done; }; f\n", false, "KX009"},
+		{"sandbox: fork bomb in bash -c", "al2023", "#!/bin/bash\nbash -c 'f(){ f | f & }; f'\n", false, "KX009"},
+		{"sandbox: process substitution bomb", "al2023", "#!/bin/bash\nf(){ cat <(f) <(f); }; f\n", false, "KX009"},
+		{"sandbox: output substitution bomb", "al2023", "#!/bin/bash\nf(){ echo x > >(f); f; }; f\n", false, "KX009"},
+		{"sandbox: background bomb", "al2023", "#!/bin/bash\nf(){ f & f & }; f\n", false, "KX009"},
+		{"sandbox: substitution bomb", "al2023", "#!/bin/bash\nf(){ echo $(f) $(f); }; f\n", false, "KX009"},
+		{"sandbox: 4,000 unread process substitutions", "al2023", "#!/bin/bash\nfor i in {1..4000}; do : <(:); done\n", false, "KX009"},
 		{"sandbox: doubling variable", "al2023", "#!/bin/bash\nx=aaaaaaaa\n" + strings.Repeat("x=$x$x\n", 60), false, "KX009"},
 		{"sandbox: self-running file", "al2023", "#!/bin/bash\necho 'sh /tmp/a' > /tmp/a\nsh /tmp/a\n", false, "KX009"},
 	}
@@ -101,8 +110,10 @@ func TestWebhookBinarySurvivesHostileUserData(t *testing.T) {
 		t.Fatalf("peak RSS: %v", err)
 	}
 	t.Logf("karpx-webhook peak RSS: %d MB at start, %d MB after the hostile reviews", rss0/1024, peak/1024)
-	if peak > 300<<10 {
-		t.Errorf("peak RSS %d MB, want under 300 MB", peak/1024)
+	// 78 MB measured with every case above (52 MB at start); the target
+	// is 100 MB, the bound generous.
+	if peak > 150<<10 {
+		t.Errorf("peak RSS %d MB, want under 150 MB", peak/1024)
 	}
 }
 

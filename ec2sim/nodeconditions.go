@@ -164,8 +164,9 @@ func (s *Simulator) reconcileNodeConditions(ctx context.Context, now time.Time) 
 
 // postNodeConditions writes faults onto the Node name: for a Ready fault
 // it first removes kwok's annotation, then it sets each condition whose
-// status, reason, message or lastTransitionTime differs (a strategic merge
-// patch keyed by type, so kwok's own conditions are left alone).
+// status, reason, message or lastTransitionTime differs or whose
+// heartbeat is heartbeatEvery old (a strategic merge patch keyed by type,
+// so kwok's own conditions are left alone).
 func (s *Simulator) postNodeConditions(ctx context.Context, name string, faults []NodeConditionFault, now time.Time) error {
 	node := &corev1.Node{}
 	if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -192,7 +193,8 @@ func (s *Simulator) postNodeConditions(ctx context.Context, name string, faults 
 			continue
 		}
 		c := &node.Status.Conditions[i]
-		if c.Status != want.Status || c.Reason != want.Reason || c.Message != want.Message || !c.LastTransitionTime.Time.Equal(want.LastTransitionTime.Time.Truncate(time.Second)) {
+		if c.Status != want.Status || c.Reason != want.Reason || c.Message != want.Message || !c.LastTransitionTime.Time.Equal(want.LastTransitionTime.Time.Truncate(time.Second)) ||
+			now.Sub(c.LastHeartbeatTime.Time) >= heartbeatEvery {
 			*c = want
 			changed = true
 		}
@@ -202,6 +204,13 @@ func (s *Simulator) postNodeConditions(ctx context.Context, name string, faults 
 	}
 	return s.cfg.Kube.Status().Patch(ctx, node, client.StrategicMergeFrom(base))
 }
+
+// heartbeatEvery is how often a faulted condition's lastHeartbeatTime is
+// posted again: kubelet's default --node-status-update-frequency (10s,
+// Kubernetes' kubelet configuration reference). A kubelet that reports
+// Ready=False is alive and keeps posting, so kube-controller-manager does
+// not turn the condition to Unknown for a missed heartbeat.
+const heartbeatEvery = 10 * time.Second
 
 // conditionIndex is the index of the condition of type t, or -1.
 func conditionIndex(conds []corev1.NodeCondition, t corev1.NodeConditionType) int {

@@ -10,11 +10,12 @@
 // (that package imports nothing but the Prometheus client, operatorpkg and
 // controller-runtime's registry). Every other family lives in a Karpenter
 // controller package that cannot be imported without its controller, so it
-// is redefined here with a comment naming the source file.
+// is redefined here with a comment naming the source file (node repair's
+// karpenter_nodeclaims_unhealthy_disrupted_total is Karpenter v1.14.0's).
 //
 // Controllers record through the functions of this package
 // (NodeClaimCreated, NodeClaimTerminated, NodeClaimDisrupted,
-// ObserveScheduling) and a Decorate-d CloudProvider; Register adds the
+// NodeClaimRepaired, ObserveScheduling) and a Decorate-d CloudProvider; Register adds the
 // families that are read from the API server (NodePool usage and limits,
 // cluster state, pod startup) to a manager. docs/metrics.md lists what is
 // exported and what is not.

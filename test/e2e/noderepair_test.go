@@ -40,7 +40,7 @@ func (e *env) poolClaims(ctx context.Context, pool string) ([]karpv1.NodeClaim, 
 	return list.Items, err
 }
 
-// runningOn counts app's pods Running (not being deleted) on Nodes other
+// runningOff counts app's pods Running (not being deleted) on Nodes other
 // than not.
 func (e *env) runningOff(ctx context.Context, app, not string) int {
 	var pods corev1.PodList
@@ -56,7 +56,22 @@ func (e *env) runningOff(ctx context.Context, app, not string) int {
 	return n
 }
 
-// repairEvents counts the NodeRepairBlocked events on node.
+// nodeCondition is the status of node's condition of type t, "" when it
+// has none (or the Node cannot be read).
+func (e *env) nodeCondition(ctx context.Context, node string, t corev1.NodeConditionType) corev1.ConditionStatus {
+	var n corev1.Node
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return ""
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// repairBlockedEvents counts the NodeRepairBlocked events on node.
 func (e *env) repairBlockedEvents(ctx context.Context, node string) int {
 	var evs corev1.EventList
 	if err := e.kube.List(ctx, &evs); err != nil {
@@ -125,8 +140,9 @@ func (e *env) startRepairWorkloads() (karpv1.NodeClaim, []karpv1.NodeClaim) {
 // waited for), and web runs on a new node while the old instance is
 // terminated. Above the cap nothing is repaired: both Nodes of pool
 // "pair" report the node monitoring agent's NetworkingReady=False past
-// its 30 minutes, 2 of 2 is more than 20% (rounded up, 1), so both stay,
-// each with a Warning NodeRepairBlocked event. The control, karpx with
+// its 30 minutes (one since a minute ago), 2 of 2 is more than 20%
+// (rounded up, 1), so both stay, each with a Warning NodeRepairBlocked
+// event. The control, karpx with
 // the gate off (its default, as Karpenter's), is
 // TestNodeRepairGateOffLeavesTheNode.
 func TestNodeRepair(t *testing.T) {
@@ -139,30 +155,30 @@ func TestNodeRepair(t *testing.T) {
 		Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Since: now.Add(-30*time.Minute + repairLead)}); err != nil {
 		t.Fatal(err)
 	}
-	var pairIDs []string
-	for _, nc := range pairNCs {
-		pairIDs = append(pairIDs, instanceID(nc.Status.ProviderID))
-	}
-	if err := e.sim.SetNodeCondition(ec2sim.NodeConditionFault{InstanceIDs: pairIDs, Type: "NetworkingReady",
-		Status: corev1.ConditionFalse, Reason: "IPAMDNotReady", Since: now.Add(-31 * time.Minute)}); err != nil {
+	// The pair's first Node goes bad 29 minutes ago (due in a minute) and
+	// is seen unhealthy before the second reports a NetworkingReady=False
+	// already past its toleration: the cap is evaluated per Node when its
+	// toleration runs out, against the Nodes seen unhealthy then, so Nodes
+	// that break in the same instant could be repaired before their
+	// neighbours are counted (as in Karpenter).
+	if err := e.sim.SetNodeCondition(ec2sim.NodeConditionFault{InstanceIDs: []string{instanceID(pairNCs[0].Status.ProviderID)},
+		Type: "NetworkingReady", Status: corev1.ConditionFalse, Reason: "IPAMDNotReady", Since: now.Add(-29 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	due := now.Add(repairLead)
-
-	// Before the toleration runs out: Ready=False is posted, nothing is
-	// repaired (checked until 5 s before, for the clocks' skew).
-	e.eventually(20*time.Second, "the solo Node reporting Ready=False", func(ctx context.Context) (bool, error) {
-		var n corev1.Node
-		if err := e.kube.Get(ctx, client.ObjectKey{Name: soloNC.Status.NodeName}, &n); err != nil {
-			return false, err
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionFalse, nil
-			}
-		}
-		return false, nil
+	e.eventually(20*time.Second, "the solo Node Ready=False, the first pair Node NetworkingReady=False", func(ctx context.Context) (bool, error) {
+		return e.nodeCondition(ctx, soloNC.Status.NodeName, corev1.NodeReady) == corev1.ConditionFalse &&
+			e.nodeCondition(ctx, pairNCs[0].Status.NodeName, "NetworkingReady") == corev1.ConditionFalse, nil
 	})
+	time.Sleep(2 * time.Second) // the controller's cache follows the API server
+	if err := e.sim.SetNodeCondition(ec2sim.NodeConditionFault{InstanceIDs: []string{instanceID(pairNCs[1].Status.ProviderID)},
+		Type: "NetworkingReady", Status: corev1.ConditionFalse, Reason: "IPAMDNotReady", Since: now.Add(-31 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	pairDue := now.Add(time.Minute)
+
+	// Before the toleration runs out nothing is repaired (checked until
+	// 5 s before, for the clocks' skew).
 	for time.Until(due) > 5*time.Second {
 		var nc karpv1.NodeClaim
 		if err := e.kube.Get(e.ctx, client.ObjectKey{Name: soloNC.Name}, &nc); err != nil {
@@ -193,8 +209,9 @@ func TestNodeRepair(t *testing.T) {
 	})
 	replaced := time.Since(repairedAt)
 
-	// Above the cap: the pair stays, each Node told why.
-	e.eventually(30*time.Second, "NodeRepairBlocked on both pair Nodes", func(ctx context.Context) (bool, error) {
+	// Above the cap: the pair stays, each Node told why, also once the
+	// first one's toleration ran out.
+	e.eventually(time.Until(pairDue)+30*time.Second, "NodeRepairBlocked on both pair Nodes", func(ctx context.Context) (bool, error) {
 		return e.repairBlockedEvents(ctx, pairNCs[0].Status.NodeName) > 0 && e.repairBlockedEvents(ctx, pairNCs[1].Status.NodeName) > 0, nil
 	})
 	for _, old := range pairNCs {

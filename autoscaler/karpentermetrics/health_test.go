@@ -18,7 +18,7 @@ func TestNodeClaimRepaired(t *testing.T) {
 	disrupted := map[string]string{"reason": "unhealthy", "nodepool": "repair-test", "capacity_type": "spot"}
 	unhealthy := map[string]string{"condition": "networking_ready", "nodepool": "repair-test", "capacity_type": "spot", "image_id": "ami-0abc"}
 	count := func(name string, labels map[string]string) float64 { return max(0, counter(t, name, labels)) } // -1: no series yet
-	d0, u0 := count( "karpenter_nodeclaims_disrupted_total", disrupted), count("karpenter_nodeclaims_unhealthy_disrupted_total", unhealthy)
+	d0, u0 := count("karpenter_nodeclaims_disrupted_total", disrupted), count("karpenter_nodeclaims_unhealthy_disrupted_total", unhealthy)
 	NodeClaimRepaired(nc, "NetworkingReady")
 	if d := count("karpenter_nodeclaims_disrupted_total", disrupted) - d0; d != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total%v grew by %v, want 1", disrupted, d)

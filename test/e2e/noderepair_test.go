@@ -71,6 +71,20 @@ func (e *env) nodeCondition(ctx context.Context, node string, t corev1.NodeCondi
 	return ""
 }
 
+// statusLineHas reports whether one line of out holds every field.
+func statusLineHas(out string, fields ...string) bool {
+	for line := range strings.Lines(out) {
+		all := true
+		for _, f := range fields {
+			all = all && strings.Contains(line, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 // repairBlockedEvents counts the NodeRepairBlocked events on node.
 func (e *env) repairBlockedEvents(ctx context.Context, node string) int {
 	var evs corev1.EventList
@@ -142,8 +156,8 @@ func (e *env) startRepairWorkloads() (karpv1.NodeClaim, []karpv1.NodeClaim) {
 // "pair" report the node monitoring agent's NetworkingReady=False past
 // its 30 minutes (one since a minute ago), 2 of 2 is more than 20%
 // (rounded up, 1), so both stay, each with a Warning NodeRepairBlocked
-// event. The control, karpx with
-// the gate off (its default, as Karpenter's), is
+// event, and kubectl karpx status lists both under "Unhealthy nodes".
+// The control, karpx with the gate off (its default, as Karpenter's), is
 // TestNodeRepairGateOffLeavesTheNode.
 func TestNodeRepair(t *testing.T) {
 	runInParallel(t)
@@ -232,6 +246,16 @@ func TestNodeRepair(t *testing.T) {
 	}
 	if n := countRunning(e.ctx, e.kube, "api"); n != 2 {
 		t.Fatalf("%d api pods Running on the unrepaired pair, want 2", n)
+	}
+	// kubectl karpx status lists both under "Unhealthy nodes".
+	status := e.kubectlWithPath(buildPlugin(t, e.root), "karpx", "status")
+	for _, nc := range pairNCs {
+		if !statusLineHas(status, nc.Name, "node "+nc.Status.NodeName, "NetworkingReady=False for 3", "(IPAMDNotReady)") {
+			t.Errorf("kubectl karpx status does not list %s as unhealthy (NetworkingReady=False for 31m):\n%s", nc.Name, status)
+		}
+	}
+	if !strings.Contains(status, "Unhealthy nodes:") {
+		t.Errorf("kubectl karpx status has no \"Unhealthy nodes:\" section:\n%s", status)
 	}
 	scenarioLogf(t, "scenario node-repair: solo Node Ready=False deleted %s after its 30m toleration ran out (API server seconds), web Running on a new node and the old instance terminated %s after the deletion; pair (2 of 2 NetworkingReady=False) not repaired, NodeRepairBlocked",
 		late, replaced.Round(time.Second))

@@ -115,6 +115,7 @@ func (s *Simulator) Reconcile(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s node for %s: %w", t.kind, t.id, err))
 		}
 	}
+	errs = append(errs, s.reconcileNodeConditions(ctx, now)) // nodeconditions.go
 	return errors.Join(errs...)
 }
 

@@ -135,7 +135,8 @@ func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAdmin(mux)
 	s.registerIAMAdmin(mux)
-	s.registerStatusAdmin(mux) // action_instancestatus.go
+	s.registerStatusAdmin(mux)        // action_instancestatus.go
+	s.registerNodeConditionAdmin(mux) // nodeconditions.go
 	mux.HandleFunc("/", s.serveAPI)
 	return mux
 }

@@ -99,6 +99,9 @@ type instance struct {
 	// (instance-retirement, instance-reboot), which DescribeInstanceStatus
 	// lists.
 	scheduledEvents []scheduledEvent
+	// conditionFaults are the Node conditions SetNodeCondition keeps
+	// posted, one per type (nodeconditions.go).
+	conditionFaults []NodeConditionFault
 }
 
 // endedAt is when the instance started shutting down: the terminate

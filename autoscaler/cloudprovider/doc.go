@@ -7,7 +7,8 @@
 // launches and terminations before speculative reads), and the
 // interruption annotations a cloud's interruption
 // handling writes on NodeClaims for the disruption controller and `kubectl
-// karpx status` to read. It holds cloud-neutral types only and imports no
+// karpx status` to read, and the repair policies (RepairPolicy,
+// RepairPolicyProvider) node repair acts on. It holds cloud-neutral types only and imports no
 // other karpx package.
 //
 // The cloud-neutral controllers (autoscaler/controllers: provisioning,

@@ -13,11 +13,12 @@
 // label to the terminated counters, which these lack. Every other family
 // lives in a Karpenter controller package that cannot be imported without
 // its controller, so it is redefined here with a comment naming the
-// source file.
+// source file (node repair's karpenter_nodeclaims_unhealthy_disrupted_total
+// is Karpenter v1.14.0's).
 //
 // Controllers record through the functions of this package
 // (NodeClaimCreated, NodeClaimTerminated, NodeClaimDisrupted,
-// ObserveScheduling; for node termination NodeDrained, NodeTerminated,
+// NodeClaimRepaired, ObserveScheduling; for node termination NodeDrained, NodeTerminated,
 // EvictionRequest, PodsDrained) and a Decorate-d CloudProvider; Register
 // adds the families that are read from the API server (NodePool usage and
 // limits, cluster state, pod startup) to a manager. docs/metrics.md lists

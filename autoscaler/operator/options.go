@@ -62,9 +62,10 @@ type Options struct {
 	// control runs the real Karpenter in test/upstream).
 	InitializationGrace time.Duration
 	// NodeNotReadyThreshold is how long an initialised Node may be NotReady
-	// before its NodeClaim reports it (condition NodeNotReady); the node is
-	// never replaced for it. Default 30m, as Karpenter's node repair
-	// toleration for the Ready condition.
+	// before its NodeClaim reports it (condition NodeNotReady); this
+	// report replaces nothing (node repair, behind the NodeRepair gate,
+	// replaces the node after the cloud provider's toleration). Default
+	// 30m, as Karpenter's node repair toleration for the Ready condition.
 	NodeNotReadyThreshold time.Duration
 	// BatchIdleDuration is how long the provisioner waits for more pending
 	// pods after the last one arrived. Default 1s, Karpenter's BATCH_IDLE_DURATION.
@@ -122,15 +123,20 @@ type Options struct {
 	MinValuesPolicy string
 	// FeatureGates is Karpenter's --feature-gates (env FEATURE_GATES): a
 	// comma-separated list of Name=true|false. karpx implements
-	// SpotToSpotConsolidation (default false, as Karpenter v1.14's
-	// pkg/operator/options/options.go); Karpenter's other gates
-	// (NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity,
+	// SpotToSpotConsolidation and NodeRepair (both default false, as
+	// Karpenter v1.14's pkg/operator/options/options.go); Karpenter's
+	// other gates (ReservedCapacity, NodeOverlay, StaticCapacity,
 	// CapacityBuffer) are accepted only as false, so a Karpenter value
 	// such as its default passes and none is silently ignored. Validate
-	// parses it into SpotToSpotConsolidation.
+	// parses it into SpotToSpotConsolidation and NodeRepair.
 	FeatureGates string
 	// SpotToSpotConsolidation is the parsed SpotToSpotConsolidation gate.
 	SpotToSpotConsolidation bool
+	// NodeRepair is the parsed NodeRepair gate: replace Nodes whose
+	// conditions match the cloud provider's repair policies for longer
+	// than their toleration (package autoscaler/controllers/node/health,
+	// docs/node-repair.md). Default false, as Karpenter's.
+	NodeRepair bool
 	// InterruptionQueue is the name of the SQS queue EventBridge fills
 	// with EC2 spot interruption warnings, rebalance recommendations,
 	// state changes and AWS Health scheduled changes (docs/interruption.md).
@@ -179,14 +185,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RegistrationTTL, "registration-ttl", envDuration("REGISTRATION_TTL", timeouts.RegistrationTTL), "terminate a launched NodeClaim whose Node has not registered after this long")
 	fs.DurationVar(&o.LaunchTTL, "launch-ttl", envDuration("LAUNCH_TTL", timeouts.LaunchTTL), "delete a NodeClaim that has no instance after this long, so its pods are planned again")
 	fs.DurationVar(&o.InitializationGrace, "initialization-grace-window", envDuration("INITIALIZATION_GRACE_WINDOW", timeouts.InitializationGrace), "how long startup/agent taints, missing extended resources and NotReady of in-flight and new nodes do not count against their pods, and how long pods wait for the NodeClaim they were planned onto once it registered; must be positive")
-	fs.DurationVar(&o.NodeNotReadyThreshold, "node-not-ready-threshold", envDuration("NODE_NOT_READY_THRESHOLD", 30*time.Minute), "report a NodeClaim whose Node is NotReady longer than this (never replaced)")
+	fs.DurationVar(&o.NodeNotReadyThreshold, "node-not-ready-threshold", envDuration("NODE_NOT_READY_THRESHOLD", 30*time.Minute), "report a NodeClaim whose Node is NotReady longer than this (a report only; --feature-gates NodeRepair=true replaces broken nodes)")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "wait this long after the last pending pod before provisioning")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "longest provisioning batch window")
 	fs.DurationVar(&o.LaunchBackoffBase, "launch-backoff-base", envDuration("LAUNCH_BACKOFF_BASE", 30*time.Second), "first wait after a persistent launch failure; doubles per failure")
 	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
 	o.Budget.AddFlags(fs)
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
-	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule); Karpenter's other gates only as false")
+	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false,NodeRepair=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule), NodeRepair (replace nodes whose conditions stay unhealthy, docs/node-repair.md); Karpenter's other gates only as false")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
@@ -243,10 +249,10 @@ func (o *Options) Validate() error {
 	if p := scheduling.MinValuesPolicy(o.MinValuesPolicy); p != scheduling.MinValuesPolicyStrict && p != scheduling.MinValuesPolicyBestEffort {
 		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: want Strict or BestEffort", o.MinValuesPolicy))
 	}
-	if gate, err := parseFeatureGates(o.FeatureGates); err != nil {
+	if gates, err := parseFeatureGates(o.FeatureGates); err != nil {
 		errs = append(errs, err)
 	} else {
-		o.SpotToSpotConsolidation = gate
+		o.SpotToSpotConsolidation, o.NodeRepair = gates.spotToSpot, gates.nodeRepair
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
@@ -260,13 +266,20 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// featureGates are the gates karpx implements, as parseFeatureGates
+// read them.
+type featureGates struct {
+	spotToSpot, nodeRepair bool
+}
+
 // parseFeatureGates reads --feature-gates as Karpenter writes it
 // ("SpotToSpotConsolidation=true,NodeRepair=false"; empty is every gate
-// off) and returns the SpotToSpotConsolidation gate. A gate karpx does not
-// implement is refused when true, and an unknown name or a value other
-// than true or false always.
-func parseFeatureGates(in string) (spotToSpot bool, err error) {
-	unsupported := map[string]bool{"NodeRepair": true, "ReservedCapacity": true, "NodeOverlay": true, "StaticCapacity": true, "CapacityBuffer": true}
+// off) and returns the SpotToSpotConsolidation and NodeRepair gates. A
+// gate karpx does not implement is refused when true, and an unknown name
+// or a value other than true or false always.
+func parseFeatureGates(in string) (featureGates, error) {
+	var gates featureGates
+	unsupported := map[string]bool{"ReservedCapacity": true, "NodeOverlay": true, "StaticCapacity": true, "CapacityBuffer": true}
 	for _, kv := range strings.Split(in, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -276,16 +289,18 @@ func parseFeatureGates(in string) (spotToSpot bool, err error) {
 		on, perr := strconv.ParseBool(value)
 		switch {
 		case perr != nil:
-			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: want Name=true or Name=false", kv)
+			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: want Name=true or Name=false", kv)
 		case name == "SpotToSpotConsolidation":
-			spotToSpot = on
+			gates.spotToSpot = on
+		case name == "NodeRepair":
+			gates.nodeRepair = on
 		case unsupported[name] && on:
-			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %s=true: not supported by karpx yet; remove it or set it to false", name)
+			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %s=true: not supported by karpx yet; remove it or set it to false", name)
 		case !unsupported[name]:
-			return false, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation (and Karpenter's NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer as false)", name)
+			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation and NodeRepair (and Karpenter's ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer as false)", name)
 		}
 	}
-	return spotToSpot, nil
+	return gates, nil
 }
 
 // queueNamePattern is an SQS queue name (Amazon SQS API Reference,

@@ -73,8 +73,8 @@ func TestInterruptionQueueOption(t *testing.T) {
 func TestFeatureGatesOption(t *testing.T) {
 	o := DefaultOptions()
 	o.ClusterName = "demo"
-	if err := o.Validate(); err != nil || o.SpotToSpotConsolidation {
-		t.Fatalf("default: Validate %v, SpotToSpotConsolidation %v; want off", err, o.SpotToSpotConsolidation)
+	if err := o.Validate(); err != nil || o.SpotToSpotConsolidation || o.NodeRepair {
+		t.Fatalf("default: Validate %v, SpotToSpotConsolidation %v, NodeRepair %v; want both off", err, o.SpotToSpotConsolidation, o.NodeRepair)
 	}
 	t.Setenv("FEATURE_GATES", "SpotToSpotConsolidation=true")
 	o = DefaultOptions()
@@ -82,10 +82,18 @@ func TestFeatureGatesOption(t *testing.T) {
 	if err := o.Validate(); err != nil || !o.SpotToSpotConsolidation {
 		t.Fatalf("FEATURE_GATES=SpotToSpotConsolidation=true: Validate %v, gate %v", err, o.SpotToSpotConsolidation)
 	}
+	t.Setenv("FEATURE_GATES", "NodeRepair=true")
+	o = DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || !o.NodeRepair || o.SpotToSpotConsolidation {
+		t.Fatalf("FEATURE_GATES=NodeRepair=true: Validate %v, NodeRepair %v, SpotToSpotConsolidation %v", err, o.NodeRepair, o.SpotToSpotConsolidation)
+	}
 	for in, want := range map[string]string{
 		// Karpenter v1.14's default (pkg/operator/options/options.go).
 		"NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "ReservedCapacity=true: not supported by karpx yet",
 		"NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "",
+		"NodeRepair=true,SpotToSpotConsolidation=false": "",
+		"NodeRepair=yes":                 "want Name=true or Name=false",
 		"SpotToSpot=true":                "unknown gate",
 		"SpotToSpotConsolidation=maybe":  "want Name=true or Name=false",
 		" SpotToSpotConsolidation=true ": "",

@@ -20,6 +20,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
+	nodehealth "github.com/karpx/karpx/autoscaler/controllers/node/health"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
@@ -41,6 +42,7 @@ var registrations = []func(*wiring) error{
 	registerProvisioning,
 	registerLifecycle,
 	registerNodeTermination,
+	registerNodeRepair,
 	registerDisruption,
 	registerInterruption,
 	registerGarbageCollection,
@@ -170,6 +172,21 @@ func registerNodeTermination(w *wiring) error {
 	c := termination.NewNodeController(w.mgr.GetClient(), w.metered(karpentermetrics.ControllerNodeTermination), w.recorder, w.clock())
 	if err := c.Register(w.mgr); err != nil {
 		return fmt.Errorf("registering Node termination: %w", err)
+	}
+	return nil
+}
+
+// registerNodeRepair adds node repair (package node/health) when the
+// NodeRepair feature gate is on and the cloud provider has repair
+// policies, as Karpenter v1.14 registers its node health controller
+// (pkg/controllers/controllers.go).
+func registerNodeRepair(w *wiring) error {
+	p, ok := w.cloud.(cloudprovider.RepairPolicyProvider)
+	if !w.opts.NodeRepair || !ok || len(p.RepairPolicies()) == 0 {
+		return nil
+	}
+	if err := nodehealth.New(w.mgr.GetClient(), p.RepairPolicies(), w.recorder, w.clock()).Register(w.mgr); err != nil {
+		return fmt.Errorf("registering node repair: %w", err)
 	}
 	return nil
 }

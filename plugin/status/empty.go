@@ -122,16 +122,13 @@ func emptyNodeTable(rows []emptyNode, now time.Time) *metav1.Table {
 	return t
 }
 
-// readEmptyNodes lists Nodes and pods and returns the empty-nodes rows; an
-// error (for example Forbidden on pods) leaves the table out.
-func (o *Options) readEmptyNodes(ctx context.Context, pools []karpv1.NodePool, claims []karpv1.NodeClaim) ([]emptyNode, error) {
-	var nodes corev1.NodeList
-	if err := o.client.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
+// readEmptyNodes lists pods and returns the empty-nodes rows of nodes (all
+// the cluster's); an error (for example Forbidden on pods) leaves the
+// table out.
+func (o *Options) readEmptyNodes(ctx context.Context, pools []karpv1.NodePool, claims []karpv1.NodeClaim, nodes []corev1.Node) ([]emptyNode, error) {
 	var pods corev1.PodList
 	if err := o.client.List(ctx, &pods); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	return emptyNodes(pools, claims, nodes.Items, pods.Items, clock.RealClock{}), nil
+	return emptyNodes(pools, claims, nodes, pods.Items, clock.RealClock{}), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,6 +61,13 @@ NodeClaims stuck past a lifecycle limit (no instance after the launch TTL,
 5m; no Node after the registration TTL, 15m; not Initialized 15m after
 registration; a Node NotReady past the controller's threshold) are listed
 under the tables with the reason.
+
+NodeClaims whose Node reports a "...Ready" condition other than True
+(kubelet's Ready, the EKS node monitoring agent's NetworkingReady,
+StorageReady, KernelReady, ContainerRuntimeReady, AcceleratedHardwareReady:
+what node repair acts on) are listed under "Unhealthy nodes" with the
+condition, how long it has held and "being repaired" once node repair
+deleted the NodeClaim (docs/node-repair.md).
 
 A third table lists the empty nodes (no pod but DaemonSet, mirror or
 finished ones): how long each has been empty, its pool's consolidateAfter,
@@ -294,7 +302,17 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	printStuck(o.Out, claims, o.Now())
 	if len(claims) > 0 {
-		rows, err := o.readEmptyNodes(ctx, pools, claims)
+		var nodes corev1.NodeList
+		err := o.client.List(ctx, &nodes)
+		if err != nil {
+			err = fmt.Errorf("listing nodes: %w", err)
+		} else {
+			printUnhealthy(o.Out, claims, nodes.Items, o.Now())
+		}
+		var rows []emptyNode
+		if err == nil {
+			rows, err = o.readEmptyNodes(ctx, pools, claims, nodes.Items)
+		}
 		switch {
 		case err != nil:
 			fmt.Fprintf(o.ErrOut, "Empty nodes unavailable: %v\n", err)

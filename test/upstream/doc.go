@@ -28,8 +28,11 @@
 // (TestInstanceTypesMatchSimulator), run the AWS provider end to end
 // (TestUpstreamKarpenterAWS: pods Running on instances it launched, the
 // real kubectl karpx and karpx's webhook on its cluster, scale to zero
-// terminating every instance) and the kwok provider's launch and restart
-// (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
+// terminating every instance), node repair's scenario with
+// NodeRepair=true (TestUpstreamNodeRepair: the same ec2sim node condition
+// fault that karpx repairs, repaired by Karpenter after the same
+// toleration, docs/node-repair.md) and the kwok provider's launch and
+// restart (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
 // TestUpstreamProblemP5EmptinessConsolidation run the five field problems'
 // scenarios on the AWS provider with the ec2sim setup karpx's scenarios
 // use (package test/problems) and assert what Karpenter does: the

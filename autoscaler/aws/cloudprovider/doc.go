@@ -19,6 +19,8 @@
 //     and launches with one CreateFleet.
 //   - Get, List and Delete read and terminate instances by provider ID
 //     ("aws:///<zone>/<instance-id>") or by the cluster's ownership tag.
+//   - RepairPolicies lists the Node conditions node repair acts on, with
+//     their toleration durations (the AWS provider's of Karpenter v1.14).
 //
 // Errors follow the cloudprovider contract: *NodeClassNotReadyError names
 // the EC2NodeClass field to fix, *InsufficientCapacityError and

@@ -223,18 +223,28 @@ func (c *NodeController) setConditionIfChanged(ctx context.Context, nc *karpv1.N
 
 // deadline is when the remaining pods are deleted rather than evicted: the
 // earliest deletion timestamp of the Node and its NodeClaim plus the
-// NodeClaim's spec.terminationGracePeriod; nil when none is set. It is
+// NodeClaim's spec.terminationGracePeriod, or the NodeClaim's
+// karpenter.sh/nodeclaim-termination-timestamp when that is earlier (or
+// the grace period unset); nil when neither is set. The computed one is
 // recorded on the NodeClaim as karpenter.sh/nodeclaim-termination-timestamp,
 // as Karpenter does, so users can see it.
 func (c *NodeController) deadline(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) (*time.Time, error) {
-	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+	if nc == nil {
 		return nil, nil
 	}
-	start := node.DeletionTimestamp.Time
-	if !nc.DeletionTimestamp.IsZero() && nc.DeletionTimestamp.Before(node.DeletionTimestamp) {
-		start = nc.DeletionTimestamp.Time
+	// An earlier deadline already recorded stands: node repair
+	// (autoscaler/controllers/node/health) records the time it repaired,
+	// so that a broken node's pods are deleted at once, as Karpenter's
+	// terminator reads the annotation (nodeTerminationTime,
+	// pkg/controllers/node/termination/controller.go@v1.14.0).
+	recorded, err := time.Parse(time.RFC3339, nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey])
+	if err == nil && (nc.Spec.TerminationGracePeriod == nil || !recorded.After(c.gracePeriodEnd(node, nc))) {
+		return &recorded, nil
 	}
-	d := start.Add(nc.Spec.TerminationGracePeriod.Duration)
+	if nc.Spec.TerminationGracePeriod == nil {
+		return nil, nil
+	}
+	d := c.gracePeriodEnd(node, nc)
 	stamp := d.UTC().Format(time.RFC3339)
 	if nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] != stamp {
 		stored := nc.DeepCopy()
@@ -250,6 +260,16 @@ func (c *NodeController) deadline(ctx context.Context, node *corev1.Node, nc *ka
 		c.recorder.Event(nc, corev1.EventTypeWarning, "TerminationGracePeriodExpiring", msg)
 	}
 	return &d, nil
+}
+
+// gracePeriodEnd is the earliest deletion timestamp of node and nc plus
+// nc's spec.terminationGracePeriod, which must be set.
+func (c *NodeController) gracePeriodEnd(node *corev1.Node, nc *karpv1.NodeClaim) time.Time {
+	start := node.DeletionTimestamp.Time
+	if !nc.DeletionTimestamp.IsZero() && nc.DeletionTimestamp.Before(node.DeletionTimestamp) {
+		start = nc.DeletionTimestamp.Time
+	}
+	return start.Add(nc.Spec.TerminationGracePeriod.Duration)
 }
 
 // nodeClaimFor returns the NodeClaim with node's providerID, or nil.

@@ -50,8 +50,9 @@ type Options struct {
 	LaunchTTL time.Duration
 	// NodeNotReadyThreshold is how long an initialised Node may be NotReady
 	// before its NodeClaim reports it (condition NodeNotReady=True, event
-	// NodeNotReady). The node is never replaced for it: node repair is out
-	// of scope. Default 30m, Karpenter's node repair toleration for Ready.
+	// NodeNotReady). The report replaces nothing: node repair (package
+	// node/health, behind the NodeRepair gate) does. Default 30m,
+	// Karpenter's node repair toleration for Ready.
 	NodeNotReadyThreshold time.Duration
 	// LaunchBackoffBase is the first wait after a persistent launch error;
 	// it doubles per consecutive failure up to LaunchBackoffMax.

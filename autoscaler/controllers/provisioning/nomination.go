@@ -117,6 +117,33 @@ func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *
 	return false
 }
 
+// stillFits reports whether pod, nominated to nc, can still go on nc's
+// Node beside the pods bound there and the room already reserved for
+// other nominated pods (nodes, as waitForNominations fills it): the
+// scheduler places it on that node alone. kube-scheduler binds any pod
+// that fits to a new Node, not the one karpx planned for it; a pod whose
+// Node another pod took (its room, or the hostname a required
+// anti-affinity term excludes) waited for the NodeClaim to initialise
+// before it was planned again, one NodeClaim per pass, while the node
+// planned for the pod that took its place stood empty. A NodeClaim
+// without a Node yet holds its nominations: nothing can be bound to it.
+func stillFits(in scheduling.Input, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
+	n := state.NodeOf(nc)
+	if n == nil {
+		return true
+	}
+	for _, existing := range in.ExistingNodes {
+		if existing.Name != n.Name {
+			continue
+		}
+		existing.Available = existing.Available.DeepCopy()
+		out := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{pod}, ExistingNodes: []scheduling.ExistingNode{existing},
+			DaemonSetPods: in.DaemonSetPods, VolumeRequirements: in.VolumeRequirements})
+		return len(out.ExistingPlacements[n.Name]) == 1
+	}
+	return false
+}
+
 // claimOf returns the NodeClaim behind an existing node's name when it is
 // not Initialized yet (pods placed there are nominated to it), or nil.
 func claimOf(state *clusterstate.Snapshot, existing string) *karpv1.NodeClaim {

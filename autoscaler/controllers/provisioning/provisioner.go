@@ -395,7 +395,8 @@ func podNames(pods []*corev1.Pod, limit int) string {
 
 // waitForNominations returns the pending pods to plan: those nominated to
 // an in-flight NodeClaim whose nomination still holds (NominationHolds)
-// are left out, and their requests are reserved on that NodeClaim's entry
+// and that still fit on it beside what kube-scheduler bound there
+// (stillFits) are left out, and their requests are reserved on that NodeClaim's entry
 // in in.ExistingNodes so no other pod is planned into their room. It also
 // returns how many pods it left out.
 func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in scheduling.Input, pending []*corev1.Pod, now time.Time) ([]*corev1.Pod, int) {
@@ -405,7 +406,8 @@ func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in schedu
 	for _, pod := range pending {
 		if name := p.nominated.get(pod.UID); name != "" {
 			nc := state.NodeClaims[name]
-			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) && reserve(in.ExistingNodes, state, nc, pod) {
+			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) &&
+				stillFits(in, state, nc, pod) && reserve(in.ExistingNodes, state, nc, pod) {
 				waiting++
 				continue
 			}

@@ -46,11 +46,11 @@ func (c *gatedCreates) Create(ctx context.Context, obj client.Object, opts ...cl
 	c.inFlight++
 	c.started++
 	c.most = max(c.most, c.inFlight)
+	full, open := c.full, c.open
 	if c.inFlight == c.gate || c.started == c.total {
-		close(c.full)
+		close(full)
 		c.full = make(chan struct{})
 	}
-	full, open := c.full, c.open
 	c.mu.Unlock()
 	if !open {
 		select {

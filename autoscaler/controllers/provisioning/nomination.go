@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,8 +94,14 @@ func NominationHolds(nc *karpv1.NodeClaim, now time.Time, launchTTL, registratio
 }
 
 // reserve subtracts pod's requests (and one pod slot) from the existing
-// node that stands for nc in nodes: its Node when registered, else
-// "nodeclaim/<name>". It reports whether it found it.
+// node that stands for nc in nodes (its Node when registered, else
+// "nodeclaim/<name>") and adds pod to that node's Pods, as
+// scheduling.ExistingNode asks of a nominated pod, so that the pod counts
+// for the affinity, anti-affinity and topology spread of the pods planned
+// after it. Without it, a pod with a required hostname anti-affinity was
+// planned onto an in-flight NodeClaim already holding a nominated pod of
+// its group, and one of the two lost its place when the Node came up. It
+// reports whether it found the node.
 func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
 	name := "nodeclaim/" + nc.Name
 	if n := state.NodeOf(nc); n != nil {
@@ -112,6 +119,8 @@ func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *
 				nodes[i].Available[k] = cur
 			}
 		}
+		// Clipped: Pods may share its array with the snapshot's.
+		nodes[i].Pods = append(slices.Clip(nodes[i].Pods), pod)
 		return true
 	}
 	return false

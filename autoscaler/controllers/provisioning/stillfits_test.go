@@ -80,3 +80,45 @@ func TestNominationEndsWhenTheNodeWasTaken(t *testing.T) {
 		})
 	}
 }
+
+// A pod waiting for its in-flight NodeClaim counts there for the pods
+// planned after it: one with a required hostname anti-affinity against
+// it is not planned onto the same NodeClaim (karpx did, and one of the
+// two lost its place when the Node came up, again and again: 4
+// NodeClaims for one pod in the 500-pod burst); without the
+// anti-affinity, it is.
+func TestNominatedPodCountsForAntiAffinity(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	nginx := map[string]string{"app": "nginx"}
+	antiNginx := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: nginx}, TopologyKey: corev1.LabelHostname}}}}
+	for _, anti := range []bool{true, false} {
+		pod := func(name string) *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: nginx},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+			if anti {
+				p.Spec.Affinity = antiNginx
+			}
+			return p
+		}
+		waiting, next := pod("waiting"), pod("next")
+		nc := claimAt(t0, t0)
+		state := &clusterstate.Snapshot{NodeClaims: map[string]*karpv1.NodeClaim{nc.Name: nc}, Nodes: map[string]*corev1.Node{},
+			NodeClaimOf: map[string]*karpv1.NodeClaim{}, Pods: map[string][]*corev1.Pod{}}
+		in := scheduling.Input{ExistingNodes: []scheduling.ExistingNode{{Name: "nodeclaim/" + nc.Name,
+			Available: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("10")}}}}
+		p := &Provisioner{opts: Options{}}
+		p.opts.defaults()
+		p.nominated.set(waiting.UID, nc.Name)
+		plan, n := p.waitForNominations(state, in, []*corev1.Pod{waiting, next}, t0.Add(time.Second))
+		if n != 1 || len(plan) != 1 || plan[0] != next {
+			t.Fatalf("anti-affinity %v: planned %d pods (%d waiting), want next planned and waiting waiting", anti, len(plan), n)
+		}
+		in.Pods = plan
+		out := scheduling.Solve(in)
+		if placed := len(out.ExistingPlacements["nodeclaim/"+nc.Name]) == 1; placed == anti {
+			t.Errorf("anti-affinity %v: next placed on the NodeClaim the waiting pod holds = %v, want %v", anti, placed, !anti)
+		}
+	}
+}

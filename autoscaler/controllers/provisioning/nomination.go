@@ -127,30 +127,51 @@ func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *
 }
 
 // stillFits reports whether pod, nominated to nc, can still go on nc's
-// Node beside the pods bound there and the room already reserved for
-// other nominated pods (nodes, as waitForNominations fills it): the
-// scheduler places it on that node alone. kube-scheduler binds any pod
-// that fits to a new Node, not the one karpx planned for it; a pod whose
-// Node another pod took (its room, or the hostname a required
-// anti-affinity term excludes) waited for the NodeClaim to initialise
-// before it was planned again, one NodeClaim per pass, while the node
-// planned for the pod that took its place stood empty. A NodeClaim
-// without a Node yet holds its nominations: nothing can be bound to it.
+// Node as far as the pods there allow: it is false only when the
+// scheduler places pod on that Node alone as if it were empty (no pod
+// bound or nominated there) but not beside those pods (their room, or the
+// hostname a required anti-affinity term excludes). kube-scheduler binds
+// any pod that fits to a new Node, not the one karpx planned for it; a pod
+// whose Node another pod took waited for the NodeClaim to initialise
+// before it was planned again, while the node planned for the pod that
+// took its place stood empty. A Node that does not take the pod even
+// empty is still starting (labels, an extended resource such as
+// nvidia.com/gpu or a taint not there yet; scenario P4): the nomination
+// holds, as it does while the NodeClaim has no Node. nodes is
+// in.ExistingNodes as waitForNominations fills it.
 func stillFits(in scheduling.Input, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
 	n := state.NodeOf(nc)
 	if n == nil {
 		return true
 	}
-	for _, existing := range in.ExistingNodes {
-		if existing.Name != n.Name {
-			continue
-		}
-		existing.Available = existing.Available.DeepCopy()
-		out := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{pod}, ExistingNodes: []scheduling.ExistingNode{existing},
+	i := slices.IndexFunc(in.ExistingNodes, func(e scheduling.ExistingNode) bool { return e.Name == n.Name })
+	if i < 0 {
+		return false
+	}
+	fits := func(node scheduling.ExistingNode) bool {
+		out := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{pod}, ExistingNodes: []scheduling.ExistingNode{node},
 			DaemonSetPods: in.DaemonSetPods, VolumeRequirements: in.VolumeRequirements})
 		return len(out.ExistingPlacements[n.Name]) == 1
 	}
-	return false
+	now := in.ExistingNodes[i]
+	now.Available = now.Available.DeepCopy()
+	if fits(now) {
+		return true
+	}
+	empty := now
+	empty.Pods = nil
+	empty.Available = now.Available.DeepCopy()
+	for _, p := range now.Pods {
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		for k, q := range req {
+			if cur, ok := empty.Available[k]; ok {
+				cur.Add(q)
+				empty.Available[k] = cur
+			}
+		}
+	}
+	return !fits(empty)
 }
 
 // claimOf returns the NodeClaim behind an existing node's name when it is

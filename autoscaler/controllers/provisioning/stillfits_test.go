@@ -18,9 +18,14 @@ import (
 // gave to another pod (the room, or the hostname its required
 // anti-affinity excludes) is planned again in the same pass instead of
 // waiting for that NodeClaim to initialise; it keeps waiting when the
-// bound pod leaves it room and does not conflict, and always while the
-// NodeClaim has no Node.
+// bound pod leaves it room and does not conflict, while the NodeClaim has
+// no Node, and while the Node would not take it even empty (still
+// starting: its GPU not advertised yet, scenario P4).
 func TestNominationEndsWhenTheNodeWasTaken(t *testing.T) {
+	gpuPod := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+		return p
+	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	nginx := map[string]string{"app": "nginx"}
 	antiNginx := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
@@ -42,6 +47,9 @@ func TestNominationEndsWhenTheNodeWasTaken(t *testing.T) {
 		{"other pod bound, room left", true, pod("q", "500m", nil, nil), pod("p", "1", nginx, antiNginx), true},
 		{"other pod took the room", true, pod("q", "1500m", nil, nil), pod("p", "1", nil, nil), false},
 		{"anti-affinity pod took the hostname", true, pod("q", "100m", nginx, antiNginx), pod("p", "100m", nginx, antiNginx), false},
+		// P4: the Node is up before its device plugin advertises the GPU.
+		{"Node starting, GPU not advertised yet", true, nil, gpuPod(pod("p", "100m", nil, nil)), true},
+		{"Node starting, GPU not advertised yet, other pod bound", true, pod("q", "100m", nil, nil), gpuPod(pod("p", "100m", nil, nil)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := claimAt(t0, t0, t0)

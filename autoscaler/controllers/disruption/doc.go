@@ -38,10 +38,9 @@
 // NodePool limits (a replacement is planned by the same scheduling code as
 // provisioning). Pods whose constraints that code does not model block
 // their node's consolidation. Consolidation simulates scheduling with every
-// pending pod and every pod still on a node that is leaving (deleting or
-// karpenter.sh/disrupted) included, as Karpenter does: a node those pods
-// will land on is no candidate, and a command is a plain delete only when
-// no pod, those included, would need a new node. Replacements are
+// pending pod included, as Karpenter does: a node that pending pods will
+// land on is no candidate, and a command is a plain delete only when no
+// pod, pending ones included, would need a new node. Replacements are
 // launched and Initialized before the old node is deleted; deletion goes
 // through package termination's drain. Each decision is an event on the NodeClaim and the
 // Node naming the method and reason, and a karpx_disruption_decisions_total

@@ -25,7 +25,7 @@ var (
 	h2hWindow  = flag.Duration("karpx.h2h-consolidation-window", 2*time.Minute, "TestHeadToHead: time after deleting 70% of the pods at which nodes and $/h are counted")
 	h2hTimeout = flag.Duration("karpx.h2h-timeout", 10*time.Minute, "TestHeadToHead: bound of each wait (pods Running, nodes replaced, NodeClaims gone)")
 	h2hSides   = flag.String("karpx.h2h-sides", "karpx,karpenter-aws,karpenter-kwok", "TestHeadToHead: comma-separated sides to run, in order: karpx, karpenter-aws (bin/karpenter-aws on its own ec2sim), karpenter-kwok (bin/karpenter-kwok; \"karpenter\" is accepted for it)")
-	h2hOut     = flag.String("karpx.h2h-out", "", "TestHeadToHead: also write the table (Markdown) to this file")
+	h2hOut     = flag.String("karpx.h2h-out", "", "TestHeadToHead: also write the table (Markdown) to this file (a relative path is the repository root's)")
 )
 
 // TestHeadToHead is `make bench-vs-karpenter-e2e`: the five workloads
@@ -84,8 +84,15 @@ func TestHeadToHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("head to head:\n%s", table.String())
-	if *h2hOut != "" {
-		if err := os.WriteFile(*h2hOut, table.Bytes(), 0o644); err != nil {
+	if out := *h2hOut; out != "" {
+		// go test runs in the package's directory: a relative path is
+		// the repository root's, as the command line that gave it meant.
+		if !filepath.IsAbs(out) {
+			out = filepath.Join(root, out)
+		}
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Error(err)
+		} else if err := os.WriteFile(out, table.Bytes(), 0o644); err != nil {
 			t.Error(err)
 		}
 	}

@@ -2,6 +2,7 @@ package headtohead
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -129,12 +130,19 @@ func (k *Karpx) Install(ctx context.Context, tb testing.TB, c *cluster.Cluster, 
 	}
 }
 
-// Start implements Autoscaler: bin/karpx-controller with its default
+// Start implements Autoscaler: $KARPX_PREBUILT_BIN/karpx-controller when
+// that is set (a build of the worktree under test), else bin/karpx-controller
+// (make build), with its default
 // batch window (1 s idle, 10 s at most, Karpenter's defaults) and
 // disruption period, without leader election.
 func (k *Karpx) Start(tb testing.TB) Controller {
 	tb.Helper()
-	return StartProcess(tb, k.dir, "karpx-controller", filepath.Join(k.Root, "bin", "karpx-controller"), []string{
+	binary := filepath.Join(k.Root, "bin", "karpx-controller")
+	if dir := os.Getenv("KARPX_PREBUILT_BIN"); dir != "" {
+		binary = filepath.Join(dir, "karpx-controller")
+	}
+	tb.Logf("karpx: controller %s, log %s", binary, filepath.Join(k.dir, "karpx-controller.log"))
+	return StartProcess(tb, k.dir, "karpx-controller", binary, []string{
 		"--kubeconfig=" + k.kubeconfig,
 		"--cluster-name=" + k.cluster.Name,
 		"--cluster-endpoint=" + k.cluster.RESTConfig.Host,

@@ -361,9 +361,11 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 // Options.InitializationGrace: startup, ephemeral and agent taints of a
 // node younger than it do not keep its pending pods away) and a Node that
 // takes one is no candidate, however empty it looks. Without this a node that has just initialised for pods
-// kube-scheduler has not bound yet would be removed as empty.
+// kube-scheduler has not bound yet would be removed as empty. The pods of
+// nodes that are leaving (leaving) count as pending: a node they will
+// move to is no candidate either.
 func (c *Controller) nominated(s *state) map[string]bool {
-	var pending []*corev1.Pod
+	pending := leaving(s)
 	for _, p := range s.cluster.Unbound {
 		if podset.Reschedulable(p) {
 			pending = append(pending, p)

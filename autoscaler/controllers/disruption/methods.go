@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -297,8 +298,13 @@ func firstTypes(plan scheduling.NodeClaimPlan, n int) scheduling.NodeClaimPlan {
 }
 
 // simulate runs the scheduler on the pods of cands as if their nodes were
-// gone, together with every pod still pending, as Karpenter's
-// SimulateScheduling does. The scheduler packs them all in one order
+// gone, together with every pod still pending and every pod still bound to
+// a node that is leaving (leaving), as Karpenter's SimulateScheduling does
+// with its deleting nodes' pods (pkg/controllers/disruption/helpers.go@v1.14.0).
+// Without the leaving pods, the room an earlier command's pods are about
+// to take looked free: the next command moved its own pods into it, or
+// deleted as empty the node they were headed for, and the pods evicted
+// last found no room and waited Pending for a new node. The scheduler packs them all in one order
 // (largest first, then by name), so a moved pod may take room on another
 // node that a pending pod was to take (a node that has just initialised
 // for pods kube-scheduler has not bound yet); that pending pod then needs
@@ -320,6 +326,7 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 			pods = append(pods, p)
 		}
 	}
+	pods = append(pods, leaving(s)...)
 	for _, p := range s.cluster.Unbound {
 		if podset.Reschedulable(p) {
 			pods = append(pods, p)
@@ -344,6 +351,36 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		}
 	}
 	return res, ok
+}
+
+// leaving returns copies, unbound, of the reschedulable pods still bound
+// to a Node that is going away: the Node or its NodeClaim is being deleted,
+// or the Node carries karpenter.sh/disrupted (a command drains it or
+// waits for its replacements). Their nodes are no destination
+// (clusterstate.Snapshot.ExistingNodes), so these pods need room
+// elsewhere, which no later decision may give away.
+func leaving(s *state) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, name := range slices.Sorted(maps.Keys(s.cluster.Pods)) {
+		node := s.cluster.Nodes[name]
+		if node == nil {
+			continue
+		}
+		nc := s.cluster.NodeClaimOf[name]
+		gone := !node.DeletionTimestamp.IsZero() || (nc != nil && !nc.DeletionTimestamp.IsZero()) ||
+			slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+		if !gone {
+			continue
+		}
+		for _, p := range s.cluster.Pods[name] {
+			if podset.Reschedulable(p) {
+				p = p.DeepCopy()
+				p.Spec.NodeName = ""
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // holdingMoved returns the plans that hold a pod of cands: the

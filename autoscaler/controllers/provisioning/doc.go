@@ -10,8 +10,11 @@
 // registering) — through autoscaler/state/clusterstate, and asks
 // autoscaler/scheduling where the pods go. Pods that fit on existing or
 // in-flight nodes are not provisioned for again; the rest become new
-// NodeClaims.
-// The pass is level-triggered: it keeps no memory between passes beyond
-// waiting until its own creations are visible in the informer cache, and a
-// periodic resync re-runs it so that no lost event can wedge it.
+// NodeClaims, created up to 16 at once.
+// The pass is level-triggered: between passes it keeps only the
+// nominations (a pod waits for the in-flight NodeClaim it was planned on,
+// its room reserved there, until that NodeClaim initialises, times out or
+// its Node was taken by other pods) and waits until its own creations are
+// visible in the informer cache; a periodic resync re-runs it so that no
+// lost event can wedge it.
 package provisioning

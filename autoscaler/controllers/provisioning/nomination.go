@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,8 +94,14 @@ func NominationHolds(nc *karpv1.NodeClaim, now time.Time, launchTTL, registratio
 }
 
 // reserve subtracts pod's requests (and one pod slot) from the existing
-// node that stands for nc in nodes: its Node when registered, else
-// "nodeclaim/<name>". It reports whether it found it.
+// node that stands for nc in nodes (its Node when registered, else
+// "nodeclaim/<name>") and adds pod to that node's Pods, as
+// scheduling.ExistingNode asks of a nominated pod, so that the pod counts
+// for the affinity, anti-affinity and topology spread of the pods planned
+// after it. Without it, a pod with a required hostname anti-affinity was
+// planned onto an in-flight NodeClaim already holding a nominated pod of
+// its group, and one of the two lost its place when the Node came up. It
+// reports whether it found the node.
 func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
 	name := "nodeclaim/" + nc.Name
 	if n := state.NodeOf(nc); n != nil {
@@ -112,9 +119,59 @@ func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *
 				nodes[i].Available[k] = cur
 			}
 		}
+		// Clipped: Pods may share its array with the snapshot's.
+		nodes[i].Pods = append(slices.Clip(nodes[i].Pods), pod)
 		return true
 	}
 	return false
+}
+
+// stillFits reports whether pod, nominated to nc, can still go on nc's
+// Node as far as the pods there allow: it is false only when the
+// scheduler places pod on that Node alone as if it were empty (no pod
+// bound or nominated there) but not beside those pods (their room, or the
+// hostname a required anti-affinity term excludes). kube-scheduler binds
+// any pod that fits to a new Node, not the one karpx planned for it; a pod
+// whose Node another pod took waited for the NodeClaim to initialise
+// before it was planned again, while the node planned for the pod that
+// took its place stood empty. A Node that does not take the pod even
+// empty is still starting (labels, an extended resource such as
+// nvidia.com/gpu or a taint not there yet; scenario P4): the nomination
+// holds, as it does while the NodeClaim has no Node. nodes is
+// in.ExistingNodes as waitForNominations fills it.
+func stillFits(in scheduling.Input, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
+	n := state.NodeOf(nc)
+	if n == nil {
+		return true
+	}
+	i := slices.IndexFunc(in.ExistingNodes, func(e scheduling.ExistingNode) bool { return e.Name == n.Name })
+	if i < 0 {
+		return false
+	}
+	fits := func(node scheduling.ExistingNode) bool {
+		out := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{pod}, ExistingNodes: []scheduling.ExistingNode{node},
+			DaemonSetPods: in.DaemonSetPods, VolumeRequirements: in.VolumeRequirements})
+		return len(out.ExistingPlacements[n.Name]) == 1
+	}
+	now := in.ExistingNodes[i]
+	now.Available = now.Available.DeepCopy()
+	if fits(now) {
+		return true
+	}
+	empty := now
+	empty.Pods = nil
+	empty.Available = now.Available.DeepCopy()
+	for _, p := range now.Pods {
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		for k, q := range req {
+			if cur, ok := empty.Available[k]; ok {
+				cur.Add(q)
+				empty.Available[k] = cur
+			}
+		}
+	}
+	return !fits(empty)
 }
 
 // claimOf returns the NodeClaim behind an existing node's name when it is

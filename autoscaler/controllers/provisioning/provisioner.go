@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -319,16 +320,40 @@ func (p *Provisioner) nominateExisting(state *clusterstate.Snapshot, out schedul
 	}
 }
 
-// createNodeClaims creates the planned NodeClaims, nominates their pods to
-// them and records them in res and the latency tracker. It returns the
-// creation errors.
+// createWorkers bounds how many NodeClaim creations a pass has in flight
+// at once. Karpenter creates a pass's NodeClaims in parallel, one goroutine
+// each (workqueue.ParallelizeUntil in Provisioner.CreateNodeClaims,
+// pkg/controllers/provisioning/provisioner.go@v1.14.0); karpx bounds the
+// pool so that a burst of hundreds of NodeClaims does not open as many
+// API requests at once against API Priority and Fairness.
+const createWorkers = 16
+
+// createNodeClaims creates the planned NodeClaims, up to createWorkers at
+// once, then, in plan order, nominates their pods to them and records them
+// in res and the latency tracker. Creating them one by one made the last
+// NodeClaim of a pass wait for every API round trip before it (114
+// creations in a 500-pod burst). It returns the creation errors, in plan
+// order.
 func (p *Provisioner) createNodeClaims(ctx context.Context, plans []scheduling.NodeClaimPlan, res *PassResult) []error {
 	log := logr.FromContextOrDiscard(ctx)
+	claims := make([]*karpv1.NodeClaim, len(plans))
+	createErrs := make([]error, len(plans))
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(plans), func(i int) {
+		claims[i] = plans[i].NodeClaim()
+		if err := p.kube.Create(ctx, claims[i]); err != nil {
+			createErrs[i] = fmt.Errorf("creating NodeClaim for NodePool %q: %w", plans[i].NodePool.Name, err)
+		}
+	})
 	var errs []error
-	for _, plan := range plans {
-		nc := plan.NodeClaim()
-		if err := p.kube.Create(ctx, nc); err != nil {
-			errs = append(errs, fmt.Errorf("creating NodeClaim for NodePool %q: %w", plan.NodePool.Name, err))
+	for i, plan := range plans {
+		nc := claims[i]
+		if nc == nil {
+			// ParallelizeUntil stopped at ctx's end before this one.
+			errs = append(errs, fmt.Errorf("creating NodeClaim for NodePool %q: %w", plan.NodePool.Name, context.Cause(ctx)))
+			continue
+		}
+		if createErrs[i] != nil {
+			errs = append(errs, createErrs[i])
 			continue
 		}
 		res.Created = append(res.Created, nc.Name)
@@ -370,7 +395,8 @@ func podNames(pods []*corev1.Pod, limit int) string {
 
 // waitForNominations returns the pending pods to plan: those nominated to
 // an in-flight NodeClaim whose nomination still holds (NominationHolds)
-// are left out, and their requests are reserved on that NodeClaim's entry
+// and that still fit on it beside what kube-scheduler bound there
+// (stillFits) are left out, and their requests are reserved on that NodeClaim's entry
 // in in.ExistingNodes so no other pod is planned into their room. It also
 // returns how many pods it left out.
 func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in scheduling.Input, pending []*corev1.Pod, now time.Time) ([]*corev1.Pod, int) {
@@ -380,7 +406,8 @@ func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in schedu
 	for _, pod := range pending {
 		if name := p.nominated.get(pod.UID); name != "" {
 			nc := state.NodeClaims[name]
-			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) && reserve(in.ExistingNodes, state, nc, pod) {
+			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) &&
+				stillFits(in, state, nc, pod) && reserve(in.ExistingNodes, state, nc, pod) {
 				waiting++
 				continue
 			}

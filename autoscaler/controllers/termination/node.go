@@ -119,40 +119,18 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// The NodeClaim's Drained condition, as Karpenter's termination
-	// controller writes it (awaitDrain, pkg/controllers/node/termination/
-	// controller.go@v1.14.0): Unknown with reason Draining while the drain
-	// runs, True once it is done.
-	if nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeDrained) == nil {
-		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) {
-			nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeDrained, "Draining", "Draining")
-		}); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	st, err := c.drainer.Drain(ctx, node, deadline)
-	karpentermetrics.PodsDrained(nc, st.Evicted)
-	if err != nil {
+	if done, err := c.drain(ctx, node, nc, deadline); err != nil {
 		return reconcile.Result{}, err
-	}
-	if !st.Done {
-		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting,
-			"doNotDisrupt", len(st.Protected))
+	} else if !done {
 		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
-	}
-	if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeDrained).IsTrue() {
-		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
-			return reconcile.Result{}, err
-		}
-		karpentermetrics.NodeDrained(node)
 	}
 	// 4. The drained pods' volumes detach before the instance goes
 	// (VolumesDetached), bounded by the terminationGracePeriod.
-	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil || wait {
-		if wait {
-			log.V(1).Info("awaiting VolumeAttachments' deletion")
-		}
-		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, err
+	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil {
+		return reconcile.Result{}, err
+	} else if wait {
+		log.V(1).Info("awaiting VolumeAttachments' deletion")
+		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 	}
 	// 5. Terminate the instance, once: the NodeClaim's InstanceTerminating
 	// condition records that the cloud confirmed it, before the Node is
@@ -170,6 +148,41 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	karpentermetrics.NodeTerminated(node, stored.DeletionTimestamp.Time, c.clock.Now())
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
+}
+
+// drain runs one step of node's drain (Drainer.Drain, bounded by deadline,
+// nil for none) and keeps nc's Drained condition as Karpenter's
+// termination controller writes it (awaitDrain,
+// pkg/controllers/node/termination/controller.go@v1.14.0): Unknown with
+// reason Draining while the drain runs, True once it is done. nc is nil when the Node has no
+// NodeClaim. It reports whether the drain is done, and the API server's
+// errors.
+func (c *NodeController) drain(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (bool, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	if nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeDrained) == nil {
+		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) {
+			nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeDrained, "Draining", "Draining")
+		}); err != nil {
+			return false, err
+		}
+	}
+	st, err := c.drainer.Drain(ctx, node, deadline)
+	karpentermetrics.PodsDrained(nc, st.Evicted)
+	if err != nil {
+		return false, err
+	}
+	if !st.Done {
+		log.V(1).Info("draining", "evicted", st.Evicted, "deleted", st.Deleted, "blocked", len(st.Blocked), "terminating", st.Waiting,
+			"doNotDisrupt", len(st.Protected))
+		return false, nil
+	}
+	if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeDrained).IsTrue() {
+		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
+			return false, err
+		}
+		karpentermetrics.NodeDrained(node)
+	}
+	return true, nil
 }
 
 // terminate terminates the instance behind node (one Delete: see

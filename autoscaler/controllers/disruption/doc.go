@@ -38,8 +38,10 @@
 // NodePool limits (a replacement is planned by the same scheduling code as
 // provisioning). Pods whose constraints that code does not model block
 // their node's consolidation. Consolidation simulates scheduling with every
-// pending pod included, as Karpenter does: a node that pending pods will
-// land on is no candidate, and a command is a plain delete only when no
+// pending pod included, and with the pods still on nodes being deleted or
+// tainted karpenter.sh/disrupted, which need room elsewhere, as Karpenter's
+// SimulateScheduling does: a node that pending pods will land on is no
+// candidate, and a command is a plain delete only when no
 // pod, pending ones included, would need a new node. Replacements are
 // launched and Initialized before the old node is deleted; deletion goes
 // through package termination's drain. Each decision is an event on the NodeClaim and the

@@ -1,7 +1,6 @@
 package ec2sim
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -127,29 +126,7 @@ func (s *Simulator) ClearStatusChecks(ids ...string) {
 //	POST   /_sim/status-checks   StatusCheckFault → 204; 404 unknown instance, 400 otherwise
 //	DELETE /_sim/status-checks   every check passes again (?instanceId=i-... for some)
 func (s *Simulator) registerStatusAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("/_sim/status-checks", func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost:
-			var f StatusCheckFault
-			if !readJSON(w, r, &f) {
-				return
-			}
-			if err := s.FailStatusChecks(f); err != nil {
-				status := http.StatusBadRequest
-				if errors.Is(err, ErrUnknownInstance) {
-					status = http.StatusNotFound
-				}
-				writeJSON(w, status, map[string]string{"error": err.Error()})
-				return
-			}
-		case http.MethodDelete:
-			s.ClearStatusChecks(r.URL.Query()["instanceId"]...)
-		default:
-			methodNotAllowed(w)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("/_sim/status-checks", instanceFaultAdmin(s.FailStatusChecks, s.ClearStatusChecks))
 }
 
 type xmlStatusDetail struct {

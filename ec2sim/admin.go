@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -129,4 +130,35 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func methodNotAllowed(w http.ResponseWriter) {
 	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
+}
+
+// instanceFaultAdmin serves a per-instance fault hook: POST decodes a fault
+// F (JSON) and applies it with set, 204 on success, 404 when set returns
+// ErrUnknownInstance, 400 for any other error (the message as
+// {"error": ...}); DELETE ends the faults of the instances named by
+// ?instanceId=i-... (every instance when none is named) with clear, 204.
+func instanceFaultAdmin[F any](set func(F) error, clear func(ids ...string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			var f F
+			if !readJSON(w, r, &f) {
+				return
+			}
+			if err := set(f); err != nil {
+				status := http.StatusBadRequest
+				if errors.Is(err, ErrUnknownInstance) {
+					status = http.StatusNotFound
+				}
+				writeJSON(w, status, map[string]string{"error": err.Error()})
+				return
+			}
+		case http.MethodDelete:
+			clear(r.URL.Query()["instanceId"]...)
+		default:
+			methodNotAllowed(w)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
 }

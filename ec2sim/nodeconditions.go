@@ -227,27 +227,5 @@ func conditionIndex(conds []corev1.NodeCondition, t corev1.NodeConditionType) in
 //	POST   /_sim/node-conditions   NodeConditionFault → 204; 404 unknown instance, 400 otherwise
 //	DELETE /_sim/node-conditions   every fault ends (?instanceId=i-... for some)
 func (s *Simulator) registerNodeConditionAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("/_sim/node-conditions", func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost:
-			var f NodeConditionFault
-			if !readJSON(w, r, &f) {
-				return
-			}
-			if err := s.SetNodeCondition(f); err != nil {
-				status := http.StatusBadRequest
-				if errors.Is(err, ErrUnknownInstance) {
-					status = http.StatusNotFound
-				}
-				writeJSON(w, status, map[string]string{"error": err.Error()})
-				return
-			}
-		case http.MethodDelete:
-			s.ClearNodeConditions(r.URL.Query()["instanceId"]...)
-		default:
-			methodNotAllowed(w)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("/_sim/node-conditions", instanceFaultAdmin(s.SetNodeCondition, s.ClearNodeConditions))
 }

@@ -433,7 +433,14 @@ func StartAWSProcessForTest(t testing.TB, c *cluster.Cluster, opts AWSOptions) *
 // that report an API request the server refused for want of RBAC
 // (" is forbidden: ").
 func (k *Karpenter) Forbidden() []string {
-	data, err := os.ReadFile(k.LogPath)
+	return ForbiddenLines(k.LogPath)
+}
+
+// ForbiddenLines returns the lines of the log file at path that report an
+// API request the server refused for want of RBAC (" is forbidden: "), or
+// the read error as the one line.
+func ForbiddenLines(path string) []string {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -141,7 +141,7 @@ func TestMigrationFromKarpenterAWS(t *testing.T) {
 		c := got.StatusConditions().Get(karpv1.ConditionTypeDrifted)
 		return c != nil && c.IsTrue() && c.Reason == "NodeClassDrift", nil
 	})
-	for _, line := range forbiddenLines(karpxLog) {
+	for _, line := range ForbiddenLines(karpxLog) {
 		t.Errorf("RBAC: karpx-controller: %s", line)
 	}
 }
@@ -324,20 +324,4 @@ func (e *problemEnv) startKarpx() string {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	return logPath
-}
-
-// forbiddenLines returns the lines of the log at path that report an API
-// request refused by RBAC.
-func forbiddenLines(path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	for line := range strings.Lines(string(data)) {
-		if strings.Contains(line, " is forbidden: ") {
-			out = append(out, strings.TrimSpace(line))
-		}
-	}
-	return out
 }

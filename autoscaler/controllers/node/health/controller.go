@@ -123,7 +123,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || nc == nil {
 		return reconcile.Result{}, err
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("Node", node.Name, "NodeClaim", nc.Name,
+	log := logr.FromContextOrDiscard(ctx).WithValues("Node", node.Name, "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey],
 		"condition", string(cond.Type), "status", string(cond.Status), "since", cond.LastTransitionTime.UTC().Format(time.RFC3339))
 	now := c.clock.Now()
 	if due := cond.LastTransitionTime.Add(tolerate); now.Before(due) {

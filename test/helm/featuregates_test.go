@@ -1,0 +1,66 @@
+package helm
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/karpx/karpx/autoscaler/operator"
+	"github.com/karpx/karpx/charts"
+)
+
+// controllerEnv returns the value of the controller container's
+// environment variable name, and whether it is set.
+func controllerEnv(t *testing.T, d *unstructured.Unstructured, name string) (string, bool) {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		t.Fatalf("%s has no containers", key(d))
+	}
+	for _, e := range asSlice(cs[0].(map[string]any)["env"]) {
+		m := e.(map[string]any)
+		if m["name"] == name {
+			v, _ := m["value"].(string)
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// TestChartFeatureGates: settings.featureGates (Karpenter's chart's names)
+// becomes the controller's FEATURE_GATES, which the controller's own
+// option parsing accepts with the gates as set: all off by default, node
+// repair on when nodeRepair is true. A gate karpx does not implement set
+// to true (Karpenter's chart defaults reservedCapacity to true) is refused
+// by the schema, naming the value, rather than reaching the controller.
+func TestChartFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		values             string
+		spotToSpot, repair bool
+	}{
+		{"{}", false, false},
+		{"settings: {featureGates: {nodeRepair: true}}", false, true},
+		{"settings: {featureGates: {spotToSpotConsolidation: true, reservedCapacity: false}}", true, false},
+	} {
+		objs := render(t, "karpx", "karpx", valuesOf(t, tc.values))
+		gates, ok := controllerEnv(t, objs["Deployment karpx/karpx-controller"], "FEATURE_GATES")
+		if !ok {
+			t.Fatalf("%s: the controller has no FEATURE_GATES", tc.values)
+		}
+		t.Setenv("FEATURE_GATES", gates)
+		o := operator.DefaultOptions()
+		o.ClusterName, o.Region = "demo", "us-east-1"
+		if err := o.Validate(); err != nil {
+			t.Fatalf("%s: FEATURE_GATES=%q: %v", tc.values, gates, err)
+		}
+		if o.SpotToSpotConsolidation != tc.spotToSpot || o.NodeRepair != tc.repair {
+			t.Errorf("%s: FEATURE_GATES=%q gives SpotToSpotConsolidation=%v NodeRepair=%v, want %v %v",
+				tc.values, gates, o.SpotToSpotConsolidation, o.NodeRepair, tc.spotToSpot, tc.repair)
+		}
+	}
+	_, err := charts.Render(loadChart(t, "karpx"), "karpx", "karpx", valuesOf(t, "settings: {featureGates: {reservedCapacity: true}}"))
+	if err == nil || !strings.Contains(err.Error(), "/settings/featureGates/reservedCapacity") {
+		t.Errorf("reservedCapacity: true: error %v, want a schema error naming /settings/featureGates/reservedCapacity", err)
+	}
+}

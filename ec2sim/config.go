@@ -128,7 +128,9 @@ type Config struct {
 	// MarkReady makes the simulator set the Node's Ready condition itself
 	// (for clusters without kwok). Default false: a kwok controller started
 	// with --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
-	// makes Nodes Ready.
+	// (or --manage-all-nodes) and
+	// --disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom
+	// makes Nodes Ready (KwokStatusAnnotation).
 	MarkReady bool
 
 	// Logger receives structured logs. Default: discard.

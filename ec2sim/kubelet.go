@@ -26,6 +26,18 @@ const (
 	// --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
 	// keeps Ready and runs pods on.
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// KwokStatusAnnotation, with the value KwokStatusCustom, marks Nodes
+	// whose status kwok must leave alone: a kwok controller started with
+	// --disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom
+	// (kwok's documented convention) skips them, also when it manages
+	// every Node (--manage-all-nodes, kwokctl's binary runtime). The
+	// simulator sets it, and removes KwokNodeAnnotation, while it plays a
+	// kubelet that is not ready, since kwok's node-initialize stage would
+	// otherwise turn Ready back to True within milliseconds; it removes it
+	// when it hands the Node back.
+	KwokStatusAnnotation = "kwok.x-k8s.io/status"
+	// KwokStatusCustom is KwokStatusAnnotation's value.
+	KwokStatusCustom = "custom"
 	// InstanceIDAnnotation records the EC2 instance behind a Node.
 	InstanceIDAnnotation = "karpx.sim/instance-id"
 
@@ -264,9 +276,10 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 	}
 
 	annotations := map[string]string{annotationProvidedIP: in.privateIP, InstanceIDAnnotation: in.id}
-	ready := in.behavior.NotReadyFor == 0
-	if ready {
+	if in.behavior.NotReadyFor == 0 {
 		annotations[KwokNodeAnnotation] = "fake"
+	} else {
+		annotations[KwokStatusAnnotation] = KwokStatusCustom
 	}
 	capacity, allocatable := it.Capacity(), offsetResources(offsetResources(it.Allocatable, s.imageAllocatableOffset(in)), in.behavior.AllocatableOffset)
 	for _, r := range in.behavior.LateResources {
@@ -287,7 +300,7 @@ func (s *Simulator) nodeFor(ctx context.Context, in *instance) (*corev1.Node, er
 			NodeInfo: s.nodeInfo(in),
 		},
 	}
-	if ready && s.cfg.MarkReady {
+	if in.behavior.NotReadyFor == 0 && s.cfg.MarkReady {
 		node.Status.Conditions = readyConditions(s.clock.Now())
 	}
 	return node, nil
@@ -338,23 +351,55 @@ func (s *Simulator) markNodeReady(ctx context.Context, name string) error {
 	if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return err
 	}
-	base := node.DeepCopy()
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[KwokNodeAnnotation] = "fake"
-	if err := s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+	if err := s.handToKwok(ctx, node); err != nil {
 		return err
 	}
 	if !s.cfg.MarkReady {
 		return nil
 	}
-	base = node.DeepCopy()
+	base := node.DeepCopy()
 	node.Status.Conditions = readyConditions(s.clock.Now())
 	return s.cfg.Kube.Status().Patch(ctx, node, client.MergeFrom(base))
 }
 
-// markNodeNotReady takes the Node from kwok (annotation removed) and posts
+// handToKwok gives node (as read) to kwok: KwokNodeAnnotation set,
+// KwokStatusAnnotation removed, as a kubelet that posts its status again.
+// It updates node from the API server's answer and returns its error.
+func (s *Simulator) handToKwok(ctx context.Context, node *corev1.Node) error {
+	if node.Annotations[KwokNodeAnnotation] == "fake" && node.Annotations[KwokStatusAnnotation] == "" {
+		return nil
+	}
+	base := node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[KwokNodeAnnotation] = "fake"
+	delete(node.Annotations, KwokStatusAnnotation)
+	return s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base))
+}
+
+// takeFromKwok takes node (as read) from kwok, so that its status is the
+// simulator's to post: KwokNodeAnnotation removed and KwokStatusAnnotation
+// set (see it for the kwok flags each one stops). It reports whether it
+// patched anything; node is updated from the API server's answer.
+func (s *Simulator) takeFromKwok(ctx context.Context, node *corev1.Node) (bool, error) {
+	_, managed := node.Annotations[KwokNodeAnnotation]
+	if !managed && node.Annotations[KwokStatusAnnotation] == KwokStatusCustom {
+		return false, nil
+	}
+	base := node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	delete(node.Annotations, KwokNodeAnnotation)
+	node.Annotations[KwokStatusAnnotation] = KwokStatusCustom
+	if err := s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// markNodeNotReady takes the Node from kwok (takeFromKwok) and posts
 // Ready=False as kubelet does while its container runtime restarts. It
 // reports whether it changed anything.
 func (s *Simulator) markNodeNotReady(ctx context.Context, name string) (bool, error) {
@@ -362,14 +407,9 @@ func (s *Simulator) markNodeNotReady(ctx context.Context, name string) (bool, er
 	if err := s.cfg.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return false, err
 	}
-	changed := false
-	if _, ok := node.Annotations[KwokNodeAnnotation]; ok {
-		base := node.DeepCopy()
-		delete(node.Annotations, KwokNodeAnnotation)
-		if err := s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base)); err != nil {
-			return false, err
-		}
-		changed = true
+	changed, err := s.takeFromKwok(ctx, node)
+	if err != nil {
+		return false, err
 	}
 	base := node.DeepCopy()
 	now := metav1.NewTime(s.clock.Now())

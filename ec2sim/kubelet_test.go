@@ -248,7 +248,7 @@ func TestScriptedKubeletBehaviour(t *testing.T) {
 	if !ok {
 		t.Fatal("slow instance did not join")
 	}
-	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || len(node.Status.Conditions) != 0 {
+	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || node.Annotations[KwokStatusAnnotation] != KwokStatusCustom || len(node.Status.Conditions) != 0 {
 		t.Fatalf("node ready during not-ready window: %v %v", node.Annotations, node.Status.Conditions)
 	}
 	if !hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) {
@@ -262,7 +262,7 @@ func TestScriptedKubeletBehaviour(t *testing.T) {
 	}
 	env.advance(t, 2*time.Second)
 	node, _ = env.node(t, *slow.PrivateDnsName)
-	if node.Annotations[KwokNodeAnnotation] != "fake" || len(node.Status.Conditions) == 0 || node.Status.Conditions[0].Status != corev1.ConditionTrue {
+	if _, custom := node.Annotations[KwokStatusAnnotation]; node.Annotations[KwokNodeAnnotation] != "fake" || custom || len(node.Status.Conditions) == 0 || node.Status.Conditions[0].Status != corev1.ConditionTrue {
 		t.Fatalf("node not ready after window: %v %v", node.Annotations, node.Status.Conditions)
 	}
 	if !hasTaint(node, "example.com/init", corev1.TaintEffectNoSchedule) {
@@ -377,7 +377,7 @@ func TestNotReadyWindowAndLateResource(t *testing.T) {
 	}
 	env.advance(t, 12*time.Second) // 30s
 	node, _ = env.node(t, name)
-	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || readyStatus(node) != corev1.ConditionFalse {
+	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || node.Annotations[KwokStatusAnnotation] != KwokStatusCustom || readyStatus(node) != corev1.ConditionFalse {
 		t.Fatalf("in the window: annotations %v ready %s", node.Annotations, readyStatus(node))
 	}
 	env.advance(t, 3900*time.Millisecond)
@@ -387,7 +387,7 @@ func TestNotReadyWindowAndLateResource(t *testing.T) {
 	}
 	env.advance(t, 100*time.Millisecond) // 34s
 	node, _ = env.node(t, name)
-	if node.Annotations[KwokNodeAnnotation] != "fake" || readyStatus(node) != corev1.ConditionTrue {
+	if _, custom := node.Annotations[KwokStatusAnnotation]; node.Annotations[KwokNodeAnnotation] != "fake" || custom || readyStatus(node) != corev1.ConditionTrue {
 		t.Fatalf("after the window: annotations %v ready %s", node.Annotations, readyStatus(node))
 	}
 	env.advance(t, time.Minute)

@@ -20,7 +20,7 @@ import (
 // (Reconcile) posts the condition on every pass until ClearNodeConditions,
 // because kwok, which plays kubelet for Nodes annotated
 // kwok.x-k8s.io/node=fake, rewrites the conditions it manages: a fault on
-// Ready takes the Node from kwok first (the annotation removed), as a
+// Ready takes the Node from kwok first (takeFromKwok), as a
 // kubelet that stops posting status; a fault on any other type leaves the
 // Node to kwok (Ready stays True and its pods keep running), since kwok
 // does not touch condition types it does not post.
@@ -173,10 +173,8 @@ func (s *Simulator) postNodeConditions(ctx context.Context, name string, faults 
 		return client.IgnoreNotFound(err)
 	}
 	for _, f := range faults {
-		if _, kwok := node.Annotations[KwokNodeAnnotation]; f.Type == corev1.NodeReady && kwok {
-			base := node.DeepCopy()
-			delete(node.Annotations, KwokNodeAnnotation)
-			if err := s.cfg.Kube.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+		if f.Type == corev1.NodeReady {
+			if _, err := s.takeFromKwok(ctx, node); err != nil {
 				return err
 			}
 		}

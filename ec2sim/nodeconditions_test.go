@@ -55,7 +55,7 @@ func TestNodeConditionFault(t *testing.T) {
 	readySince := env.clk.Now().Truncate(time.Second)
 	env.advance(t, time.Second)
 	n, _ = env.node(t, name)
-	if _, kwok := n.Annotations[KwokNodeAnnotation]; kwok || readyStatus(n) != corev1.ConditionFalse {
+	if _, kwok := n.Annotations[KwokNodeAnnotation]; kwok || n.Annotations[KwokStatusAnnotation] != KwokStatusCustom || readyStatus(n) != corev1.ConditionFalse {
 		t.Fatalf("Ready fault: annotations %v, Ready %s; want no kwok annotation and False", n.Annotations, readyStatus(n))
 	}
 	// kwok (or anything) posts Ready=True: the next pass puts the fault back
@@ -97,7 +97,7 @@ func TestNodeConditionFault(t *testing.T) {
 	env.sim.ClearNodeConditions(id)
 	env.advance(t, time.Second)
 	n, _ = env.node(t, name)
-	if n.Annotations[KwokNodeAnnotation] != "fake" || readyStatus(n) != corev1.ConditionTrue {
+	if _, custom := n.Annotations[KwokStatusAnnotation]; n.Annotations[KwokNodeAnnotation] != "fake" || custom || readyStatus(n) != corev1.ConditionTrue {
 		t.Fatalf("after clearing: annotations %v, Ready %s; want the Node back with kwok, Ready", n.Annotations, readyStatus(n))
 	}
 }

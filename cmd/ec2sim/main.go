@@ -1,6 +1,7 @@
 // Command ec2sim serves the karpx EC2 simulator (package ec2sim) until it is
 // interrupted. With --kubeconfig, running instances join that cluster as
 // Nodes; run kwok with --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+// (or --manage-all-nodes) and --disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom
 // to make them Ready, or pass --mark-ready.
 package main
 

@@ -109,6 +109,11 @@ type Options struct {
 // API server restart under load (RestartAPIServer) can exceed: the cluster
 // would then schedule no pod and clear no not-ready taint again. The
 // components listen on ports (pickPorts), not on kwokctl's own choice.
+// kwokctl runs the kwok controller with --manage-all-nodes; it is also
+// told to leave alone the status of Nodes annotated
+// kwok.x-k8s.io/status=custom, which ec2sim sets while it plays a kubelet
+// that is not ready (ec2sim.KwokStatusAnnotation): without it kwok's
+// node-initialize stage turns such a Node's Ready back to True at once.
 func kwokctlConfig(leaderElect bool, ports Ports) string {
 	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
@@ -126,8 +131,12 @@ componentsPatches:
 - name: kube-controller-manager
   extraArgs:
   - {key: leader-elect, value: "%[1]t"}
+- name: kwok-controller
+  extraArgs:
+  - {key: disregard-status-with-annotation-selector, value: "%[8]s=%[9]s"}
 `, leaderElect, ports.Etcd, ports.EtcdPeer, ports.APIServer,
-		ports.ControllerManager, ports.Scheduler, ports.KwokController)
+		ports.ControllerManager, ports.Scheduler, ports.KwokController,
+		"kwok.x-k8s.io/status", "custom") // ec2sim.KwokStatusAnnotation, ec2sim.KwokStatusCustom
 }
 
 // Start creates and starts a cluster. It returns an error naming the

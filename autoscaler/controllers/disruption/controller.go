@@ -84,6 +84,11 @@ type Controller struct {
 
 	mu    sync.Mutex
 	timer clock.Timer
+
+	// metricsMu guards poolsWithGauges: the NodePools whose budget gauges
+	// the last pass set (recordPassMetrics).
+	metricsMu       sync.Mutex
+	poolsWithGauges map[string]bool
 }
 
 // New returns a Controller. kube is the manager's cached client; reader an
@@ -200,6 +205,7 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err := c.markConditions(ctx, s); err != nil {
 		return res, err
 	}
+	c.recordPassMetrics(s)
 	nextExpiry, err := c.expire(ctx, s)
 	if err != nil {
 		return res, err

@@ -57,6 +57,13 @@ func (c *Controller) execute(ctx context.Context, s *state, cmd *command) (bool,
 		}
 	}
 	decisionsTotal.WithLabelValues(cmd.method, cmd.reason, cmd.decision()).Inc()
+	if ct, voluntary := consolidationTypes[cmd.method]; voluntary {
+		pools := make([]string, 0, len(cmd.candidates))
+		for _, cand := range cmd.candidates {
+			pools = append(pools, cand.pool.Name)
+		}
+		karpentermetrics.DisruptionDecided(cmd.decision(), cmd.reason, ct, pools)
+	}
 	if len(cmd.replacements) == 0 {
 		var errs []error
 		for _, cand := range cmd.candidates {

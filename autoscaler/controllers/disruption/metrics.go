@@ -2,6 +2,9 @@ package disruption
 
 import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -20,4 +23,63 @@ var blockedSeen = expirable.NewLRU[string, struct{}](10000, nil, blockedEventTTL
 
 func init() {
 	crmetrics.Registry.MustRegister(decisionsTotal)
+}
+
+// consolidationTypes maps the voluntary disruption methods to Karpenter
+// v1.14.0's consolidation_type label (each method's ConsolidationType() in
+// pkg/controllers/disruption): drift "", emptiness "empty", multi-node
+// "multi", single-node "single". Expiration and interruption are not
+// voluntary disruption in Karpenter v1 and have no entry.
+var consolidationTypes = map[string]string{
+	MethodDrift:      "",
+	MethodEmptiness:  karpentermetrics.ConsolidationTypeEmpty,
+	MethodMultiNode:  karpentermetrics.ConsolidationTypeMulti,
+	MethodSingleNode: karpentermetrics.ConsolidationTypeSingle,
+}
+
+// budgetReasons are the disruption reasons Karpenter v1.14.0 sets the
+// budget gauges for, once per method each pass.
+var budgetReasons = []string{ReasonDrifted, ReasonEmpty, ReasonUnderutilized}
+
+// recordPassMetrics sets, from the pass's state, Karpenter's budget gauges
+// (karpenter_nodepools_allowed_disruptions and
+// karpenter_nodepools_nodes_consuming_budgets, per NodePool and reason)
+// and karpenter_voluntary_disruption_eligible_nodes (per reason: drifted
+// candidates, empty consolidatable ones, and those consolidation may
+// move), and drops the gauges of NodePools gone since the last pass.
+func (c *Controller) recordPassMetrics(s *state) {
+	for name, pool := range s.pools {
+		for _, reason := range budgetReasons {
+			karpentermetrics.DisruptionBudget(name, reason,
+				pool.MustGetAllowedDisruptions(c.clock, s.total[name], karpv1.DisruptionReason(reason)), s.disrupting[name])
+		}
+	}
+	c.metricsMu.Lock()
+	for name := range c.poolsWithGauges {
+		if s.pools[name] == nil {
+			karpentermetrics.ForgetNodePool(name)
+		}
+	}
+	c.poolsWithGauges = make(map[string]bool, len(s.pools))
+	for name := range s.pools {
+		c.poolsWithGauges[name] = true
+	}
+	c.metricsMu.Unlock()
+
+	drifted, empty, underutilized := 0, 0, 0
+	for _, cand := range s.candidates {
+		if cond := cand.nc.StatusConditions().Get(karpv1.ConditionTypeDrifted); cond != nil && cond.IsTrue() && cand.blocked == "" {
+			drifted++
+		}
+		if len(cand.pods) == 0 && cand.blocked == "" && cand.consolidatable(s.now) {
+			empty++
+		}
+		if cand.pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized &&
+			cand.blocked == "" && cand.consolidatable(s.now) && len(cand.pods) > 0 && cand.price > 0 && cand.unmodelled == "" {
+			underutilized++
+		}
+	}
+	karpentermetrics.DisruptionEligible(ReasonDrifted, drifted)
+	karpentermetrics.DisruptionEligible(ReasonEmpty, empty)
+	karpentermetrics.DisruptionEligible(ReasonUnderutilized, underutilized)
 }

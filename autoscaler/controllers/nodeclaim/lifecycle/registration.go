@@ -87,6 +87,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log.Info("registered", "Node", node.Name)
+	karpentermetrics.NodeRegistered(nc)
 	if key, _, ok := c.healthKey(ctx, nc); ok {
 		c.health.Success(key)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,21 +53,20 @@ const ReplacementsAnnotationKey = "karpx.io/disruption-replacements"
 // Controller keeps static NodePools at spec.replicas (see the package
 // documentation). Create it with New.
 type Controller struct {
-	kube     client.Client
-	live     client.Reader
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
+	kube  client.Client
+	live  client.Reader
+	clock clock.PassiveClock
 }
 
 // New returns a Controller. kube is the manager's cached client (NodePools,
 // pods by clusterstate.PodNodeNameField, and every write); live reads
 // NodeClaims from the API server (the manager's APIReader) so that a count
 // never misses a NodeClaim just created. clk nil means the real clock.
-func New(kube client.Client, live client.Reader, recorder record.EventRecorder, clk clock.PassiveClock) *Controller {
+func New(kube client.Client, live client.Reader, clk clock.PassiveClock) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Controller{kube: kube, live: live, recorder: recorder, clock: clk}
+	return &Controller{kube: kube, live: live, clock: clk}
 }
 
 // Register adds the controller to mgr. A NodePool is reconciled when it is

@@ -9,9 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -84,7 +83,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 			return []string{o.(*corev1.Pod).Spec.NodeName}
 		}).Build()
 	clk := clocktesting.NewFakeClock(t0)
-	return &fixture{c: New(kube, kube, record.NewFakeRecorder(100), clk), kube: kube, clk: clk}
+	return &fixture{c: New(kube, kube, clk), kube: kube, clk: clk}
 }
 
 func (f *fixture) reconcile(t *testing.T) reconcile.Result {

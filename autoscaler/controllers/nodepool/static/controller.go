@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,15 +71,15 @@ func New(kube client.Client, live client.Reader, clk clock.PassiveClock) *Contro
 }
 
 // Register adds the controller to mgr. A NodePool is reconciled when it is
-// created, when its spec.replicas changes, and when one of its NodeClaims
-// is created, starts deleting or is gone.
+// created, when its spec.replicas or its NodeClassReady condition's status
+// changes, and when one of its NodeClaims is created, starts deleting or
+// is gone.
 func (c *Controller) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				o, n := e.ObjectOld.(*karpv1.NodePool), e.ObjectNew.(*karpv1.NodePool)
-				return !equalReplicas(o.Spec.Replicas, n.Spec.Replicas)
+				return nodePoolChanged(e.ObjectOld.(*karpv1.NodePool), e.ObjectNew.(*karpv1.NodePool))
 			},
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
@@ -88,6 +89,27 @@ func (c *Controller) Register(mgr manager.Manager) error {
 			},
 		})).
 		Complete(c)
+}
+
+// nodePoolChanged reports whether an update of a NodePool from o to n
+// calls for a pass: spec.replicas changed, or the status of its
+// NodeClassReady condition did (a NodePool whose EC2NodeClass becomes
+// ready launches at once, as Karpenter's static provisioning controller
+// reconciles a NodePool turning Ready).
+func nodePoolChanged(o, n *karpv1.NodePool) bool {
+	return !equalReplicas(o.Spec.Replicas, n.Spec.Replicas) || conditionStatus(o, karpv1.ConditionTypeNodeClassReady) != conditionStatus(n, karpv1.ConditionTypeNodeClassReady)
+}
+
+// conditionStatus returns the status of np's condition of type t, "" when
+// it has none. It reads the conditions without StatusConditions(), which
+// may write to np (an informer cache's object).
+func conditionStatus(np *karpv1.NodePool, t string) metav1.ConditionStatus {
+	for _, c := range np.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // equalReplicas reports whether a and b are both unset or equal.

@@ -330,3 +330,25 @@ func TestEqualReplicas(t *testing.T) {
 		}
 	}
 }
+
+// An update wakes the controller when replicas change or NodeClassReady
+// changes status, not for other changes (labels, status.nodes).
+func TestNodePoolChanged(t *testing.T) {
+	base := staticPool(ptr.To[int64](3), -1)
+	base.StatusConditions().SetFalse(karpv1.ConditionTypeNodeClassReady, "NodeClassNotReady", "not ready")
+	scaled := base.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int64](1)
+	ready := base.DeepCopy()
+	ready.StatusConditions().SetTrue(karpv1.ConditionTypeNodeClassReady)
+	other := base.DeepCopy()
+	other.Labels = map[string]string{"x": "y"}
+	other.Status.Nodes = ptr.To[int64](2)
+	for name, tc := range map[string]struct {
+		n    *karpv1.NodePool
+		want bool
+	}{"replicas": {scaled, true}, "NodeClassReady": {ready, true}, "other": {other, false}} {
+		if got := nodePoolChanged(base, tc.n); got != tc.want {
+			t.Errorf("%s: nodePoolChanged = %v; want %v", name, got, tc.want)
+		}
+	}
+}

@@ -6,8 +6,9 @@
 //
 // A NodePool with spec.replicas keeps that many NodeClaims whatever the
 // pods ask for. One controller reconciles each static NodePool, on its
-// creation, on a change of spec.replicas, on a NodeClaim of it being
-// created or deleted, and once a minute:
+// creation, on a change of spec.replicas or of its NodeClassReady
+// condition, on a NodeClaim of it being created or deleted, and once a
+// minute (nothing is launched while NodeClassReady is False):
 //
 //   - it counts the NodePool's NodeClaims, read from the API server (not
 //     the informer cache, so that NodeClaims it has just created are

@@ -466,9 +466,7 @@ func uncovered(rows []coverageRow, list []UnsupportedField) (missing, readDenied
 
 // readButDenied are deny-list entries that production code reads, and
 // why that read does not implement the field.
-var readButDenied = map[string]string{
-	"NodePool spec.replicas": "autoscaler/scheduling/candidates.go reads it only to refuse a static NodePool",
-}
+var readButDenied = map[string]string{}
 
 // TestEveryCRDPropertyReadOrDenied is the "never accepted and ignored"
 // check: every property of every CRD in manifests/crds is read by karpx's

@@ -49,7 +49,7 @@ spec:
   blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: false}, {deviceName: /dev/xvdb, rootVolume: true}]`, "KX201 spec.blockDeviceMappings[1].rootVolume"},
 		{"null and empty ask for nothing", "kind: EC2NodeClass\nspec: {instanceStorePolicy: null, capacityReservationSelectorTerms: [], cpuOptions: {}}", ""},
 		{"status is not checked", "kind: EC2NodeClass\nstatus: {capacityReservations: [{id: cr-1}]}", ""},
-		{"static NodePool, replicas 0 included", "kind: NodePool\nspec: {replicas: 0}", "KX202 spec.replicas"},
+		{"static NodePool is implemented (nodepool/static)", "kind: NodePool\nspec: {replicas: 3}", ""},
 		{"Balanced", "kind: NodePool\nspec: {disruption: {consolidationPolicy: Balanced}}", "KX202 spec.disruption.consolidationPolicy"},
 		{"WhenEmpty is implemented", "kind: NodePool\nspec: {disruption: {consolidationPolicy: WhenEmpty}}", ""},
 		{"a field of another kind's entry", "kind: NodePool\nspec: {instanceStorePolicy: RAID0}", ""},

@@ -569,18 +569,20 @@ func TestNodePoolMissingNodeClassWarns(t *testing.T) {
 	}
 }
 
-// A static NodePool (spec.replicas) is denied naming KX202 and the field
-// until karpx implements static capacity; its control, the same NodePool
-// without replicas, is admitted.
-func TestStaticNodePoolDenied(t *testing.T) {
+// A static NodePool (spec.replicas) is admitted: karpx implements static
+// capacity (autoscaler/controllers/nodepool/static). Its control, the
+// same NodePool with weight, is refused by Karpenter's CEL rule in the
+// CRD ('weight' is not supported on static NodePools).
+func TestStaticNodePoolAdmitted(t *testing.T) {
 	requireSuite(t)
 	manifest := strings.Replace(nodePoolYAML("static", ""), "spec:\n  template:", "spec:\n  replicas: 2\n  template:", 1)
-	_, stderr, err := kubectl(t, manifest, "apply", "--dry-run=server", "-f", "-")
-	if err == nil || !strings.Contains(stderr, "KX202 spec.replicas: not supported by karpx yet") {
-		t.Fatalf("want a KX202 denial, got err %v:\n%s", err, stderr)
+	if _, stderr, err := kubectl(t, manifest, "apply", "--dry-run=server", "-f", "-"); err != nil {
+		t.Fatalf("static NodePool: %v\n%s", err, stderr)
 	}
-	if _, stderr, err := kubectl(t, nodePoolYAML("static", ""), "apply", "--dry-run=server", "-f", "-"); err != nil {
-		t.Fatalf("control without replicas: %v\n%s", err, stderr)
+	weighted := strings.Replace(manifest, "  replicas: 2\n", "  replicas: 2\n  weight: 10\n", 1)
+	_, stderr, err := kubectl(t, weighted, "apply", "--dry-run=server", "-f", "-")
+	if err == nil || !strings.Contains(stderr, "'weight' is not supported on static NodePools") {
+		t.Fatalf("control with weight: want the CRD's CEL denial, got err %v:\n%s", err, stderr)
 	}
 }
 

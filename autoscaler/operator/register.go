@@ -22,6 +22,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/garbagecollection"
 	nodehealth "github.com/karpx/karpx/autoscaler/controllers/node/health"
 	"github.com/karpx/karpx/autoscaler/controllers/nodeclaim/lifecycle"
+	nodepoolstatic "github.com/karpx/karpx/autoscaler/controllers/nodepool/static"
 	nodepoolstatus "github.com/karpx/karpx/autoscaler/controllers/nodepool/status"
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
@@ -47,6 +48,7 @@ var registrations = []func(*wiring) error{
 	registerInterruption,
 	registerGarbageCollection,
 	registerNodePoolStatus,
+	registerStaticCapacity,
 	registerNodeClassCapacity,
 	registerNodeClassTermination,
 	registerNodeClassStatus,
@@ -245,6 +247,20 @@ func registerGarbageCollection(w *wiring) error {
 func registerNodePoolStatus(w *wiring) error {
 	if err := nodepoolstatus.New(w.mgr.GetClient(), w.health, w.recorder).Register(w.mgr); err != nil {
 		return fmt.Errorf("registering NodePool status: %w", err)
+	}
+	return nil
+}
+
+// registerStaticCapacity adds the static NodePool controller (package
+// nodepool/static) when the StaticCapacity feature gate is on, as
+// Karpenter v1.14 registers its static controllers
+// (pkg/controllers/controllers.go).
+func registerStaticCapacity(w *wiring) error {
+	if !w.opts.StaticCapacity {
+		return nil
+	}
+	if err := nodepoolstatic.New(w.mgr.GetClient(), w.mgr.GetAPIReader(), w.clock()).Register(w.mgr); err != nil {
+		return fmt.Errorf("registering static capacity: %w", err)
 	}
 	return nil
 }

@@ -103,7 +103,12 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 	}
 	switch {
 	case np.Spec.Replicas != nil:
-		p.err = fmt.Errorf("NodePool %q is static (spec.replicas is set) and does not launch nodes for pending pods", p.name)
+		// Karpenter v1.14 leaves static NodePools out of the provisioner's
+		// scheduler (Provisioner.NewScheduler,
+		// pkg/controllers/provisioning/provisioner.go): their NodeClaims
+		// come from the static controller (autoscaler/controllers/nodepool/static),
+		// and pods use their nodes as existing capacity.
+		p.err = fmt.Errorf("NodePool %q is static (spec.replicas: %d): it keeps that many nodes and launches none for pending pods (scale it with kubectl scale nodepool %s --replicas=N)", p.name, *np.Spec.Replicas, p.name)
 		return p
 	case np.DeletionTimestamp != nil:
 		p.err = fmt.Errorf("NodePool %q is being deleted", p.name)

@@ -758,7 +758,7 @@ func TestNodePoolProblems(t *testing.T) {
 		want  string
 	}{
 		{"invalid Gt", pool(badGt), `NodePool "bad" has an invalid requirement: NodePool requirement karpenter.k8s.aws/instance-cpu Gt many: operator Gt needs an integer value`},
-		{"static", pool(static), `NodePool "general-purpose" is static (spec.replicas is set)`},
+		{"static", pool(static), `NodePool "general-purpose" is static (spec.replicas: 0)`},
 		{"label vs requirement", pool(conflicting), `NodePool "general-purpose" can launch no node: NodePool requirement tier In [silver] and NodePool label tier=gold contradict each other`},
 		{"no type matches", pool(noneMatch), `no instance type satisfies its NodePool requirement karpenter.k8s.aws/instance-family In [z9]`},
 		{"no instance types", scheduling.NodePoolInput{NodePool: generalPurpose()}, `NodePool "general-purpose" has no instance types`},

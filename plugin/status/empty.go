@@ -39,7 +39,8 @@ type emptyNode struct {
 }
 
 // emptyNodes returns the Initialized NodeClaims whose Node runs no
-// reschedulable pod, oldest first, with why each may be blocked. nodes and
+// reschedulable pod, oldest first, with why each may be blocked; static
+// NodePools' NodeClaims are left out (never consolidated). nodes and
 // pods are all the cluster's; total and deleting count NodeClaims per
 // NodePool for the budgets.
 func emptyNodes(pools []karpv1.NodePool, claims []karpv1.NodeClaim, nodes []corev1.Node, pods []corev1.Pod, clk clock.Clock) []emptyNode {
@@ -71,6 +72,11 @@ func emptyNodes(pools []karpv1.NodePool, claims []karpv1.NodeClaim, nodes []core
 		init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
 		node := nodeByName[nc.Status.NodeName]
 		if !nc.DeletionTimestamp.IsZero() || init == nil || !init.IsTrue() || node == nil || busy[node.Name] {
+			continue
+		}
+		// A static NodePool's nodes are never consolidated, empty or not:
+		// the "Static NodePools" section shows them (printStatic).
+		if np := poolByName[nc.Labels[karpv1.NodePoolLabelKey]]; np != nil && np.Spec.Replicas != nil {
 			continue
 		}
 		row := emptyNode{claim: nc, pool: nc.Labels[karpv1.NodePoolLabelKey], since: init.LastTransitionTime.Time}

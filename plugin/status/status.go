@@ -69,11 +69,18 @@ what node repair acts on) are listed under "Unhealthy nodes" with the
 condition, how long it has held and "being repaired" once node repair
 deleted the NodeClaim (docs/node-repair.md).
 
+Static NodePools (spec.replicas, docs/static-capacity.md) are listed under
+"Static NodePools (spec.replicas)": desired (spec.replicas), current (its
+NodeClaims not being deleted) and how many of them are Initialized,
+deleting, limits.nodes when set, and "launching N" or "scaling in N"
+while current differs from desired.
+
 A third table lists the empty nodes (no pod but DaemonSet, mirror or
 finished ones): how long each has been empty, its pool's consolidateAfter,
 and OVERDUE when it has been empty for more than consolidateAfter + 2m,
 with the reason disruption is blocked when one is known (do-not-disrupt,
-consolidateAfter: Never, the disruption budget).
+consolidateAfter: Never, the disruption budget); static NodePools' nodes,
+never consolidated, are not in it.
 
 With -o json, yaml, name or a template, the NodePools and NodeClaims are
 printed as one v1 List, NodePools first. When a table would be empty,
@@ -301,6 +308,7 @@ func (o *Options) Run(ctx context.Context) error {
 		printed = true
 	}
 	printStuck(o.Out, claims, o.Now())
+	printStatic(o.Out, pools, claims)
 	if len(claims) > 0 {
 		var nodes corev1.NodeList
 		err := o.client.List(ctx, &nodes)

@@ -41,6 +41,9 @@ var externalFlags = map[string]string{
 	// docs/operations.md imports the images of `make images`.
 	"all-platforms":   "ctr images import --all-platforms",
 	"from-oci-layout": "oras cp --from-oci-layout",
+	// docs/static-capacity.md scales a static NodePool through the
+	// CRD's scale subresource.
+	"replicas": "kubectl scale --replicas",
 }
 
 // unit is a piece of a markdown file the checks read: a code span, one

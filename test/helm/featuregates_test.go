@@ -31,7 +31,8 @@ func controllerEnv(t *testing.T, d *unstructured.Unstructured, name string) (str
 // TestChartFeatureGates: settings.featureGates (Karpenter's chart's names)
 // becomes the controller's FEATURE_GATES, which the controller's own
 // option parsing accepts with the gates as set: all off by default, node
-// repair on when nodeRepair is true. A gate karpx does not implement set
+// repair on when nodeRepair is true, static capacity when staticCapacity
+// is. A gate karpx does not implement set
 // to true (Karpenter's chart defaults reservedCapacity to true) is refused
 // by the schema, naming the value, rather than reaching the controller.
 func TestChartFeatureGates(t *testing.T) {
@@ -42,6 +43,7 @@ func TestChartFeatureGates(t *testing.T) {
 		{"{}", false, false},
 		{"settings: {featureGates: {nodeRepair: true}}", false, true},
 		{"settings: {featureGates: {spotToSpotConsolidation: true, reservedCapacity: false}}", true, false},
+		{"settings: {featureGates: {staticCapacity: true}}", false, false},
 	} {
 		objs := render(t, "karpx", "karpx", valuesOf(t, tc.values))
 		gates, ok := controllerEnv(t, objs["Deployment karpx/karpx-controller"], "FEATURE_GATES")
@@ -53,6 +55,9 @@ func TestChartFeatureGates(t *testing.T) {
 		o.ClusterName, o.Region = "demo", "us-east-1"
 		if err := o.Validate(); err != nil {
 			t.Fatalf("%s: FEATURE_GATES=%q: %v", tc.values, gates, err)
+		}
+		if want := strings.Contains(tc.values, "staticCapacity: true"); o.StaticCapacity != want {
+			t.Errorf("%s: FEATURE_GATES=%q gives StaticCapacity=%v, want %v", tc.values, gates, o.StaticCapacity, want)
 		}
 		if o.SpotToSpotConsolidation != tc.spotToSpot || o.NodeRepair != tc.repair {
 			t.Errorf("%s: FEATURE_GATES=%q gives SpotToSpotConsolidation=%v NodeRepair=%v, want %v %v",

@@ -31,7 +31,10 @@
 // terminating every instance), node repair's scenario with
 // NodeRepair=true (TestUpstreamNodeRepair: the same ec2sim node condition
 // fault that karpx repairs, repaired by Karpenter after the same
-// toleration, docs/node-repair.md) and the kwok provider's launch and
+// toleration, docs/node-repair.md), static capacity's with
+// StaticCapacity=true (TestUpstreamStaticCapacity: the same static
+// NodePool as karpx's TestStaticCapacity reaches the same NodeClaim
+// counts, docs/static-capacity.md) and the kwok provider's launch and
 // restart (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
 // TestUpstreamProblemP5EmptinessConsolidation run the five field problems'
 // scenarios on the AWS provider with the ec2sim setup karpx's scenarios

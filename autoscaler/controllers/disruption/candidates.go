@@ -67,11 +67,14 @@ func (c *candidate) consolidatable(now time.Time) bool {
 // consolidatableAt returns when nc becomes consolidatable in pool: its
 // spec.disruption.consolidateAfter after the later of its initialisation
 // and its status.lastPodEventTime. It returns the zero time for
-// consolidateAfter: Never and for a NodeClaim not Initialized.
+// consolidateAfter: Never, for a NodeClaim not Initialized and for a
+// static NodePool (spec.replicas), whose nodes are never emptied or
+// consolidated (Karpenter v1.14's Emptiness and consolidation skip
+// OwnedByStaticNodePool candidates, pkg/controllers/disruption).
 func consolidatableAt(nc *karpv1.NodeClaim, pool *karpv1.NodePool) time.Time {
 	after := pool.Spec.Disruption.ConsolidateAfter.Duration
 	init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
-	if after == nil || init == nil || !init.IsTrue() {
+	if pool.Spec.Replicas != nil || after == nil || init == nil || !init.IsTrue() {
 		return time.Time{}
 	}
 	base := init.LastTransitionTime.Time

@@ -58,8 +58,10 @@ type plan struct {
 	// terms are the distinct pod terms the plan's pods were placed with.
 	terms []*termFit
 	// abstract narrows the NodePool's requirements on custom labels by the
-	// pods' expressions on them.
+	// pods' expressions on them and the topology domains the plan is
+	// pinned to; pins are those domains' requirements (topology_keys.go).
 	abstract requirementSet
+	pins     []requirement
 	// requests is the sum of the pods' requests (the DaemonSet overhead is
 	// per instance type, in pool.avail).
 	requests vector
@@ -223,13 +225,14 @@ func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*pl
 	)
 	for _, pk := range picks {
 		masks, abs := tf.masks, abstract
+		var pins []requirement
 		if len(pk) > 0 {
-			masks, abs = p.applyPicks(pk, masks, abs)
+			masks, abs, pins = p.applyPicks(pk, masks, abs)
 		}
 		for _, z := range zones {
 			for _, ct := range capacityTypes {
 				if c, why = p.narrow(all, masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil)); why == fits {
-					pl := &plan{pool: p, requests: requests, abstract: abs, host: s.newHost()}
+					pl := &plan{pool: p, requests: requests, abstract: abs, pins: pins, host: s.newHost()}
 					pl.commit(pi, tf, c)
 					return pl, nil
 				}
@@ -280,14 +283,16 @@ func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 	picks, _ := plc.extraChoices(p, pl.candidates, tf.masks, abstract)
 	for _, pk := range picks {
 		masks, abs := tf.masks, abstract
+		var pins []requirement
 		if len(pk) > 0 {
-			masks, abs = p.applyPicks(pk, masks, abs)
+			masks, abs, pins = p.applyPicks(pk, masks, abs)
 		}
 		for _, z := range zones {
 			for _, ct := range capacityTypes {
 				c, why := p.narrow(pl.candidates, masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted))
 				if why == fits {
 					pl.requests, pl.abstract = requests, abs
+					pl.pins = append(pl.pins, pins...)
 					pl.commit(pi, tf, c)
 					return true
 				}

@@ -444,3 +444,41 @@ func (c domainCounts) any() bool {
 	}
 	return false
 }
+
+// NeedsNamespaceLabels reports whether some pod in pods has a pod
+// (anti-)affinity term, required or preferred, with a non-empty
+// namespaceSelector: Solve then needs Input.NamespaceLabels. Callers list
+// Namespaces only then, so that clusters without such pods keep no
+// Namespace informer.
+func NeedsNamespaceLabels(pods ...[]*corev1.Pod) bool {
+	uses := func(terms []corev1.PodAffinityTerm) bool {
+		for _, t := range terms {
+			if !emptySelector(t.NamespaceSelector) {
+				return true
+			}
+		}
+		return false
+	}
+	weighted := func(terms []corev1.WeightedPodAffinityTerm) bool {
+		for _, t := range terms {
+			if !emptySelector(t.PodAffinityTerm.NamespaceSelector) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, list := range pods {
+		for _, p := range list {
+			if p == nil || p.Spec.Affinity == nil {
+				continue
+			}
+			if a := p.Spec.Affinity.PodAffinity; a != nil && (uses(a.RequiredDuringSchedulingIgnoredDuringExecution) || weighted(a.PreferredDuringSchedulingIgnoredDuringExecution)) {
+				return true
+			}
+			if a := p.Spec.Affinity.PodAntiAffinity; a != nil && (uses(a.RequiredDuringSchedulingIgnoredDuringExecution) || weighted(a.PreferredDuringSchedulingIgnoredDuringExecution)) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -371,8 +371,9 @@ func (pl *placement) domainsOn(p *pool, kp *keyPlacement, c candidates, masks []
 }
 
 // applyPicks narrows a plan's term masks (instance type keys) and
-// requirements (other keys) to the picked domains.
-func (p *pool) applyPicks(picks []extraPick, masks []uint64, abstract requirementSet) ([]uint64, requirementSet) {
+// requirements (other keys) to the picked domains; pins are the
+// requirements it added.
+func (p *pool) applyPicks(picks []extraPick, masks []uint64, abstract requirementSet) (_ []uint64, _ requirementSet, pins []requirement) {
 	for _, pk := range picks {
 		key := p.topo.keys[pk.kp.key]
 		if p.typeKeys[key] {
@@ -396,8 +397,9 @@ func (p *pool) applyPicks(picks []extraPick, masks []uint64, abstract requiremen
 		}
 		abstract = abstract.Copy()
 		abstract.Add(r)
+		pins = append(pins, r)
 	}
-	return masks, abstract
+	return masks, abstract, pins
 }
 
 // extraDomains returns the plan's domain of each key past the fixed ones:

@@ -418,10 +418,10 @@ func (pl *plan) extraDomains() []int {
 		key := t.keys[k]
 		if pl.pool.typeKeys[key] {
 			doms := pl.pool.typeDomains(k)
-			for _, i := range pl.types {
-				if d := doms[i]; out[x] == -1 {
-					out[x] = d
-				} else if d != out[x] {
+			for j, i := range pl.types {
+				if j == 0 {
+					out[x] = doms[i]
+				} else if doms[i] != out[x] {
 					out[x] = -1
 					break
 				}

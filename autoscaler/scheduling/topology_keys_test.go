@@ -226,7 +226,7 @@ func TestNamespaceSelector(t *testing.T) {
 
 // TestPropertyAnyKey solves random clusters whose constraints use an
 // instance type key and a custom NodePool key as well as zone and
-// hostname, and checks every placement with the kube-scheduler's rules
+// hostname, some anti-affinity terms with a namespaceSelector, and checks every placement with the kube-scheduler's rules
 // (checkInvariants).
 func TestPropertyAnyKey(t *testing.T) {
 	placed, total := 0, 0
@@ -234,6 +234,10 @@ func TestPropertyAnyKey(t *testing.T) {
 		in := randomInput(seed)
 		swapKeys(in, seed)
 		in.NodePools = []scheduling.NodePoolInput{pool(nodePool("any", req(keyRack, corev1.NodeSelectorOpIn, "r1", "r2", "r3", "r4")))}
+		// Namespace default selected by label on odd seeds, not on even
+		// ones: the terms swapKeys gives a namespaceSelector then count
+		// every pod, or none.
+		in.NamespaceLabels = map[string]map[string]string{"default": {"team": fmt.Sprint(seed % 2)}}
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			res := solve(t, in)
 			total += len(in.Pods)
@@ -280,6 +284,9 @@ func swapKeys(in scheduling.Input, seed int64) {
 				for j := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 					term := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[j]
 					term.TopologyKey = swap(i+j, term.TopologyKey)
+					if (i+j)%3 == 0 {
+						term.NamespaceSelector = sel("team", "1")
+					}
 				}
 			}
 		}

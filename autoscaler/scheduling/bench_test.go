@@ -48,3 +48,33 @@ func BenchmarkSolve(b *testing.B) {
 	b.ReportMetric(float64(len(in.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 	b.ReportMetric(float64(len(res.NewNodeClaims)), "nodeclaims")
 }
+
+// BenchmarkSolveTopologyKeys places 500 pods of 10 Deployments, each
+// spread (DoNotSchedule, maxSkew 1) over one topology key, with all
+// catalogue types: zone (the bitmask path), instance-family (an instance
+// type label) and a custom NodePool requirement key.
+func BenchmarkSolveTopologyKeys(b *testing.B) {
+	np := nodePool("default", req("example.com/rack", corev1.NodeSelectorOpIn, "r1", "r2", "r3", "r4"))
+	for _, key := range []string{corev1.LabelTopologyZone, "karpenter.k8s.aws/instance-family", "example.com/rack"} {
+		b.Run(key, func(b *testing.B) {
+			var ps []*corev1.Pod
+			for d := range 10 {
+				app := fmt.Sprintf("app-%d", d)
+				ps = append(ps, pods(50, app, "500m", "1Gi", withLabels("app", app), spread(key, 1, corev1.DoNotSchedule, sel("app", app)))...)
+			}
+			in := scheduling.Input{Pods: ps, NodePools: []scheduling.NodePoolInput{{NodePool: np, InstanceTypes: allTypes()}}}
+			var res scheduling.Result
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res = scheduling.Solve(in)
+			}
+			b.StopTimer()
+			if len(res.Unschedulable) != 0 {
+				b.Fatalf("unschedulable: %d pods, e.g. %v", len(res.Unschedulable), res.Unschedulable)
+			}
+			b.ReportMetric(float64(len(in.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			b.ReportMetric(float64(len(res.NewNodeClaims)), "nodeclaims")
+		})
+	}
+}

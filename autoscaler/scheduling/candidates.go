@@ -84,6 +84,11 @@ type pool struct {
 	unavailable string
 	// fits caches filter results by pod signature.
 	fits map[string]*podFit
+
+	// topo is the Solve call's topology; keyDomains caches typeDomains
+	// per topology key.
+	topo       *topology
+	keyDomains map[int][]int
 }
 
 // newPool prepares one NodePool (step 1).
@@ -97,6 +102,7 @@ func newPool(in NodePoolInput, d *dims, t *topology) *pool {
 		requirements: requirementSet{},
 		taints:       templateTaints(np.Spec.Template.Spec.Taints),
 		fits:         map[string]*podFit{},
+		topo:         t,
 		limited:      make([]bool, len(d.names)),
 		remaining:    make(vector, len(d.names)),
 		used:         make(vector, len(d.names)),

@@ -29,24 +29,33 @@
 // (Strict, or BestEffort relaxation as Input.MinValuesPolicy says); labels instance types do not carry checked against the
 // NodePool's labels and requirements; weights; limits (cpu, memory, nodes,
 // any resource; absurd ones such as memory: 100Ei are unlimited); existing
-// nodes and open plans used before a new node. Topology, on
-// topology.kubernetes.io/zone, kubernetes.io/hostname and
-// karpenter.sh/capacity-type: topology spread (maxSkew, DoNotSchedule,
-// minDomains, nodeAffinityPolicy, nodeTaintsPolicy, matchLabelKeys),
-// required pod affinity and anti-affinity (namespaces, matchLabelKeys,
-// mismatchLabelKeys; anti-affinity both ways, against running, nominated
-// and planned pods), host ports, volume zones (Input.VolumeRequirements,
-// see package volumetopology), DaemonSet overhead per instance type. A plan
-// holding a pod whose constraints depend on its zone or capacity type is
-// pinned to one value. Preferences (preferred pod affinity and
+// nodes and open plans used before a new node. Topology, on any key a
+// node can carry (topology.go, topology_placement.go, topology_keys.go;
+// Karpenter v1.14.0 pkg/controllers/provisioning/scheduling/topology*.go):
+// topology spread (maxSkew, DoNotSchedule, minDomains, nodeAffinityPolicy,
+// nodeTaintsPolicy, matchLabelKeys), required pod affinity and
+// anti-affinity (namespaces, namespaceSelector against
+// Input.NamespaceLabels, matchLabelKeys, mismatchLabelKeys; anti-affinity
+// both ways, against running, nominated and planned pods), host ports,
+// volume zones (Input.VolumeRequirements, see package volumetopology),
+// DaemonSet overhead per instance type. Zone, capacity type and hostname
+// have fixed indexes and bitmask sets; any other key's domains are the
+// values the NodePools can produce (instance type labels such as
+// karpenter.k8s.aws/instance-family, In requirements, template labels,
+// karpenter.sh/nodepool) and existing nodes carry. A plan holding a pod
+// whose constraints depend on a key's domain is pinned to one value: an
+// offering (zone, capacity type), the instance types carrying one value
+// (instance type labels), or "key In (value)" added to its requirements
+// (other keys, which the NodeClaim then carries as a label). Preferences
+// (preferred pod affinity and
 // anti-affinity, the heaviest preferred node affinity term, ScheduleAnyway
 // spread) are first required, then relaxed one at a time in Karpenter's
 // order until the pod fits. Pods that match another pod's spread selector
 // first honour that spread too, so the kube-scheduler accepts the
 // spreading pods in any binding order.
 //
-// Not modelled (Unsupported names them per pod): other topology keys,
-// namespaceSelector by labels, dynamic resource claims. Approximated: a
+// Not modelled (Unsupported names them per pod): invalid label selectors,
+// dynamic resource claims. Approximated: a
 // spread counts matching pods on every node of a domain, where the
 // kube-scheduler (nodeAffinityPolicy Honor) counts only those on nodes
 // matching the pod's node affinity; hostname spread assumes a new node can

@@ -98,12 +98,21 @@ func kubeSchedulerRejects(in scheduling.Input, cluster []*clusterNode, bound map
 		v, ok := m.node.Labels[key]
 		return v, ok
 	}
+	// matches is the InterPodAffinity plugin's namespace and label test:
+	// the term's namespaces plus those its namespaceSelector selects by
+	// the Namespace's labels (an empty selector: every namespace), the
+	// owner's namespace when neither is set.
 	matches := func(term corev1.PodAffinityTerm, owner, other *corev1.Pod) bool {
 		ns := term.Namespaces
 		if len(ns) == 0 && term.NamespaceSelector == nil {
 			ns = []string{owner.Namespace}
 		}
-		if len(ns) > 0 && !contains(ns, other.Namespace) {
+		inNS := contains(ns, other.Namespace)
+		if term.NamespaceSelector != nil && !inNS {
+			nsSel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+			inNS = err == nil && nsSel.Matches(labels.Set(in.NamespaceLabels[other.Namespace]))
+		}
+		if !inNS {
 			return false
 		}
 		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
@@ -224,7 +233,10 @@ func kubeSchedulerRejects(in scheduling.Input, cluster []*clusterNode, bound map
 		if sel.Matches(labels.Set(pod.Labels)) {
 			self = 1
 		}
-		d, _ := domain(n, c.TopologyKey)
+		d, ok := domain(n, c.TopologyKey)
+		if !ok {
+			return fmt.Sprintf("spread on %s: the node has no such label", c.TopologyKey)
+		}
 		if counts[d]+self-minCount > int(c.MaxSkew) {
 			return fmt.Sprintf("spread on %s: skew %d > %d (counts %v)", c.TopologyKey, counts[d]+self-minCount, c.MaxSkew, counts)
 		}

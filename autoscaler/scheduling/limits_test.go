@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpx/karpx/autoscaler/scheduling"
 )
@@ -95,13 +96,18 @@ func TestUnsupported(t *testing.T) {
 		{name: "deprecated zone key", pod: pod("a", "1", "1Gi", podAffinity(corev1.LabelFailureDomainBetaZone, sel("app", "a")))},
 		{name: "ScheduleAnyway on any key is only a preference", pod: pod("a", "1", "1Gi", spread("example.com/rack", 1, corev1.ScheduleAnyway, sel("app", "a")))},
 		{name: "preferred anti-affinity on any key", pod: pod("a", "1", "1Gi", preferredAntiAffinity(1, "example.com/rack", sel("app", "a")))},
-		{name: "rack pod affinity", pod: pod("a", "1", "1Gi", podAffinity("example.com/rack", sel("app", "a"))), want: "pod affinity on topology key example.com/rack is not modelled"},
-		{name: "rack anti-affinity", pod: pod("a", "1", "1Gi", podAntiAffinity("example.com/rack", sel("app", "a"))), want: "pod anti-affinity on topology key example.com/rack is not modelled"},
-		{name: "rack spread", pod: pod("a", "1", "1Gi", spread("example.com/rack", 1, corev1.DoNotSchedule, sel("app", "a"))), want: "topology spread on topology key example.com/rack is not modelled"},
+		{name: "rack pod affinity", pod: pod("a", "1", "1Gi", podAffinity("example.com/rack", sel("app", "a")))},
+		{name: "rack anti-affinity", pod: pod("a", "1", "1Gi", podAntiAffinity("example.com/rack", sel("app", "a")))},
+		{name: "instance-family spread", pod: pod("a", "1", "1Gi", spread("karpenter.k8s.aws/instance-family", 1, corev1.DoNotSchedule, sel("app", "a")))},
 		{name: "namespaceSelector", pod: pod("a", "1", "1Gi", func(p *corev1.Pod) {
 			podAffinity(corev1.LabelHostname, sel("app", "a"))(p)
 			p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = sel("team", "x")
-		}), want: "pod affinity on kubernetes.io/hostname selects namespaces by label (namespaceSelector), which is not modelled"},
+		})},
+		{name: "invalid namespaceSelector", pod: pod("a", "1", "1Gi", func(p *corev1.Pod) {
+			podAntiAffinity(corev1.LabelHostname, sel("app", "a"))(p)
+			p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}
+		}), want: "pod anti-affinity on kubernetes.io/hostname has an invalid namespaceSelector"},
 		{name: "resource claims", pod: pod("a", "1", "1Gi", func(p *corev1.Pod) {
 			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
 		}), want: "dynamic resource claims (spec.resourceClaims) are not modelled"},

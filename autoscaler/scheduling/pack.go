@@ -13,7 +13,7 @@ type existing struct {
 	node    ExistingNode
 	k8sNode *corev1.Node // name and labels, for nodeaffinity matching
 	// dom is the node's domain per topology key (-1: label absent).
-	dom       [numTopologyKeys]int
+	dom       nodeDomains
 	available vector
 	ports     hostPorts
 	pods      []*corev1.Pod
@@ -39,8 +39,9 @@ func (n *existing) tryAdd(pi *podInfo, plc *placement) bool {
 			return false
 		}
 	}
-	if n.ports.conflicts(pi.ports) || !plc.hostAllowed(n.dom[keyHostname]) ||
-		!plc.valueAllowed(keyZone, n.dom[keyZone]) || !plc.valueAllowed(keyCapacityType, n.dom[keyCapacityType]) {
+	if n.ports.conflicts(pi.ports) || !plc.hostAllowed(n.dom.fixed[keyHostname]) ||
+		!plc.valueAllowed(keyZone, n.dom.fixed[keyZone]) || !plc.valueAllowed(keyCapacityType, n.dom.fixed[keyCapacityType]) ||
+		!plc.extraAllowed(&n.dom) {
 		return false
 	}
 	n.available = n.available.minus(pi.vec)
@@ -57,8 +58,10 @@ type plan struct {
 	// terms are the distinct pod terms the plan's pods were placed with.
 	terms []*termFit
 	// abstract narrows the NodePool's requirements on custom labels by the
-	// pods' expressions on them.
+	// pods' expressions on them and the topology domains the plan is
+	// pinned to; pins are those domains' requirements (topology_keys.go).
 	abstract requirementSet
+	pins     []requirement
 	// requests is the sum of the pods' requests (the DaemonSet overhead is
 	// per instance type, in pool.avail).
 	requests vector
@@ -211,17 +214,28 @@ func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*pl
 	case len(capacityTypes) == 0:
 		return nil, fmt.Errorf("no capacity type NodePool %q offers the pod satisfies its %s", p.name, plc.describe(keyCapacityType))
 	}
+	picks, missing := plc.extraChoices(p, all, tf.masks, abstract)
+	if len(picks) == 0 {
+		return nil, fmt.Errorf("no %s value NodePool %q can give the node satisfies the pod's %s", s.topo.keys[missing], p.name, plc.describe(missing))
+	}
 	requests := pi.vec
 	var (
 		c   candidates
 		why misfit = misfitResources
 	)
-	for _, z := range zones {
-		for _, ct := range capacityTypes {
-			if c, why = p.narrow(all, tf.masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil)); why == fits {
-				pl := &plan{pool: p, requests: requests, abstract: abstract, host: s.newHost()}
-				pl.commit(pi, tf, c)
-				return pl, nil
+	for _, pk := range picks {
+		masks, abs := tf.masks, abstract
+		var pins []requirement
+		if len(pk) > 0 {
+			masks, abs, pins = p.applyPicks(pk, masks, abs)
+		}
+		for _, z := range zones {
+			for _, ct := range capacityTypes {
+				if c, why = p.narrow(all, masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil)); why == fits {
+					pl := &plan{pool: p, requests: requests, abstract: abs, pins: pins, host: s.newHost()}
+					pl.commit(pi, tf, c)
+					return pl, nil
+				}
 			}
 		}
 	}
@@ -266,13 +280,22 @@ func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 			return false
 		}
 	}
-	for _, z := range zones {
-		for _, ct := range capacityTypes {
-			c, why := p.narrow(pl.candidates, tf.masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted))
-			if why == fits {
-				pl.requests, pl.abstract = requests, abstract
-				pl.commit(pi, tf, c)
-				return true
+	picks, _ := plc.extraChoices(p, pl.candidates, tf.masks, abstract)
+	for _, pk := range picks {
+		masks, abs := tf.masks, abstract
+		var pins []requirement
+		if len(pk) > 0 {
+			masks, abs, pins = p.applyPicks(pk, masks, abs)
+		}
+		for _, z := range zones {
+			for _, ct := range capacityTypes {
+				c, why := p.narrow(pl.candidates, masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted))
+				if why == fits {
+					pl.requests, pl.abstract = requests, abs
+					pl.pins = append(pl.pins, pins...)
+					pl.commit(pi, tf, c)
+					return true
+				}
 			}
 		}
 	}

@@ -135,6 +135,11 @@ func (p *pool) truncate(order []int, mask []uint64) []int {
 // price order).
 func (pl *plan) requirements(instanceTypes []string, zones, capacityTypes map[string]struct{}) []karpv1.NodeSelectorRequirementWithMinValues {
 	merged := pl.pool.requirements.Copy()
+	for _, r := range pl.pins {
+		// The topology domains of custom label keys the plan was pinned
+		// to (topology_keys.go).
+		merged.Add(r)
+	}
 	for _, tf := range pl.terms {
 		for _, e := range tf.exprs {
 			merged.Add(e)

@@ -28,7 +28,7 @@ import (
 //     compatible offering, capped at MaxInstanceTypes, and turned into
 //     NodeClaim requirements.
 func Solve(in Input) Result {
-	s := &solver{topo: newTopology(), bestEffort: in.MinValuesPolicy == MinValuesPolicyBestEffort}
+	s := &solver{topo: newTopology(in.NamespaceLabels), bestEffort: in.MinValuesPolicy == MinValuesPolicyBestEffort}
 	var todo []pending
 	for _, pod := range in.Pods {
 		if pod != nil {
@@ -76,11 +76,12 @@ type pending struct {
 	variants []*corev1.Pod
 }
 
-// registerTopology interns the zone and capacity type values in sorted
-// order, then the groups of every constraint of pending and existing pods,
-// so that each pod's counted groups are known before the first placement.
+// registerTopology registers the groups (and topology keys) of every
+// constraint of pending and existing pods, then interns the values of
+// every key in sorted order, so that each pod's counted groups and every
+// domain are known before the first placement.
 func (s *solver) registerTopology(in Input, todo []pending) {
-	s.internDomains(in)
+	defer s.internDomains(in)
 	for _, t := range todo {
 		s.topo.podConstraints(t.variants[0])
 	}
@@ -206,6 +207,7 @@ func (s *solver) internDomains(in Input) {
 		}
 		s.topo.internValues(k, values)
 	}
+	s.internExtraDomains(in)
 }
 
 // newExisting prepares the existing nodes, sorted by name, and counts
@@ -222,11 +224,20 @@ func (s *solver) newExisting(nodes []ExistingNode, d *dims) []*existing {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].node.Name < out[j].node.Name })
 	for _, e := range out {
-		e.dom[keyHostname] = s.newHost()
+		e.dom.fixed[keyHostname] = s.newHost()
 		for k := range keyHostname {
-			e.dom[k] = -1
+			e.dom.fixed[k] = -1
 			if v, ok := e.node.Labels[topologyKeys[k]]; ok {
-				e.dom[k] = s.topo.valueIndex(k, v)
+				e.dom.fixed[k] = s.topo.valueIndex(k, v)
+			}
+		}
+		if n := len(s.topo.keys) - numTopologyKeys; n > 0 {
+			e.dom.extra = make([]int, n)
+			for x := range e.dom.extra {
+				e.dom.extra[x] = -1
+				if v, ok := e.node.Labels[s.topo.keys[numTopologyKeys+x]]; ok {
+					e.dom.extra[x] = s.topo.valueIndex(numTopologyKeys+x, v)
+				}
 			}
 		}
 		for _, pod := range e.node.Pods {
@@ -234,7 +245,7 @@ func (s *solver) newExisting(nodes []ExistingNode, d *dims) []*existing {
 				continue
 			}
 			e.ports = e.ports.add(podHostPorts(pod))
-			s.topo.record(&podInfo{pod: pod, counted: s.topo.matchGroups(pod), owns: s.topo.ownedAntiAffinity(pod)}, e.dom)
+			s.topo.record(&podInfo{pod: pod, counted: s.topo.matchGroups(pod), owns: s.topo.ownedAntiAffinity(pod)}, &e.dom)
 		}
 	}
 	return out
@@ -299,7 +310,7 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 	plc := s.prepare(pi, strict)
 	for _, n := range s.existing {
 		if n.tryAdd(pi, plc) {
-			s.topo.record(pi, n.dom)
+			s.topo.record(pi, &n.dom)
 			return nil
 		}
 	}
@@ -316,7 +327,8 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 		}
 		for _, tf := range f.terms {
 			if pl.tryAdd(pi, tf, plc) {
-				s.topo.record(pi, pl.domains())
+				d := pl.domains()
+				s.topo.record(pi, &d)
 				return nil
 			}
 		}
@@ -338,7 +350,8 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 			pl, err := s.newPlan(p, pi, tf, plc)
 			if err == nil {
 				s.plans = append(s.plans, pl)
-				s.topo.record(pi, pl.domains())
+				d := pl.domains()
+				s.topo.record(pi, &d)
 				return nil
 			}
 			termErrs = append(termErrs, err.Error())
@@ -359,15 +372,16 @@ func (s *solver) place(pi *podInfo, strict bool) error {
 	return errors.New(strings.Join(all, "; "))
 }
 
-// domains returns the plan's domain per topology key: its hostname, and
-// its zone and capacity type when its candidates offer exactly one (-1
-// otherwise).
-func (pl *plan) domains() [numTopologyKeys]int {
-	dom := [numTopologyKeys]int{-1, -1, pl.host}
+// domains returns the plan's domain per topology key: its hostname, its
+// zone and capacity type when its candidates offer exactly one, and its
+// domain of every other key when it has exactly one (-1 otherwise).
+func (pl *plan) domains() nodeDomains {
+	dom := nodeDomains{fixed: [numTopologyKeys]int{-1, -1, pl.host}}
 	for k := range keyHostname {
 		if v := pl.values[k]; v != 0 && v&(v-1) == 0 {
-			dom[k] = bits.TrailingZeros64(v)
+			dom.fixed[k] = bits.TrailingZeros64(v)
 		}
 	}
+	dom.extra = pl.extraDomains()
 	return dom
 }

@@ -11,9 +11,13 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-// Topology keys Solve models. Zone and capacity type are offering labels:
-// a new node's value is chosen by pinning its plan to one value. Hostname
-// is one domain per node (existing or planned).
+// The topology keys with fixed indexes, kept on fast paths (bitmasks in
+// fixed-size arrays). Zone and capacity type are offering labels: a new
+// node's value is chosen by pinning its plan to one value. Hostname is one
+// domain per node (existing or planned). Any other key (an instance type
+// label such as karpenter.k8s.aws/instance-family, a NodePool template
+// label or requirement key) gets the next index when a pod first names it:
+// see topology.keyIndex and topology_keys.go.
 const (
 	keyZone = iota
 	keyCapacityType
@@ -25,26 +29,22 @@ const (
 // keyHostname.
 var topologyKeys = [numTopologyKeys]string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelHostname}
 
+// normalizeKey maps a deprecated label key to the one Karpenter uses
+// (failure-domain.beta.kubernetes.io/zone → topology.kubernetes.io/zone,
+// karpv1.NormalizedLabels).
+func normalizeKey(key string) string {
+	if n, ok := karpv1.NormalizedLabels[key]; ok {
+		return n
+	}
+	return key
+}
+
 // maxDomainValues is how many zone (or capacity type) values the solver
 // tracks, one bit each in a uint64; a region has far fewer zones.
 const maxDomainValues = 64
 
 // allValues is a domain value set with every value allowed.
 const allValues = ^uint64(0)
-
-// topologyKeyIndex returns the index of a topology key Solve models
-// (normalising failure-domain.beta.kubernetes.io/zone as Karpenter does).
-func topologyKeyIndex(key string) (int, bool) {
-	if n, ok := karpv1.NormalizedLabels[key]; ok {
-		key = n
-	}
-	for i, k := range topologyKeys {
-		if k == key {
-			return i, true
-		}
-	}
-	return 0, false
-}
 
 // groupKind is what a topology group constrains.
 type groupKind int
@@ -59,9 +59,15 @@ const (
 // label selector in a set of namespaces. Pods whose constraint has the same
 // kind, key, namespaces and selector share a group.
 type group struct {
-	kind       groupKind
-	key        int
-	namespaces map[string]struct{} // nil: every namespace
+	kind groupKind
+	key  int
+	// namespaces are the namespaces whose pods count (nil: every
+	// namespace), besides those nsSelector selects.
+	namespaces map[string]struct{}
+	// nsSelector (pod (anti-)affinity terms only) selects more namespaces
+	// by their labels, nsLabels (Input.NamespaceLabels); nil: none.
+	nsSelector labels.Selector
+	nsLabels   map[string]map[string]string
 	selector   labels.Selector
 	// maxSkew and minDomains are the spread constraint's (kindSpread).
 	maxSkew, minDomains int
@@ -85,7 +91,7 @@ type group struct {
 // matches reports whether pod is counted by the group.
 func (g *group) matches(pod *corev1.Pod) bool {
 	if g.namespaces != nil {
-		if _, ok := g.namespaces[pod.Namespace]; !ok {
+		if _, ok := g.namespaces[pod.Namespace]; !ok && (g.nsSelector == nil || !g.nsSelector.Matches(labels.Set(g.nsLabels[pod.Namespace]))) {
 			return false
 		}
 	}
@@ -117,36 +123,61 @@ func (d *domainIndex) intern(v string) int {
 
 // topology holds the groups and domains of one Solve call.
 type topology struct {
-	domains [numTopologyKeys]*domainIndex
-	groups  map[string]*group
+	// keys are the topology keys by index: the numTopologyKeys fixed ones,
+	// then every other key a pod's constraint names, in the order first
+	// seen; keyIdx inverts it; domains[k] interns the values of keys[k].
+	keys    []string
+	keyIdx  map[string]int
+	domains []*domainIndex
+	// nsLabels are Input.NamespaceLabels, for namespaceSelector.
+	nsLabels map[string]map[string]string
+	groups   map[string]*group
 	// list is groups in creation order, for deterministic matching.
 	list []*group
 	// universe caches, per pod signature and spread policy, the domains a
 	// spread constraint's skew is computed over.
 	universe map[string]uint64
+	// extraUniverse is universe for keys past the fixed ones: a flag per
+	// domain index.
+	extraUniverse map[string][]bool
 }
 
-func newTopology() *topology {
-	t := &topology{groups: map[string]*group{}, universe: map[string]uint64{}}
-	for i := range t.domains {
-		t.domains[i] = &domainIndex{index: map[string]int{}}
+func newTopology(nsLabels map[string]map[string]string) *topology {
+	t := &topology{groups: map[string]*group{}, universe: map[string]uint64{}, extraUniverse: map[string][]bool{},
+		keyIdx: map[string]int{}, nsLabels: nsLabels}
+	for _, k := range topologyKeys {
+		t.keyIndex(k)
 	}
 	return t
 }
 
-// internValues registers zone and capacity type values in sorted order, so
-// domain indexes (and tie-breaks between them) do not depend on input
-// order.
+// keyIndex returns the index of a topology key (normalised), registering
+// it when new.
+func (t *topology) keyIndex(key string) int {
+	key = normalizeKey(key)
+	if i, ok := t.keyIdx[key]; ok {
+		return i
+	}
+	t.keyIdx[key] = len(t.keys)
+	t.keys = append(t.keys, key)
+	t.domains = append(t.domains, &domainIndex{index: map[string]int{}})
+	return len(t.keys) - 1
+}
+
+// internValues registers the values of a key in sorted order, so domain
+// indexes (and tie-breaks between them) do not depend on input order. Zone
+// and capacity type keep at most maxDomainValues values (one bit each);
+// other keys are unbounded.
 func (t *topology) internValues(key int, values map[string]struct{}) {
 	for _, v := range sortedKeys(values) {
-		if len(t.domains[key].names) < maxDomainValues {
+		if key >= numTopologyKeys || len(t.domains[key].names) < maxDomainValues {
 			t.domains[key].intern(v)
 		}
 	}
 }
 
-// valueIndex returns the domain index of value v of an offering key, or -1
-// when it is not tracked.
+// valueIndex returns the domain index of value v of key, or -1 when it is
+// not tracked.
 func (t *topology) valueIndex(key int, v string) int {
 	if i, ok := t.domains[key].index[v]; ok {
 		return i
@@ -154,11 +185,31 @@ func (t *topology) valueIndex(key int, v string) int {
 	return -1
 }
 
+// nodeDomains is a node's (or plan's) domain index per topology key; -1:
+// label absent or value not known yet.
+type nodeDomains struct {
+	fixed [numTopologyKeys]int
+	// extra[i] is the domain of key numTopologyKeys+i (nil when no pod
+	// names another key).
+	extra []int
+}
+
+// of returns the domain of key k.
+func (d *nodeDomains) of(k int) int {
+	if k < numTopologyKeys {
+		return d.fixed[k]
+	}
+	if i := k - numTopologyKeys; i < len(d.extra) {
+		return d.extra[i]
+	}
+	return -1
+}
+
 // podConstraints parses the pod's topology spread constraints
 // (DoNotSchedule; ScheduleAnyway ones only when the pod is a relaxation
-// variant that made them required) and required pod (anti-)affinity terms
-// on modelled keys into groups, creating groups as needed. Constraints on
-// keys Solve does not model are skipped (Unsupported reports them).
+// variant that made them required) and required pod (anti)-affinity terms
+// into groups, creating groups (and topology keys) as needed. Constraints
+// with an invalid selector are skipped (Unsupported reports them).
 func (t *topology) podConstraints(pod *corev1.Pod) []constraint {
 	var out []constraint
 	add := func(g *group) {
@@ -187,12 +238,12 @@ func (t *topology) podConstraints(pod *corev1.Pod) []constraint {
 }
 
 // spreadGroup returns the group of one topology spread constraint, or nil
-// when its key is not modelled or its selector is invalid.
+// when its selector is invalid.
 func (t *topology) spreadGroup(pod *corev1.Pod, c corev1.TopologySpreadConstraint) *group {
-	key, ok := topologyKeyIndex(c.TopologyKey)
-	if !ok {
+	if c.TopologyKey == "" {
 		return nil
 	}
+	key := t.keyIndex(c.TopologyKey)
 	sel, ok := selectorWithKeys(c.LabelSelector, pod, c.MatchLabelKeys, nil)
 	if !ok {
 		return nil
@@ -208,40 +259,50 @@ func (t *topology) spreadGroup(pod *corev1.Pod, c corev1.TopologySpreadConstrain
 		minDomains:    minDomains,
 		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
 		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
-		description:   fmt.Sprintf("topology spread on %s (maxSkew %d, selector %s)", topologyKeys[key], c.MaxSkew, sel),
+		description:   fmt.Sprintf("topology spread on %s (maxSkew %d, selector %s)", t.keys[key], c.MaxSkew, sel),
 	}
 	return t.intern(g)
 }
 
 // termGroup returns the group of one required pod (anti-)affinity term, or
-// nil when its key is not modelled, its selector is invalid or it selects
-// namespaces by label (namespace labels are not in Solve's input).
+// nil when its selector or namespaceSelector is invalid. The namespaces
+// counted are, as in the kube-scheduler's InterPodAffinity plugin, the
+// term's namespaces plus those whose labels (Input.NamespaceLabels) its
+// namespaceSelector selects; an empty namespaceSelector ({}) selects every
+// namespace; neither set means the pod's own namespace.
 func (t *topology) termGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAffinityTerm) *group {
-	key, ok := topologyKeyIndex(term.TopologyKey)
-	if !ok || !emptySelector(term.NamespaceSelector) {
+	if term.TopologyKey == "" {
 		return nil
 	}
+	key := t.keyIndex(term.TopologyKey)
 	sel, ok := selectorWithKeys(term.LabelSelector, pod, term.MatchLabelKeys, term.MismatchLabelKeys)
 	if !ok {
 		return nil
 	}
 	g := &group{kind: kind, key: key, selector: sel}
 	switch {
-	case term.NamespaceSelector != nil && len(term.Namespaces) == 0:
+	case term.NamespaceSelector != nil && emptySelector(term.NamespaceSelector):
 		// An empty namespaceSelector selects every namespace.
-	case len(term.Namespaces) > 0:
+	default:
 		g.namespaces = map[string]struct{}{}
 		for _, ns := range term.Namespaces {
 			g.namespaces[ns] = struct{}{}
 		}
-	default:
-		g.namespaces = map[string]struct{}{pod.Namespace: {}}
+		if term.NamespaceSelector != nil {
+			nsSel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+			if err != nil {
+				return nil
+			}
+			g.nsSelector, g.nsLabels = nsSel, t.nsLabels
+		} else if len(term.Namespaces) == 0 {
+			g.namespaces[pod.Namespace] = struct{}{}
+		}
 	}
 	what := "pod affinity"
 	if kind == kindAntiAffinity {
 		what = "pod anti-affinity"
 	}
-	g.description = fmt.Sprintf("%s on %s (selector %s)", what, topologyKeys[key], sel)
+	g.description = fmt.Sprintf("%s on %s (selector %s)", what, t.keys[key], sel)
 	return t.intern(g)
 }
 
@@ -250,6 +311,9 @@ func (t *topology) intern(g *group) *group {
 	ns := "*"
 	if g.namespaces != nil {
 		ns = strings.Join(sortedKeys(g.namespaces), ",")
+	}
+	if g.nsSelector != nil {
+		ns += "|" + g.nsSelector.String()
 	}
 	sig := fmt.Sprintf("%d|%d|%s|%s|%d|%d|%t|%t", g.kind, g.key, ns, g.selector, g.maxSkew, g.minDomains, g.honorAffinity, g.honorTaints)
 	if old, ok := t.groups[sig]; ok {
@@ -294,17 +358,17 @@ func selectorWithKeys(ls *metav1.LabelSelector, pod *corev1.Pod, match, mismatch
 	return sel, true
 }
 
-// record counts a placed pod in the domains of its node: dom[k] is the
+// record counts a placed pod in the domains of its node: dom.of(k) is the
 // node's domain index for each key (-1: unknown, not counted).
-func (t *topology) record(pi *podInfo, dom [numTopologyKeys]int) {
+func (t *topology) record(pi *podInfo, dom *nodeDomains) {
 	for _, g := range pi.counted {
-		if d := dom[g.key]; d >= 0 {
+		if d := dom.of(g.key); d >= 0 {
 			g.counts.inc(d)
 			g.total++
 		}
 	}
 	for _, g := range pi.owns {
-		if d := dom[g.key]; d >= 0 {
+		if d := dom.of(g.key); d >= 0 {
 			g.owners.inc(d)
 		}
 	}
@@ -376,6 +440,44 @@ func (c domainCounts) any() bool {
 	for _, n := range c {
 		if n > 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// NeedsNamespaceLabels reports whether some pod in pods has a pod
+// (anti-)affinity term, required or preferred, with a non-empty
+// namespaceSelector: Solve then needs Input.NamespaceLabels. Callers list
+// Namespaces only then, so that clusters without such pods keep no
+// Namespace informer.
+func NeedsNamespaceLabels(pods ...[]*corev1.Pod) bool {
+	uses := func(terms []corev1.PodAffinityTerm) bool {
+		for _, t := range terms {
+			if !emptySelector(t.NamespaceSelector) {
+				return true
+			}
+		}
+		return false
+	}
+	weighted := func(terms []corev1.WeightedPodAffinityTerm) bool {
+		for _, t := range terms {
+			if !emptySelector(t.PodAffinityTerm.NamespaceSelector) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, list := range pods {
+		for _, p := range list {
+			if p == nil || p.Spec.Affinity == nil {
+				continue
+			}
+			if a := p.Spec.Affinity.PodAffinity; a != nil && (uses(a.RequiredDuringSchedulingIgnoredDuringExecution) || weighted(a.PreferredDuringSchedulingIgnoredDuringExecution)) {
+				return true
+			}
+			if a := p.Spec.Affinity.PodAntiAffinity; a != nil && (uses(a.RequiredDuringSchedulingIgnoredDuringExecution) || weighted(a.PreferredDuringSchedulingIgnoredDuringExecution)) {
+				return true
+			}
 		}
 	}
 	return false

@@ -27,6 +27,11 @@ type placement struct {
 	// score[k][v] ranks values for pinning: the pods already in domain v
 	// of the groups the pod spreads over or is counted by (lower first).
 	score [keyHostname]map[int]int
+	// extra are the pod's constraints on keys past the fixed ones, one
+	// entry per key (see topology_keys.go); usually none.
+	extra []*keyPlacement
+	// keys names the topology keys, for errors.
+	keys []string
 }
 
 // prepare computes the allowed offering values of pi given the counts so
@@ -38,7 +43,7 @@ type placement struct {
 // Solve places pods strictly first and relaxes this only when nothing
 // else fits.
 func (s *solver) prepare(pi *podInfo, strict bool) *placement {
-	pl := &placement{pi: pi, constraints: pi.constraints}
+	pl := &placement{pi: pi, constraints: pi.constraints, keys: s.topo.keys}
 	if strict {
 		for _, g := range pi.counted {
 			if g.kind == kindSpread && !pi.hasConstraint(g) {
@@ -51,6 +56,15 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 	}
 	for _, c := range pl.constraints {
 		g := c.g
+		if g.key >= numTopologyKeys {
+			kp := pl.extraKey(g.key, len(s.topo.domains[g.key].names))
+			kp.note(g)
+			if g.kind != kindAntiAffinity {
+				kp.absentOK = false
+			}
+			kp.restrict(s.extraAllowedBy(pi, c))
+			continue
+		}
 		pl.note(g)
 		if g.key == keyHostname {
 			continue
@@ -61,6 +75,14 @@ func (s *solver) prepare(pi *podInfo, strict bool) *placement {
 		pl.allowed[g.key] &= s.allowedBy(pi, c)
 	}
 	for _, g := range pi.counted {
+		if g.key >= numTopologyKeys {
+			kp := pl.extraKey(g.key, len(s.topo.domains[g.key].names))
+			kp.note(g)
+			if g.kind == kindAntiAffinity {
+				kp.block(g.owners)
+			}
+			continue
+		}
 		pl.note(g)
 		if g.kind == kindAntiAffinity && g.key != keyHostname {
 			for d, n := range g.owners {
@@ -262,7 +284,7 @@ func (s *solver) spreadUniverse(pi *podInfo, g *group) uint64 {
 	}
 	req := pi.nodeAffinity
 	for _, n := range s.existing {
-		d := n.dom[g.key]
+		d := n.dom.fixed[g.key]
 		if d < 0 || d >= maxDomainValues {
 			continue
 		}
@@ -296,7 +318,7 @@ func (pl *placement) describe(k int) string {
 		}
 	}
 	if len(out) == 0 {
-		return "constraints on " + topologyKeys[k]
+		return "constraints on " + pl.keys[k]
 	}
 	return strings.Join(out, " and ")
 }

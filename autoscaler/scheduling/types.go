@@ -63,6 +63,13 @@ type Input struct {
 	// tolerates their taints and satisfies their requirements) is told
 	// their Reason first in Result.Unschedulable.
 	UnavailableNodePools []UnavailableNodePool
+	// NamespaceLabels (optional) are the labels of the cluster's
+	// Namespaces, by name: a pod (anti-)affinity term's namespaceSelector
+	// selects the namespaces whose labels it matches, as in the
+	// kube-scheduler (and Karpenter, which lists Namespaces for it). A
+	// namespace absent here has no labels. Only needed when some pod's
+	// term has a non-empty namespaceSelector.
+	NamespaceLabels map[string]map[string]string
 }
 
 // UnavailableNodePool is a NodePool Solve must not launch from, and why.

@@ -9,16 +9,17 @@ import (
 
 // Unsupported returns "" when Solve models every scheduling constraint of
 // pod that the kube-scheduler enforces, otherwise a short reason naming the
-// first one it does not, e.g. "pod affinity on topology key
-// example.com/rack is not modelled". Preferences (preferred affinity,
+// first one it does not, e.g. "pod affinity on kubernetes.io/hostname has
+// an invalid label selector". Preferences (preferred affinity,
 // ScheduleAnyway spread) never make a pod unsupported: the kube-scheduler
 // only scores them. Consolidation uses it to refuse moving pods Solve
 // cannot place faithfully.
 //
-// Not modelled: topology keys other than topology.kubernetes.io/zone,
-// kubernetes.io/hostname and karpenter.sh/capacity-type; pod affinity
-// terms whose namespaceSelector selects namespaces by label; invalid
-// label selectors; dynamic resource claims (spec.resourceClaims).
+// Topology spread and pod (anti-)affinity are modelled on any topology key
+// (see topology_keys.go), and namespaceSelector is resolved against
+// Input.NamespaceLabels, which a caller with such pods must fill. Not
+// modelled: invalid label selectors (and namespace selectors); dynamic
+// resource claims (spec.resourceClaims).
 func Unsupported(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
@@ -27,38 +28,30 @@ func Unsupported(pod *corev1.Pod) string {
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 			continue
 		}
-		if _, ok := topologyKeyIndex(c.TopologyKey); !ok {
-			return fmt.Sprintf("topology spread on topology key %s is not modelled", c.TopologyKey)
-		}
 		if !validSelector(c.LabelSelector) {
 			return fmt.Sprintf("topology spread on %s has an invalid label selector", c.TopologyKey)
 		}
 	}
 	if a := pod.Spec.Affinity; a != nil {
-		var terms []corev1.PodAffinityTerm
-		what := map[int]string{}
-		if a.PodAffinity != nil {
-			terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		check := func(kind string, terms []corev1.PodAffinityTerm) string {
+			for _, t := range terms {
+				if !validSelector(t.LabelSelector) {
+					return fmt.Sprintf("%s on %s has an invalid label selector", kind, t.TopologyKey)
+				}
+				if !validSelector(t.NamespaceSelector) {
+					return fmt.Sprintf("%s on %s has an invalid namespaceSelector", kind, t.TopologyKey)
+				}
+			}
+			return ""
 		}
-		for i := range terms {
-			what[i] = "pod affinity"
+		if a.PodAffinity != nil {
+			if why := check("pod affinity", a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution); why != "" {
+				return why
+			}
 		}
 		if a.PodAntiAffinity != nil {
-			terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-		}
-		for i, t := range terms {
-			kind, ok := what[i]
-			if !ok {
-				kind = "pod anti-affinity"
-			}
-			if _, ok := topologyKeyIndex(t.TopologyKey); !ok {
-				return fmt.Sprintf("%s on topology key %s is not modelled", kind, t.TopologyKey)
-			}
-			if !emptySelector(t.NamespaceSelector) {
-				return fmt.Sprintf("%s on %s selects namespaces by label (namespaceSelector), which is not modelled", kind, t.TopologyKey)
-			}
-			if !validSelector(t.LabelSelector) {
-				return fmt.Sprintf("%s on %s has an invalid label selector", kind, t.TopologyKey)
+			if why := check("pod anti-affinity", a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution); why != "" {
+				return why
 			}
 		}
 	}

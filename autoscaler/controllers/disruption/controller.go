@@ -166,6 +166,9 @@ type state struct {
 	// volumes are the zone requirements of candidates' pods from their
 	// volumes (bound PersistentVolumes, WaitForFirstConsumer classes).
 	volumes map[types.UID][]corev1.NodeSelectorRequirement
+	// namespaces are the Namespaces' labels, when a pod's affinity term
+	// has a namespaceSelector (clusterstate.NamespaceLabels).
+	namespaces map[string]map[string]string
 	// disrupting counts, per NodePool, NodeClaims being deleted or
 	// waiting for their replacements.
 	disrupting map[string]int
@@ -274,6 +277,13 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 	}
 	s.pdbs = pdbs.Items
 	if s.daemonSets, err = clusterstate.DaemonSetPods(ctx, c.kube); err != nil {
+		return nil, err
+	}
+	bound := make([]*corev1.Pod, 0, len(s.cluster.Pods))
+	for _, pods := range s.cluster.Pods {
+		bound = append(bound, pods...)
+	}
+	if s.namespaces, err = clusterstate.NamespaceLabels(ctx, c.kube, bound, s.cluster.Unbound); err != nil {
 		return nil, err
 	}
 	claims := make([]karpv1.NodeClaim, 0, len(s.cluster.NodeClaims))
@@ -386,7 +396,7 @@ func (c *Controller) nominated(s *state) map[string]bool {
 	s.cluster.Grace = &clusterstate.Grace{Window: c.opts.InitializationGrace, Now: s.now, AgentTaint: clusterstate.AgentTaint()}
 	existing := s.cluster.ExistingNodes(s.types, nil)
 	s.cluster.Grace = nil
-	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing})
+	res := scheduling.Solve(scheduling.Input{Pods: pending, ExistingNodes: existing, NamespaceLabels: s.namespaces})
 	for name := range res.ExistingPlacements {
 		out[name] = true
 	}

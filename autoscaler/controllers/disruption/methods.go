@@ -340,6 +340,7 @@ func (c *Controller) simulate(s *state, cands []*candidate) (scheduling.Result, 
 		ExistingNodes:      s.cluster.ExistingNodes(s.types, func(nc *karpv1.NodeClaim) bool { return excluded[nc.Name] || interrupted(nc) }),
 		VolumeRequirements: s.volumes,
 		MinValuesPolicy:    c.opts.MinValuesPolicy,
+		NamespaceLabels:    s.namespaces,
 	}
 	solveStart := c.clock.Now()
 	res := scheduling.Solve(in)

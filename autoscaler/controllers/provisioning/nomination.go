@@ -150,7 +150,7 @@ func stillFits(in scheduling.Input, state *clusterstate.Snapshot, nc *karpv1.Nod
 	}
 	fits := func(node scheduling.ExistingNode) bool {
 		out := scheduling.Solve(scheduling.Input{Pods: []*corev1.Pod{pod}, ExistingNodes: []scheduling.ExistingNode{node},
-			DaemonSetPods: in.DaemonSetPods, VolumeRequirements: in.VolumeRequirements})
+			DaemonSetPods: in.DaemonSetPods, VolumeRequirements: in.VolumeRequirements, NamespaceLabels: in.NamespaceLabels})
 		return len(out.ExistingPlacements[n.Name]) == 1
 	}
 	now := in.ExistingNodes[i]

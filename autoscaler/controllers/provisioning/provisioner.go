@@ -190,6 +190,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (PassResult, error) {
 	// counted on its node there and must not be planned.
 	pending = state.StillUnbound(pending)
 	in.ExistingNodes = state.ExistingNodes(typesByPool, nil)
+	if in.NamespaceLabels, err = clusterstate.NamespaceLabels(ctx, p.kube, pending, clusterstate.BoundPods(in.ExistingNodes)); err != nil {
+		return res, err
+	}
 	in.Pods, res.Nominated = p.waitForNominations(state, in, pending, now)
 	if len(in.Pods) == 0 {
 		return res, nil

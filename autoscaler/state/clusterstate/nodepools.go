@@ -99,3 +99,32 @@ func DaemonSetTemplatePods(daemonSets []appsv1.DaemonSet) []*corev1.Pod {
 	}
 	return pods
 }
+
+// NamespaceLabels returns the labels of every Namespace, by name, for
+// scheduling.Input.NamespaceLabels, when some pod in pods has an affinity
+// term with a namespaceSelector (scheduling.NeedsNamespaceLabels); nil
+// otherwise, without listing, so that the Namespace informer starts only
+// with the first such pod. It returns the list error.
+func NamespaceLabels(ctx context.Context, kube client.Reader, pods ...[]*corev1.Pod) (map[string]map[string]string, error) {
+	if !scheduling.NeedsNamespaceLabels(pods...) {
+		return nil, nil
+	}
+	var list corev1.NamespaceList
+	if err := kube.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing Namespaces (for a pod affinity term's namespaceSelector): %w", err)
+	}
+	out := make(map[string]map[string]string, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = list.Items[i].Labels
+	}
+	return out, nil
+}
+
+// BoundPods returns the pods of every ExistingNode in nodes.
+func BoundPods(nodes []scheduling.ExistingNode) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, n := range nodes {
+		out = append(out, n.Pods...)
+	}
+	return out
+}

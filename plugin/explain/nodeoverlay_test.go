@@ -71,7 +71,7 @@ func TestExplainShowsTheOverlaidPrice(t *testing.T) {
 	}
 	want := map[string]NodeOverlayResult{
 		"make-cheap-dear": {Name: "make-cheap-dear", Weight: 10, Applied: true, Condition: "True"},
-		"a-rival":           {Name: "a-rival", Weight: 10, Reason: "Conflict", Condition: "False: Conflict"},
+		"a-rival":         {Name: "a-rival", Weight: 10, Reason: "Conflict", Condition: "False: Conflict"},
 	}
 	if len(ex.NodeOverlays) != 2 {
 		t.Fatalf("overlays %+v", ex.NodeOverlays)

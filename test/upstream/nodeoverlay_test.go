@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
@@ -149,6 +148,12 @@ spec:
 	if claims[0].Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] != "true" {
 		t.Errorf("NodeClaim annotations %v; want %s", claims[0].Annotations, v1alpha1.PriceOverlayAppliedAnnotationKey)
 	}
-	t.Logf("scenario node-overlay upstream: Karpenter %s launched %s for overlay and ran the fpga pod; NodeClaim allocatable %v",
-		AWSVersion, claims[0].Labels[corev1.LabelInstanceTypeStable], metav1.Now().Format(time.RFC3339))
+	fpgaClaims, err := e.claimsOf(ctx, "fpga")
+	if err != nil || len(fpgaClaims) != 1 {
+		t.Fatalf("NodeClaims of fpga: %d, %v; want 1", len(fpgaClaims), err)
+	}
+	q := fpgaClaims[0].Status.Allocatable[fpga]
+	t.Logf("scenario node-overlay upstream: Karpenter %s launched %s for overlay (annotated %s) and %s with allocatable %s %s for the fpga pod",
+		AWSVersion, claims[0].Labels[corev1.LabelInstanceTypeStable], v1alpha1.PriceOverlayAppliedAnnotationKey,
+		fpgaClaims[0].Labels[corev1.LabelInstanceTypeStable], fpga, q.String())
 }

@@ -106,8 +106,10 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	ev := Evaluate(ctx, overlays.Items, evaluated)
 	if err := c.writeStatuses(ctx, overlays.Items, ev); err != nil {
+		// An overlay changed or went away while evaluating: evaluate
+		// again soon, with the current ones (Karpenter requeues too).
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		return reconcile.Result{}, err
 	}

@@ -1,7 +1,6 @@
 package nodeoverlay
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -384,11 +383,12 @@ func (e *Evaluation) Apply(np *karpv1.NodePool, its []*cloudprovider.InstanceTyp
 	return out
 }
 
-// Names returns the names of the overlays in e.Applied, for logs.
+// Names returns the names of the overlays in e.Applied, sorted, for logs.
 func (e *Evaluation) Names() []string {
 	out := make([]string, 0, len(e.Applied))
 	for _, o := range e.Applied {
 		out = append(out, o.Name)
 	}
-	return slices.SortedFunc(slices.Values(out), cmp.Compare[string])
+	slices.Sort(out)
+	return out
 }

@@ -180,3 +180,56 @@ func TestNodeOverlayCapacityGateOff(t *testing.T) {
 		t.Errorf("%d NodeClaims, fpga running %d; want none without the overlay", n, countRunning(e.ctx, e.kube, "fpga"))
 	}
 }
+
+// consolidationScenario launches a c5.large (EC2's cheaper type) for one
+// pod in a NodePool allowing c5.large and m5.large on-demand with
+// consolidation on, then applies the NodeOverlay pricing c5.large at
+// $10/h, and returns the first NodeClaim.
+func consolidationScenario(t *testing.T, e *env) karpv1.NodeClaim {
+	pool := nodePool{Name: "overlay", Labels: map[string]string{"overlay": "yes"}, InstanceTypes: []string{overlayCheap, overlayDear},
+		CapacityTypes: []string{onDemand}, Disruption: "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}"}
+	e.apply(ec2NodeClassYAML("overlay", e.name), pool.yaml())
+	web := deployment("web", 1, "500m", "256Mi")
+	web.Spec.Template.Spec.NodeSelector = map[string]string{"overlay": "yes"}
+	if err := e.kube.Create(e.ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(120*time.Second, "web Running", func(ctx context.Context) (bool, error) {
+		return countRunning(ctx, e.kube, "web") == 1, nil
+	})
+	old := e.onlyNodeClaim()
+	if got := old.Labels[corev1.LabelInstanceTypeStable]; got != overlayCheap {
+		t.Fatalf("first node is %s; want %s (no overlay yet)", got, overlayCheap)
+	}
+	e.apply(overlayYAML("make-cheap-dear", 10, "  price: \"10\"\n", inRequirement(corev1.LabelInstanceTypeStable, overlayCheap)))
+	return old
+}
+
+// TestNodeOverlayConsolidation: consolidation prices nodes through the
+// NodeOverlays too. Once an overlay prices the running c5.large at $10/h,
+// karpx replaces it by an m5.large ($0.096/h) and the pod runs there.
+func TestNodeOverlayConsolidation(t *testing.T) {
+	runInParallel(t)
+	e := newEnvWithLog(t, "karpx-overlay-consolidation", func(o *operator.Options) { o.FeatureGates = "NodeOverlay=true" }, nil)
+	old := consolidationScenario(t, e)
+	e.eventually(180*time.Second, "the c5.large replaced by an m5.large, web Running", func(ctx context.Context) (bool, error) {
+		if !e.nodeClaimGone(ctx, old.Name) || countRunning(ctx, e.kube, "web") != 1 {
+			return false, nil
+		}
+		claims := e.nodeClaims()
+		return len(claims) == 1 && claims[0].Labels[corev1.LabelInstanceTypeStable] == overlayDear, nil
+	})
+}
+
+// TestNodeOverlayConsolidationGateOff is the control: without the gate
+// the overlay changes nothing, and the c5.large, already the cheapest,
+// stays.
+func TestNodeOverlayConsolidationGateOff(t *testing.T) {
+	runInParallel(t)
+	e := newEnvWithLog(t, "karpx-overlay-consolidation-off", nil, nil)
+	old := consolidationScenario(t, e)
+	time.Sleep(30 * time.Second)
+	if e.nodeClaimGone(e.ctx, old.Name) || len(e.nodeClaims()) != 1 {
+		t.Fatalf("the c5.large was replaced (%d NodeClaims) without the gate", len(e.nodeClaims()))
+	}
+}

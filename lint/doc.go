@@ -46,7 +46,7 @@
 // Fields of Karpenter's v1 API that karpx's CRDs accept (so manifests
 // decode unchanged) but karpx does not implement yet are denied, never
 // accepted and ignored: the deny list in unsupported.go (KX201 EC2NodeClass
-// fields, KX202 NodePool fields and values, KX203 the NodeOverlay kind),
+// fields, KX202 NodePool fields and values, KX203 kinds, none today),
 // checked on the object's JSON by CheckUnsupported. A test walks every
 // property of manifests/crds and fails when one is neither read by the
 // autoscaler, webhook or plugin nor in that list.

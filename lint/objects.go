@@ -64,8 +64,8 @@ func NewInputBudget() *InputBudget {
 func (b *InputBudget) Spent() bool { return b.spent != nil }
 
 // Object is one NodePool or EC2NodeClass read from a manifest, or an
-// object of a Karpenter kind karpx does not serve (NodeOverlay), which has
-// Raw alone and which LintObjects denies (KX203).
+// object of a Karpenter kind karpx does not serve (unsupportedKinds, none
+// today), which has Raw alone and which LintObjects denies (KX203).
 type Object struct {
 	// Source is where it came from: a file name or "-" for stdin.
 	Source string `json:"source"`

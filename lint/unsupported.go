@@ -19,7 +19,9 @@ const (
 	// or a value of one, that karpx does not implement yet.
 	RuleUnsupportedNodePoolField = "KX202"
 	// RuleUnsupportedKind (KX203, deny): an object of a Karpenter kind
-	// karpx does not serve yet (NodeOverlay).
+	// karpx does not serve yet. None is listed today: NodeOverlay, the
+	// kind it denied, is served behind the NodeOverlay feature gate
+	// (autoscaler/nodeoverlay, karpx issue 33).
 	RuleUnsupportedKind = "KX203"
 )
 
@@ -77,9 +79,7 @@ var unsupportedFields = []UnsupportedField{
 
 // unsupportedKinds are the Karpenter kinds karpx does not serve, by
 // apiVersion and kind, with the reason.
-var unsupportedKinds = map[[2]string]string{
-	{"karpenter.sh/v1alpha1", "NodeOverlay"}: "karpx does not apply NodeOverlays' price and capacity adjustments to instance types (it installs the CRD only so that upgrades keep existing NodeOverlays); Karpenter would apply them in scheduling and consolidation",
-}
+var unsupportedKinds = map[[2]string]string{}
 
 // UnsupportedFields returns the deny list, sorted by kind and path. The
 // slice is a fresh copy.
@@ -256,11 +256,6 @@ var unsupportedRules = []Rule{
 		"sigs.k8s.io/karpenter v1.14.0, pkg/apis/v1/nodepool.go (consolidationPolicy Balanced); karpx issues 32 and 33; the deny list in lint/unsupported.go.",
 		"A Balanced NodePool would keep underutilized nodes that Karpenter consolidates.",
 		"Use consolidationPolicy WhenEmpty or WhenEmptyOrUnderutilized."},
-	{RuleUnsupportedKind, "kind-not-supported", "NodeOverlay", SeverityDeny,
-		"The object is a Karpenter kind karpx does not serve yet (karpenter.sh/v1alpha1 NodeOverlay). karpx installs its CRD so that an upgrade keeps the NodeOverlays a cluster has, and its webhook denies creating one or changing one's spec; removing finalizers and deleting stay allowed.",
-		"sigs.k8s.io/karpenter v1.14.0, pkg/apis/v1alpha1/nodeoverlay.go (NodeOverlay, behind the NodeOverlay feature gate); karpx issue 33.",
-		"Price and capacity overrides that nothing applies would make karpx's choices differ from what the overlay asks, without any sign.",
-		"Remove the NodeOverlay; karpx prices instance types from the EC2 pricing it reads."},
 }
 
 // listPaths lists the deny list's paths of kind, for the rule summary.

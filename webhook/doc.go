@@ -34,19 +34,17 @@
 // github.com/karpx/karpx/lint — the same rules `kubectl karpx lint` runs
 // offline. Denials reject the request with each rule ID, field, line and
 // fix; warnings are returned as admission warnings. NodeOverlays
-// (karpenter.sh/v1alpha1) are denied with KX203: karpx installs their CRD
-// only so that an upgrade keeps the objects users already have, and
-// applies none, so creating one or changing its spec is refused while
-// metadata-only updates (removing finalizers) and DELETE pass.
+// (karpenter.sh/v1alpha1) are checked against KX203, which denies no kind
+// today: karpx applies them behind the NodeOverlay feature gate (package
+// autoscaler/nodeoverlay), whose controller reports invalid and
+// conflicting ones in their status, as Karpenter does.
 //
 // # Failure policies
 //
 // The mutating webhook is failurePolicy Ignore (a down webhook must not
 // block NodePool edits); EC2NodeClass validation is Fail (bad userData is
 // otherwise found only at launch); NodePool validation is Ignore;
-// NodeOverlay validation is Fail (it only denies, and its matchConditions
-// keep metadata-only updates away from it, so a down webhook blocks
-// nothing a user needs). See
+// NodeOverlay validation is Ignore (it denies nothing today). See
 // manifests/webhook/webhooks.yaml for the full trade-off.
 //
 // # Bounds and panics

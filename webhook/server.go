@@ -30,7 +30,8 @@ const (
 	// ValidateEC2NodeClassPath serves Validator for EC2NodeClasses.
 	ValidateEC2NodeClassPath = "/validate-karpenter-k8s-aws-v1-ec2nodeclass"
 	// ValidateNodeOverlayPath serves Validator for NodeOverlays
-	// (karpenter.sh/v1alpha1), which it denies (KX203).
+	// (karpenter.sh/v1alpha1), checked against KX203 (no kind denied
+	// today).
 	ValidateNodeOverlayPath = "/validate-karpenter-sh-v1alpha1-nodeoverlay"
 )
 

@@ -29,7 +29,7 @@ const DefaultLookupTimeout = 500 * time.Millisecond
 
 // Validator is the validating admission handler for EC2NodeClasses
 // (karpenter.k8s.aws/v1), NodePools (karpenter.sh/v1) and NodeOverlays
-// (karpenter.sh/v1alpha1, always denied: KX203). It runs the rules
+// (karpenter.sh/v1alpha1). It runs the rules
 // of package lint: denials reject the request with every denial's rule ID,
 // field, line and fix in the message; warnings become admission warnings of
 // at most 120 characters. On update, a denial the old object already had
@@ -127,24 +127,25 @@ func unsupportedNodePool(np *karpv1.NodePool) kxlint.Findings {
 }
 
 // nodeOverlayObject is the part of a NodeOverlay (karpenter.sh/v1alpha1)
-// that admitNodeOverlay reads: apiVersion and kind, which KX203's message
-// names, and the spec as JSON, compared with the stored object's.
+// that admitNodeOverlay reads: apiVersion and kind, which KX203 (lint's
+// unsupported kinds) matches, and the spec as JSON, compared with the
+// stored object's.
 type nodeOverlayObject struct {
 	APIVersion string          `json:"apiVersion"`
 	Kind       string          `json:"kind"`
 	Spec       json.RawMessage `json:"spec"`
 }
 
-// admitNodeOverlay denies creating a NodeOverlay, and an UPDATE that
-// changes its spec, with KX203 (lint.RuleUnsupportedKind): karpx applies no
-// NodeOverlay, so a new or changed one would be a price or capacity
-// adjustment nothing applies. It allows an UPDATE that leaves the spec
-// as stored (metadata only: finalizers, labels, annotations), so that users
-// can still clean up the NodeOverlays they had before installing karpx,
-// and everything else (DELETE is not even sent to it by the manifests).
-// Unlike the other kinds there is no ratchet: the stored object already
-// has KX203, which would let every spec change through. An UPDATE whose
-// old object cannot be decoded is treated as a spec change.
+// admitNodeOverlay checks creating a NodeOverlay, and an UPDATE that
+// changes its spec, against KX203 (lint.RuleUnsupportedKind), which lists
+// no kind since karpx applies NodeOverlays (autoscaler/nodeoverlay, behind
+// the NodeOverlay feature gate, issue 33): every NodeOverlay is admitted,
+// and its runtime validation and conflicts are reported by the
+// autoscaler in its ValidationSucceeded condition, as Karpenter does. It
+// allows an UPDATE that leaves the spec as stored (metadata only) without
+// a check, and everything else (DELETE is not even sent to it by the
+// manifests). An UPDATE whose old object cannot be decoded is treated as
+// a spec change.
 func (v *Validator) admitNodeOverlay(ctx context.Context, req *objectRequest[nodeOverlayObject]) admission.Response {
 	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.Object == nil {
 		return admission.Allowed("")

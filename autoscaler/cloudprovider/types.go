@@ -28,6 +28,10 @@ type Offering struct {
 	// Available is false while the offering is known to be out of capacity
 	// (a recent InsufficientInstanceCapacity) or not offered in the zone.
 	Available bool
+	// PriceOverlay names the karpenter.sh/v1alpha1 NodeOverlay whose
+	// spec.price or spec.priceAdjustment set PriceUSDPerHour, or is empty
+	// when the price is the cloud's (package autoscaler/nodeoverlay).
+	PriceOverlay string
 }
 
 // InstanceType is an instance type as the scheduler sees it: the labels a
@@ -46,6 +50,10 @@ type InstanceType struct {
 	Allocatable corev1.ResourceList
 	// Offerings lists every (zone, capacity type) this type is sold in.
 	Offerings []Offering
+	// CapacityOverlays names, per extended resource a NodeOverlay's
+	// spec.capacity added to Capacity and Allocatable, that NodeOverlay;
+	// nil when none applied (package autoscaler/nodeoverlay).
+	CapacityOverlays map[corev1.ResourceName]string
 }
 
 // CheapestOffering returns the cheapest available offering accepted by ok

@@ -123,13 +123,13 @@ type Options struct {
 	MinValuesPolicy string
 	// FeatureGates is Karpenter's --feature-gates (env FEATURE_GATES): a
 	// comma-separated list of Name=true|false. karpx implements
-	// SpotToSpotConsolidation, NodeRepair and StaticCapacity (all default
-	// false, as Karpenter v1.14's pkg/operator/options/options.go);
-	// Karpenter's other gates (ReservedCapacity, NodeOverlay,
-	// CapacityBuffer) are accepted only as false, so a Karpenter value
-	// such as its default passes and none is silently ignored. Validate
-	// parses it into SpotToSpotConsolidation, NodeRepair and
-	// StaticCapacity.
+	// SpotToSpotConsolidation, NodeRepair, StaticCapacity and NodeOverlay
+	// (all default false, as Karpenter v1.14's
+	// pkg/operator/options/options.go); Karpenter's other gates
+	// (ReservedCapacity, CapacityBuffer) are accepted only as false, so a
+	// Karpenter value such as its default passes and none is silently
+	// ignored. Validate parses it into SpotToSpotConsolidation, NodeRepair,
+	// StaticCapacity and NodeOverlay.
 	FeatureGates string
 	// SpotToSpotConsolidation is the parsed SpotToSpotConsolidation gate.
 	SpotToSpotConsolidation bool
@@ -143,6 +143,11 @@ type Options struct {
 	// autoscaler/controllers/nodepool/static, docs/static-capacity.md).
 	// Default false, as Karpenter's.
 	StaticCapacity bool
+	// NodeOverlay is the parsed NodeOverlay gate: apply karpenter.sh/v1alpha1
+	// NodeOverlays' prices and capacities to the instance types scheduling
+	// and consolidation see (package autoscaler/nodeoverlay,
+	// docs/node-overlay.md). Default false, as Karpenter's.
+	NodeOverlay bool
 	// InterruptionQueue is the name of the SQS queue EventBridge fills
 	// with EC2 spot interruption warnings, rebalance recommendations,
 	// state changes and AWS Health scheduled changes (docs/interruption.md).
@@ -198,7 +203,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
 	o.Budget.AddFlags(fs)
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
-	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false,NodeRepair=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule), NodeRepair (replace nodes whose conditions stay unhealthy, docs/node-repair.md), StaticCapacity (keep NodePools with spec.replicas at that many nodes, docs/static-capacity.md); Karpenter's other gates only as false")
+	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false,NodeRepair=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule), NodeRepair (replace nodes whose conditions stay unhealthy, docs/node-repair.md), StaticCapacity (keep NodePools with spec.replicas at that many nodes, docs/static-capacity.md), NodeOverlay (apply NodeOverlays' prices and capacities, docs/node-overlay.md); Karpenter's other gates only as false")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
@@ -259,7 +264,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	} else {
 		o.SpotToSpotConsolidation, o.NodeRepair = gates.spotToSpot, gates.nodeRepair
-		o.StaticCapacity = gates.staticCapacity
+		o.StaticCapacity, o.NodeOverlay = gates.staticCapacity, gates.nodeOverlay
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
@@ -276,19 +281,19 @@ func (o *Options) Validate() error {
 // featureGates are the gates karpx implements, as parseFeatureGates
 // read them.
 type featureGates struct {
-	spotToSpot, nodeRepair bool
-	staticCapacity         bool
+	spotToSpot, nodeRepair      bool
+	staticCapacity, nodeOverlay bool
 }
 
 // parseFeatureGates reads --feature-gates as Karpenter writes it
 // ("SpotToSpotConsolidation=true,NodeRepair=false"; empty is every gate
 // off) and returns the SpotToSpotConsolidation, NodeRepair and
-// StaticCapacity gates. A
+// StaticCapacity and NodeOverlay gates. A
 // gate karpx does not implement is refused when true, and an unknown name
 // or a value other than true or false always.
 func parseFeatureGates(in string) (featureGates, error) {
 	var gates featureGates
-	unsupported := map[string]bool{"ReservedCapacity": true, "NodeOverlay": true, "CapacityBuffer": true}
+	unsupported := map[string]bool{"ReservedCapacity": true, "CapacityBuffer": true}
 	for _, kv := range strings.Split(in, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -305,10 +310,12 @@ func parseFeatureGates(in string) (featureGates, error) {
 			gates.nodeRepair = on
 		case name == "StaticCapacity":
 			gates.staticCapacity = on
+		case name == "NodeOverlay":
+			gates.nodeOverlay = on
 		case unsupported[name] && on:
 			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %s=true: not supported by karpx yet; remove it or set it to false", name)
 		case !unsupported[name]:
-			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation, NodeRepair and StaticCapacity (and Karpenter's ReservedCapacity, NodeOverlay, CapacityBuffer as false)", name)
+			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation, NodeRepair, StaticCapacity and NodeOverlay (and Karpenter's ReservedCapacity, CapacityBuffer as false)", name)
 		}
 	}
 	return gates, nil

@@ -94,6 +94,12 @@ func TestFeatureGatesOption(t *testing.T) {
 	if err := o.Validate(); err != nil || !o.StaticCapacity || o.NodeRepair {
 		t.Fatalf("FEATURE_GATES=StaticCapacity=true: Validate %v, StaticCapacity %v, NodeRepair %v", err, o.StaticCapacity, o.NodeRepair)
 	}
+	t.Setenv("FEATURE_GATES", "NodeOverlay=true")
+	o = DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || !o.NodeOverlay || o.NodeRepair {
+		t.Fatalf("FEATURE_GATES=NodeOverlay=true: Validate %v, NodeOverlay %v, NodeRepair %v", err, o.NodeOverlay, o.NodeRepair)
+	}
 	for in, want := range map[string]string{
 		// Karpenter v1.14's default (pkg/operator/options/options.go).
 		"NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "ReservedCapacity=true: not supported by karpx yet",

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	ec2v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	nodeclasscapacity "github.com/karpx/karpx/autoscaler/aws/controllers/nodeclass/capacity"
 	nodeclassstatus "github.com/karpx/karpx/autoscaler/aws/controllers/nodeclass/status"
@@ -27,6 +28,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/provisioning"
 	"github.com/karpx/karpx/autoscaler/controllers/termination"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
+	"github.com/karpx/karpx/autoscaler/nodeoverlay"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
@@ -45,6 +47,7 @@ var registrations = []func(*wiring) error{
 	registerNodeTermination,
 	registerNodeRepair,
 	registerDisruption,
+	registerNodeOverlay,
 	registerInterruption,
 	registerGarbageCollection,
 	registerNodePoolStatus,
@@ -72,7 +75,10 @@ type wiring struct {
 	// latency follows pods from pending to CreateFleet (provisioning
 	// plans, lifecycle launches).
 	latency *launchlatency.Tracker
-	op      Operator
+	// overlays are the evaluated NodeOverlays the instance types pass
+	// through (nil without the NodeOverlay gate).
+	overlays *nodeoverlay.Store
+	op       Operator
 }
 
 // newWiring builds the cloud provider with newCloud, registers the
@@ -103,8 +109,15 @@ func newWiring(ctx context.Context, mgr manager.Manager, opts Options, newCloud 
 	// separate piece of work.
 	//lint:ignore SA1019 the core/v1 recorder on purpose, see above.
 	recorder := mgr.GetEventRecorderFor("karpx")
+	var overlays *nodeoverlay.Store
+	if opts.NodeOverlay {
+		overlays = nodeoverlay.NewStore()
+		if u, ok := cloud.(interface{ UseNodeOverlays(*nodeoverlay.Store) }); ok {
+			u.UseNodeOverlays(overlays)
+		}
+	}
 	return &wiring{
-		ctx: ctx, mgr: mgr, opts: opts, cloud: cloud, pods: pods, recorder: recorder,
+		ctx: ctx, mgr: mgr, opts: opts, cloud: cloud, pods: pods, recorder: recorder, overlays: overlays,
 		health:  launchhealth.New(launchhealth.Options{BaseBackoff: opts.LaunchBackoffBase, MaxBackoff: opts.LaunchBackoffMax}),
 		latency: launchlatency.New(opts.LaunchLatencyHook),
 		op:      Operator{Manager: mgr, CloudProvider: cloud, Hydration: opts.hydration},
@@ -118,7 +131,11 @@ func (w *wiring) clock() clock.WithTickerAndDelayedExecution { return w.opts.clo
 // karpenter_cloudprovider_* metrics labelled with controller. Optional
 // interfaces are asserted on w.cloud itself, not on this decorator.
 func (w *wiring) metered(controller string) cloudprovider.CloudProvider {
-	return karpentermetrics.DecorateWithClock(w.cloud, controller, providerName(w.cloud), w.clock())
+	cloud := w.cloud
+	if w.overlays != nil {
+		cloud = nodeoverlay.Decorate(cloud, w.overlays)
+	}
+	return karpentermetrics.DecorateWithClock(cloud, controller, providerName(w.cloud), w.clock())
 }
 
 // registerProvisioning adds the provisioner. With a cloud provider that
@@ -189,6 +206,29 @@ func registerNodeRepair(w *wiring) error {
 	}
 	if err := nodehealth.New(w.mgr.GetClient(), p.RepairPolicies(), w.recorder, w.clock()).Register(w.mgr); err != nil {
 		return fmt.Errorf("registering node repair: %w", err)
+	}
+	return nil
+}
+
+// registerNodeOverlay adds, with the NodeOverlay feature gate, the
+// controller that evaluates NodeOverlays, writes their
+// ValidationSucceeded condition and fills the store the metered cloud
+// providers apply; each evaluation triggers a provisioning and a
+// disruption pass, as Karpenter marks its cluster state unconsolidated.
+func registerNodeOverlay(w *wiring) error {
+	if w.overlays == nil {
+		return nil
+	}
+	// The cloud's own instance types, metered under the name of
+	// Karpenter's controller (pkg/controllers/nodeoverlay@v1.14.0 Name).
+	cloud := karpentermetrics.DecorateWithClock(w.cloud, nodeoverlay.ControllerName, providerName(w.cloud), w.clock())
+	c := nodeoverlay.NewController(w.mgr.GetClient(), cloud, w.overlays, w.clock(), w.mgr.GetLogger().WithName("nodeoverlay"))
+	c.OnUpdate = func() {
+		w.op.Provisioner.Trigger("nodeoverlay")
+		w.op.Disruption.Trigger()
+	}
+	if err := c.Register(w.mgr, &ec2v1.EC2NodeClass{}); err != nil {
+		return fmt.Errorf("registering NodeOverlay evaluation: %w", err)
 	}
 	return nil
 }

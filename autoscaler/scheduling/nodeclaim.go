@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/requirements"
@@ -34,7 +35,11 @@ const apiVersion = apis.Group + "/v1"
 //     on every NodeClaim it plans, with or without minValues in the
 //     NodePool (Scheduler.addToNewNodeClaim), so provisioned and
 //     consolidation replacement NodeClaims both carry it, and it overrides
-//     a value the template's annotations set;
+//     a value the template's annotations set; and
+//     karpenter.sh/price-overlay-applied or
+//     karpenter.sh/capacity-overlay-applied: "true" when a candidate
+//     instance type has an offering a NodeOverlay priced or capacity a
+//     NodeOverlay added;
 //   - an owner reference to the NodePool, so deleting it deletes the
 //     NodeClaim;
 //   - spec: Requirements, Requests (as resources.requests), and the
@@ -69,6 +74,18 @@ func (p NodeClaimPlan) NodeClaim() *karpv1.NodeClaim {
 	annotations[karpv1.NodePoolHashAnnotationKey] = np.Hash()
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
 	annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(p.MinValuesRelaxed)
+	// NodeOverlays (Karpenter's NodeClaimTemplate.ToNodeClaim@v1.14.0):
+	// the cloud provider launches such a NodeClaim by the overlaid prices.
+	for _, it := range p.InstanceTypes {
+		for _, o := range it.Offerings {
+			if o.PriceOverlay != "" {
+				annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] = "true"
+			}
+		}
+		if len(it.CapacityOverlays) > 0 {
+			annotations[v1alpha1.CapacityOverlayAppliedAnnotationKey] = "true"
+		}
+	}
 
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(p.Requirements))
 	for i := range p.Requirements {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/scheduling"
@@ -101,5 +102,34 @@ func TestPlanAllowsOffering(t *testing.T) {
 				t.Errorf("cheapest allowed offering %+v (found %t), want %s %s", o, ok, tt.wantZone, tt.wantCT)
 			}
 		})
+	}
+}
+
+// TestNodeClaimOverlayAnnotations: like Karpenter v1.14.0's
+// NodeClaimTemplate.ToNodeClaim, a NodeClaim whose candidate types have
+// an offering a NodeOverlay priced carries
+// karpenter.sh/price-overlay-applied, and one whose types got capacity
+// from a NodeOverlay karpenter.sh/capacity-overlay-applied; neither
+// otherwise.
+func TestNodeClaimOverlayAnnotations(t *testing.T) {
+	plain := &cloudprovider.InstanceType{Name: "m5.large", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", PriceUSDPerHour: 0.096}}}
+	priced := &cloudprovider.InstanceType{Name: "c5.large", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", PriceUSDPerHour: 10, PriceOverlay: "dear"}}}
+	fpga := &cloudprovider.InstanceType{Name: "m6i.large", CapacityOverlays: map[corev1.ResourceName]string{"example.com/fpga": "fpga"}}
+	for _, tt := range []struct {
+		name            string
+		types           []*cloudprovider.InstanceType
+		price, capacity bool
+	}{
+		{"no overlay", []*cloudprovider.InstanceType{plain}, false, false},
+		{"a priced candidate", []*cloudprovider.InstanceType{plain, priced}, true, false},
+		{"an overlaid capacity", []*cloudprovider.InstanceType{fpga, plain}, false, true},
+		{"both", []*cloudprovider.InstanceType{priced, fpga}, true, true},
+	} {
+		nc := scheduling.NodeClaimPlan{NodePool: generalPurpose(), InstanceTypes: tt.types}.NodeClaim()
+		_, price := nc.Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey]
+		_, capacity := nc.Annotations[v1alpha1.CapacityOverlayAppliedAnnotationKey]
+		if price != tt.price || capacity != tt.capacity {
+			t.Errorf("%s: annotations %v; want price-overlay-applied %v, capacity-overlay-applied %v", tt.name, nc.Annotations, tt.price, tt.capacity)
+		}
 	}
 }

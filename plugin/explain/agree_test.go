@@ -74,7 +74,7 @@ func TestExplainAgreesWithSchedulerOnLaunchingNodeClaims(t *testing.T) {
 			}
 
 			zones, _ := s.zones()
-			in, reason := s.nodePoolInput(&s.NodePools[0], zones)
+			in, reason := s.nodePoolInput(&s.NodePools[0], zones, nil)
 			if reason != "" {
 				t.Fatal(reason)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
@@ -237,6 +238,10 @@ func (o *Options) read(ctx context.Context) (*Snapshot, error) {
 	var classes karpxv1.EC2NodeClassList
 	if optional("EC2NodeClasses", &classes) {
 		snap.EC2NodeClasses = classes.Items
+	}
+	var overlays v1alpha1.NodeOverlayList
+	if optional("NodeOverlays", &overlays) {
+		snap.NodeOverlays = overlays.Items
 	}
 	var claims karpv1.NodeClaimList
 	if optional("NodeClaims", &claims) {

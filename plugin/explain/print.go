@@ -2,6 +2,8 @@ package explain
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +57,7 @@ func (o *Options) print(ex *Explanation) error {
 	case ex.Chosen != "":
 		for _, r := range ex.NodePools {
 			if r.NodePool == ex.Chosen {
-				fmt.Fprintf(o.Out, "Would launch from NodePool %s (karpx's scheduling, highest weight first): %s in %s (%s, $%.4f/h)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour)
+				fmt.Fprintf(o.Out, "Would launch from NodePool %s (karpx's scheduling, highest weight first): %s in %s (%s, $%.4f/h%s)\n", r.NodePool, r.InstanceType, orUnknown(r.Zone), r.CapacityType, r.PriceUSDPerHour, overlayNote(r))
 			}
 		}
 	case len(ex.NotModelled) > 0:
@@ -63,6 +65,17 @@ func (o *Options) print(ex *Explanation) error {
 			strings.Join(ex.NotModelled, ", "))
 	default:
 		fmt.Fprintf(o.Out, "No NodePool can launch a node for this pod.\n")
+	}
+	if len(ex.NodeOverlays) > 0 {
+		fmt.Fprintf(o.Out, "\nNodeOverlays (weight descending, then name descending; the first that selects an offering sets its price):\n")
+		w := printers.GetNewTabWriter(o.Out)
+		fmt.Fprintln(w, "  NAME\tWEIGHT\tAPPLIED\tCONDITION\tREASON")
+		for _, r := range ex.NodeOverlays {
+			fmt.Fprintf(w, "  %s\t%d\t%v\t%s\t%s\n", r.Name, r.Weight, r.Applied, table.Dash(r.Condition), table.Dash(table.OneLine(strings.TrimSpace(r.Reason+" "+r.Message))))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(ex.AutoscalerEvents) > 0 {
 		fmt.Fprintf(o.Out, "\nThe autoscaler's latest events for this pod (newest first):\n")
@@ -118,6 +131,9 @@ func (ex *Explanation) Table() *metav1.Table {
 		}
 		if r.CanLaunch {
 			launch, price = "yes", fmt.Sprintf("$%.4f", r.PriceUSDPerHour)
+			if r.PriceOverlay != "" {
+				price += " (NodeOverlay " + r.PriceOverlay + ")"
+			}
 			if r.NodePool == ex.Chosen {
 				launch = "yes (chosen)"
 			}
@@ -134,4 +150,21 @@ func (ex *Explanation) Table() *metav1.Table {
 // YAML printers.
 func (ex *Explanation) Object() (runtime.Object, error) {
 	return output.Object(ExplanationKind, ex)
+}
+
+// overlayNote describes the NodeOverlays that changed r's launch: the one
+// that set the price (with the catalogue price it replaced) and those
+// that added capacity; "" when none did.
+func overlayNote(r NodePoolResult) string {
+	var parts []string
+	if r.PriceOverlay != "" {
+		parts = append(parts, fmt.Sprintf("price set by NodeOverlay %s; catalogue $%.4f/h", r.PriceOverlay, r.CatalogPriceUSDPerHour))
+	}
+	for _, res := range slices.Sorted(maps.Keys(r.CapacityOverlays)) {
+		parts = append(parts, fmt.Sprintf("%s added by NodeOverlay %s", res, r.CapacityOverlays[res]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }

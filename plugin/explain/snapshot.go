@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/nodeoverlay"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/catalog"
@@ -32,6 +35,11 @@ type Snapshot struct {
 	NodePools []karpv1.NodePool
 	// EC2NodeClasses are all karpenter.k8s.aws/v1 EC2NodeClasses.
 	EC2NodeClasses []karpxv1.EC2NodeClass
+	// NodeOverlays are all karpenter.sh/v1alpha1 NodeOverlays. Explain
+	// applies them as the autoscaler does (package autoscaler/nodeoverlay)
+	// once its controller has evaluated them (an overlay carries the
+	// ValidationSucceeded condition); until then they are listed only.
+	NodeOverlays []v1alpha1.NodeOverlay
 	// NodeClaims count against their NodePool's spec.limits as they do
 	// for the scheduler (clusterstate.Remaining): status.capacity once
 	// launched, spec.resources.requests while launching.
@@ -140,6 +148,9 @@ type Explanation struct {
 	AutoscalerEvents []PodEvent `json:"autoscalerEvents,omitempty"`
 	// NodePools is one result per NodePool, by descending weight then name.
 	NodePools []NodePoolResult `json:"nodePools"`
+	// NodeOverlays is one result per NodeOverlay, in the order they are
+	// evaluated (weight descending, then name descending).
+	NodeOverlays []NodeOverlayResult `json:"nodeOverlays,omitempty"`
 	// Notes say which inputs were assumed or unavailable.
 	Notes []string `json:"notes"`
 }
@@ -169,6 +180,92 @@ type NodePoolResult struct {
 	// InstanceTypes are the types the launch would offer EC2, cheapest
 	// first (at most scheduling.MaxInstanceTypes).
 	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	// PriceOverlay names the NodeOverlay that set PriceUSDPerHour (its
+	// spec.price or spec.priceAdjustment); empty for the catalogue price.
+	PriceOverlay string `json:"priceOverlay,omitempty"`
+	// CatalogPriceUSDPerHour is the offering's price before PriceOverlay
+	// (USD per hour); set only with PriceOverlay.
+	CatalogPriceUSDPerHour float64 `json:"catalogPriceUSDPerHour,omitempty"`
+	// CapacityOverlays names, per extended resource a NodeOverlay added to
+	// InstanceType, that NodeOverlay.
+	CapacityOverlays map[corev1.ResourceName]string `json:"capacityOverlays,omitempty"`
+}
+
+// NodeOverlayResult is one NodeOverlay as explain evaluated it, with what
+// the autoscaler's controller last wrote on it.
+type NodeOverlayResult struct {
+	// Name is the NodeOverlay's name.
+	Name string `json:"name"`
+	// Weight is spec.weight (0 when unset).
+	Weight int32 `json:"weight"`
+	// Applied is true when explain applied it (validated, no conflict, and
+	// the controller has evaluated the overlays).
+	Applied bool `json:"applied"`
+	// Reason and Message are why it does not apply: Conflict or
+	// RuntimeValidation (Karpenter's reasons) as explain evaluated it.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Condition is the ValidationSucceeded condition the controller wrote
+	// ("True", "False: Conflict", …), or "" when it has not evaluated it.
+	Condition string `json:"condition,omitempty"`
+}
+
+// NodeOverlayNote is the note of an explanation whose NodeOverlays no
+// controller has evaluated.
+const NodeOverlayNote = "no NodeOverlay has a ValidationSucceeded condition: the autoscaler has not evaluated them (karpx runs NodeOverlays only with --feature-gates NodeOverlay=true), so prices and capacities are shown without them"
+
+// overlays evaluates s.NodeOverlays against the catalogue types of every
+// modelled NodePool and returns the evaluation to apply (nil when the
+// controller has evaluated none of them) and the per-overlay results.
+func (s *Snapshot) overlays(zones func(*karpxv1.EC2NodeClass) []string) (*nodeoverlay.Evaluation, []NodeOverlayResult, string) {
+	if len(s.NodeOverlays) == 0 {
+		return nil, nil, ""
+	}
+	var pools []nodeoverlay.Pool
+	for i := range s.NodePools {
+		np := &s.NodePools[i]
+		if !modelled(np) {
+			continue
+		}
+		if in, reason := s.nodePoolInput(np, zones, nil); reason == "" {
+			pools = append(pools, nodeoverlay.Pool{NodePool: np, InstanceTypes: in.InstanceTypes})
+		}
+	}
+	ev := nodeoverlay.Evaluate(context.Background(), s.NodeOverlays, pools)
+	evaluated := false
+	var out []NodeOverlayResult
+	for i := range s.NodeOverlays {
+		o := &s.NodeOverlays[i]
+		r := NodeOverlayResult{Name: o.Name}
+		if o.Spec.Weight != nil {
+			r.Weight = *o.Spec.Weight
+		}
+		v := ev.Verdicts[o.Name]
+		r.Reason, r.Message, r.Applied = v.Reason, v.Message, v.Reason == ""
+		for _, c := range o.Status.Conditions {
+			if c.Type == v1alpha1.ConditionTypeValidationSucceeded {
+				evaluated = true
+				r.Condition = string(c.Status)
+				if c.Status != metav1.ConditionTrue {
+					r.Condition += ": " + c.Reason
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b NodeOverlayResult) int {
+		if a.Weight != b.Weight {
+			return int(b.Weight) - int(a.Weight)
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
+	if !evaluated {
+		for i := range out {
+			out[i].Applied = false
+		}
+		return nil, out, NodeOverlayNote
+	}
+	return ev, out, ""
 }
 
 // Explain runs the scheduling code on s: each NodePool alone, then all of
@@ -202,10 +299,15 @@ func Explain(s *Snapshot) *Explanation {
 	if zoneNote != "" {
 		ex.Notes = append(ex.Notes, zoneNote)
 	}
+	ev, overlays, overlayNote := s.overlays(zones)
+	ex.NodeOverlays = overlays
+	if overlayNote != "" {
+		ex.Notes = append(ex.Notes, overlayNote)
+	}
 	var inputs []scheduling.NodePoolInput
 	for i := range s.NodePools {
 		np := &s.NodePools[i]
-		r, in, ok := s.explainNodePool(np, target, key, zones)
+		r, in, ok := s.explainNodePool(np, target, key, zones, ev)
 		if r.NotModelled {
 			ex.NotModelled = append(ex.NotModelled, np.Name)
 		}
@@ -235,7 +337,7 @@ func Explain(s *Snapshot) *Explanation {
 // explainNodePool runs the scheduling code on target (Solve's result key
 // key) with np alone. ok is false when np cannot be modelled or cannot
 // launch at all (r.Reason says why); otherwise in is np's scheduling input.
-func (s *Snapshot) explainNodePool(np *karpv1.NodePool, target *corev1.Pod, key types.UID, zones func(*karpxv1.EC2NodeClass) []string) (r NodePoolResult, in scheduling.NodePoolInput, ok bool) {
+func (s *Snapshot) explainNodePool(np *karpv1.NodePool, target *corev1.Pod, key types.UID, zones func(*karpxv1.EC2NodeClass) []string, ev *nodeoverlay.Evaluation) (r NodePoolResult, in scheduling.NodePoolInput, ok bool) {
 	r = NodePoolResult{NodePool: np.Name}
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 		r.NodeClass = ref.Name
@@ -249,7 +351,7 @@ func (s *Snapshot) explainNodePool(np *karpv1.NodePool, target *corev1.Pod, key 
 		r.Reason = fmt.Sprintf("nodeClassRef %s/%s %s is not a karpenter.k8s.aws EC2NodeClass, which karpx cannot model: the autoscaler's own events for the pod say what it decided", ref.Group, ref.Kind, ref.Name)
 		return r, in, false
 	}
-	in, reason := s.nodePoolInput(np, zones)
+	in, reason := s.nodePoolInput(np, zones, ev)
 	if reason != "" {
 		r.Reason = reason
 		return r, in, false
@@ -278,12 +380,21 @@ func fillOffering(r *NodePoolResult, plan scheduling.NodeClaimPlan) {
 	r.InstanceType, r.PriceUSDPerHour = it.Name, plan.PriceUSDPerHour
 	if o, ok := it.CheapestOffering(plan.AllowsOffering()); ok {
 		r.Zone, r.CapacityType = o.Zone, o.CapacityType
+		if o.PriceOverlay != "" {
+			r.PriceOverlay = o.PriceOverlay
+			if c, found := catalog.Get(it.Name); found && c.OnDemandPriceUSDPerHour != nil {
+				r.CatalogPriceUSDPerHour = *c.OnDemandPriceUSDPerHour
+			}
+		}
 	}
+	r.CapacityOverlays = it.CapacityOverlays
 }
 
 // nodePoolInput returns np with its instance types and remaining limits
 // (clusterstate.Remaining, the scheduler's own), or why it cannot launch at all (its EC2NodeClass).
-func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.EC2NodeClass) []string) (scheduling.NodePoolInput, string) {
+// The instance types are the catalogue's after the NodeOverlays of ev
+// (nil: none).
+func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.EC2NodeClass) []string, ev *nodeoverlay.Evaluation) (scheduling.NodePoolInput, string) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
 		return scheduling.NodePoolInput{}, "spec.template.spec.nodeClassRef is not set"
@@ -299,7 +410,11 @@ func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.
 	if c := findCondition(class.Status.Conditions, "Ready"); c != nil && c.Status != metav1.ConditionTrue {
 		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is not Ready (%s: %s)", class.Name, c.Reason, c.Message)
 	}
-	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: catalogTypes(zones(class)), Remaining: clusterstate.Remaining(np, s.NodeClaims)}, ""
+	types := catalogTypes(zones(class))
+	if ev != nil {
+		types = ev.Apply(np, types)
+	}
+	return scheduling.NodePoolInput{NodePool: np, InstanceTypes: types, Remaining: clusterstate.Remaining(np, s.NodeClaims)}, ""
 }
 
 // modelled reports whether karpx can model np's node class: a

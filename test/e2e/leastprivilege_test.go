@@ -25,6 +25,9 @@ var controllerRBACAllowlist = map[cluster.Permission]string{
 	{Verb: "watch", Group: "storage.k8s.io", Resource: "storageclasses"}:              "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
 	{Verb: "list", Resource: "namespaces"}:                                            "namespaceSelector: the informer starts with the first pod whose affinity term has a namespaceSelector (clusterstate.NamespaceLabels)",
 	{Verb: "watch", Resource: "namespaces"}:                                           "namespaceSelector: the informer starts with the first pod whose affinity term has a namespaceSelector (clusterstate.NamespaceLabels)",
+	{Verb: "list", Group: "karpenter.sh", Resource: "nodeoverlays"}:                   "the NodeOverlay controller, only with --feature-gates NodeOverlay=true (autoscaler/nodeoverlay; test/e2e/nodeoverlay_test.go)",
+	{Verb: "watch", Group: "karpenter.sh", Resource: "nodeoverlays"}:                  "the NodeOverlay controller, only with --feature-gates NodeOverlay=true (autoscaler/nodeoverlay; test/e2e/nodeoverlay_test.go)",
+	{Verb: "patch", Group: "karpenter.sh", Resource: "nodeoverlays/status"}:           "the NodeOverlay controller's ValidationSucceeded condition, only with --feature-gates NodeOverlay=true (autoscaler/nodeoverlay)",
 	{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}:        "the metrics server's authentication filter (--metrics-secure, the default) reviews a scrape's bearer token; the termination scenario runs without a metrics server",
 	{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}: "the metrics server's authorization filter (--metrics-secure, the default) checks a scraper may get /metrics; the termination scenario runs without a metrics server",
 }

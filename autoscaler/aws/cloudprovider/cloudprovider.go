@@ -25,6 +25,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/providers/subnet"
 	"github.com/karpx/karpx/autoscaler/aws/providers/userdata"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/nodeoverlay"
 )
 
 // DefaultMaxInstanceTypes caps the instance types offered to one CreateFleet.
@@ -94,6 +95,9 @@ type CloudProvider struct {
 	networks cache.Store[string, *instance.Instance]
 	capacity *capacity.Cache
 	profiles *instanceprofile.Provider
+	// overlays are the NodeOverlays Create applies (UseNodeOverlays); nil
+	// without the NodeOverlay feature gate.
+	overlays *nodeoverlay.Store
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)

@@ -41,8 +41,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, fmt.Errorf("creating NodeClaim %q: %w", nodeClaim.Name, err)
 	}
+	types, prioritized, err := c.overlaid(nodeClaim, r.instanceTypes)
+	if err != nil {
+		return nil, fmt.Errorf("creating NodeClaim %q: %w", nodeClaim.Name, err)
+	}
 	reqs := requirements.ParseNodeClaim(nodeClaim.Spec.Requirements) // once, then matched against every type
-	capacityType, candidates := c.candidates(r, reqs, nodeClaim.Spec.Resources.Requests)
+	capacityType, candidates := c.candidates(types, reqs, nodeClaim.Spec.Resources.Requests)
 	if len(candidates) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("NodeClaim %q: no available offering of EC2NodeClass %q meets the requirements and resource requests (offerings may be marked unavailable after recent InsufficientInstanceCapacity)", nodeClaim.Name, className)}
 	}
@@ -57,6 +61,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		Configs:       configs,
 		Tags:          c.instanceTags(r.class, nodeClaim),
 		Context:       r.class.Spec.Context,
+		Prioritized:   prioritized,
 	})
 	if err != nil {
 		log.Error(err, "launching instance failed", "capacityType", capacityType, "candidates", len(candidates))
@@ -68,19 +73,20 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	c.fillFromInstance(out, inst)
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashAnnotationKey, nodeClassHash(r.class, c.opts.ClusterCABundle))
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, NodeClassHashVersionAnnotationKey, NodeClassHashVersion)
-	if it, ok := findType(r.instanceTypes, inst.Type); ok {
+	if it, ok := findType(types, inst.Type); ok {
 		out.Status.Allocatable = it.Allocatable.DeepCopy() // issue 9: estimate or learned, not the bare catalogue
+		addOverlaidCapacity(out, it)
 	}
 	return out, nil
 }
 
-// candidates returns the capacity type to launch with and the instance types
-// that meet reqs and fit requests, cheapest first, at most MaxInstanceTypes.
+// candidates returns the capacity type to launch with and the types among
+// types that meet reqs and fit requests, cheapest first, at most MaxInstanceTypes.
 // Spot is chosen when the requirements allow it and some candidate has an
 // available spot offering, as Karpenter does.
-func (c *CloudProvider) candidates(r *resolved, reqs requirements.Requirements, requests corev1.ResourceList) (string, []candidate) {
+func (c *CloudProvider) candidates(types []*cloudprovider.InstanceType, reqs requirements.Requirements, requests corev1.ResourceList) (string, []candidate) {
 	byCT := map[string][]candidate{}
-	for _, it := range r.instanceTypes {
+	for _, it := range types {
 		if !reqs.MatchInstanceType(it.Labels) || !fits(requests, it.Allocatable) {
 			continue
 		}
@@ -176,7 +182,7 @@ func (c *CloudProvider) launchConfigs(ctx context.Context, r *resolved, nodeClai
 		}
 		for _, o := range cd.offerings {
 			if s, ok := bestSubnet[o.Zone]; ok {
-				cfg.Overrides = append(cfg.Overrides, instance.Override{InstanceType: cd.it.Name, SubnetID: s.ID, Zone: o.Zone})
+				cfg.Overrides = append(cfg.Overrides, instance.Override{InstanceType: cd.it.Name, SubnetID: s.ID, Zone: o.Zone, Priority: o.PriceUSDPerHour})
 			}
 		}
 	}

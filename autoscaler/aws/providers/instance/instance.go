@@ -81,6 +81,12 @@ type Override struct {
 	SubnetID string
 	// Zone is the subnet's availability zone.
 	Zone string
+	// Priority is CreateFleet's override Priority (lower launches first),
+	// used only with LaunchRequest.Prioritized: the offering's price in
+	// USD per hour after NodeOverlays, as Karpenter's AWS provider sets it
+	// (github.com/aws/karpenter-provider-aws v1.14.0
+	// pkg/providers/instance/instance.go).
+	Priority float64
 }
 
 // LaunchConfig is one launch template and the candidates that use it.
@@ -112,6 +118,12 @@ type LaunchRequest struct {
 	Tags map[string]string
 	// Context is the EC2NodeClass's spec.context, or nil.
 	Context *string
+	// Prioritized asks for the "prioritized" on-demand and
+	// "capacity-optimized-prioritized" spot allocation strategies, with
+	// each Override's Priority, instead of EC2's own lowest price: set when
+	// a NodeOverlay changed a candidate's price (the NodeClaim carries
+	// karpenter.sh/price-overlay-applied), as Karpenter's AWS provider does.
+	Prioritized bool
 }
 
 // Provider launches and reads instances. It is safe for concurrent use.
@@ -259,6 +271,9 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(o.InstanceType), SubnetId: aws.String(o.SubnetID),
 			})
+			if req.Prioritized {
+				cfg.Overrides[len(cfg.Overrides)-1].Priority = aws.Float64(o.Priority)
+			}
 		}
 		configs = append(configs, cfg)
 	}
@@ -279,9 +294,14 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 	if req.NodeClaimUID != "" {
 		in.ClientToken = aws.String(ClientToken(req.NodeClaimUID, in))
 	}
-	if req.CapacityType == cloudprovider.CapacityTypeSpot {
+	switch {
+	case req.CapacityType == cloudprovider.CapacityTypeSpot && req.Prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case req.CapacityType == cloudprovider.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case req.Prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in

@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,8 +30,8 @@ func request(ct string) LaunchRequest {
 	return LaunchRequest{
 		NodeClaimName: "nc", CapacityType: ct,
 		Configs: []LaunchConfig{
-			{LaunchTemplateName: "karpx/demo/std", ImageID: "ami-std", Overrides: []Override{{"m5.large", "subnet-a", "us-east-1a"}, {"m5.large", "subnet-b", "us-east-1b"}}},
-			{LaunchTemplateName: "karpx/demo/gpu", ImageID: "ami-gpu", Overrides: []Override{{"g5.xlarge", "subnet-a", "us-east-1a"}}},
+			{LaunchTemplateName: "karpx/demo/std", ImageID: "ami-std", Overrides: []Override{{InstanceType: "m5.large", SubnetID: "subnet-a", Zone: "us-east-1a", Priority: 0.096}, {InstanceType: "m5.large", SubnetID: "subnet-b", Zone: "us-east-1b", Priority: 0.097}}},
+			{LaunchTemplateName: "karpx/demo/gpu", ImageID: "ami-gpu", Overrides: []Override{{InstanceType: "g5.xlarge", SubnetID: "subnet-a", Zone: "us-east-1a", Priority: 1.006}}},
 		},
 		Tags: map[string]string{"karpenter.sh/nodeclaim": "nc", "Name": "nc"},
 	}
@@ -68,6 +69,36 @@ func TestFleetRequestShape(t *testing.T) {
 	_, _ = p.Launch(context.Background(), request("on-demand"))
 	if api.in.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice || api.in.SpotOptions != nil {
 		t.Errorf("on-demand request %+v", api.in)
+	}
+	if p := api.in.LaunchTemplateConfigs[0].Overrides[0].Priority; p != nil {
+		t.Errorf("override Priority %v without Prioritized; want none", *p)
+	}
+	// A NodeOverlay priced a candidate (issue 33): the prioritized
+	// strategies, with each override's Priority, as Karpenter's AWS
+	// provider sends them.
+	for ct, want := range map[string]string{"on-demand": string(ec2types.FleetOnDemandAllocationStrategyPrioritized), "spot": string(ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized)} {
+		req := request(ct)
+		req.Prioritized = true
+		_, _ = p.Launch(context.Background(), req)
+		got := ""
+		if api.in.OnDemandOptions != nil {
+			got = string(api.in.OnDemandOptions.AllocationStrategy)
+		}
+		if api.in.SpotOptions != nil {
+			got += string(api.in.SpotOptions.AllocationStrategy)
+		}
+		if got != want {
+			t.Errorf("prioritized %s: allocation strategy %q; want %q", ct, got, want)
+		}
+		var prios []float64
+		for _, c := range api.in.LaunchTemplateConfigs {
+			for _, o := range c.Overrides {
+				prios = append(prios, aws.ToFloat64(o.Priority))
+			}
+		}
+		if fmt.Sprint(prios) != "[0.096 0.097 1.006]" {
+			t.Errorf("prioritized %s: priorities %v; want [0.096 0.097 1.006]", ct, prios)
+		}
 	}
 }
 

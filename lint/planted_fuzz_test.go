@@ -18,7 +18,7 @@ var plantedLines = []struct{ text, rule string }{
 	{"systemctl restart \\\n  kubelet", RuleUserDataNodeRestart},
 	{"echo start && reboot", RuleUserDataNodeRestart},
 	{"export AWS_SECRET_ACCESS_KEY=" + exampleSecret, RuleUserDataSecretKey},
-	{"aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE", RuleUserDataAccessKey},
+	{"aws configure set aws_access_key_id AKIA4Q6ZP7M2XJ3KD5WN", RuleUserDataAccessKey},
 }
 
 // plantedBuilder turns fuzz bytes into a userData document: each byte

@@ -36,6 +36,11 @@ const (
 	// schema or CEL rules, or has unknown fields (lint only; the API
 	// server itself enforces this rule in a cluster).
 	RuleCRDSchema = "KX011"
+	// RuleUserDataCredential (KX012, deny): a credential other than an AWS
+	// key or a private key (a service token, a password assignment, an API
+	// key) found by gitleaks' rule set in userData or in any text decoded
+	// from it.
+	RuleUserDataCredential = "KX012"
 
 	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
 	// EC2NodeClass that does not exist.
@@ -112,6 +117,9 @@ var rules = []Rule{
 	{RuleCRDSchema, "crd-schema", "NodePool, EC2NodeClass", SeverityDeny,
 		"The object fails its CRD's OpenAPI schema or x-kubernetes-validations (CEL) rules, or has fields the CRD does not declare; the API server would reject it with the same message. Checked offline by kubectl karpx lint.",
 		"manifests/crds (karpx's EC2NodeClass CRD and Karpenter's NodePool CRD); Kubernetes docs, \"Validation\" and \"Validation rules\" of CustomResourceDefinitions; kubectl --validate=strict.", "", ""},
+	{RuleUserDataCredential, "userdata-credential", "EC2NodeClass", SeverityDeny,
+		"spec.userData contains a credential that gitleaks' rule set recognises (GitHub, GitLab, Slack, Docker Hub, npm, Datadog, Azure, GCP and some 200 other services' tokens, and generic key, token, secret and password assignments with high entropy), in the text or in anything decoded from it: base64 userData, MIME transfer encodings, gzip, write_files encodings, and base64, hex or percent-encoded substrings such as a kubeconfig's fields or a TOML value (two decoding passes). The finding names the gitleaks rule. AWS access key IDs and private keys found by the same rule set are reported as KX004 and KX006. Placeholders (EXAMPLE, changeme, <your-token>, ${VAR}, a value of at most three distinct characters) and public keys or certificates are not reported.",
+		"gitleaks v8.30.1, config/gitleaks.toml (github.com/zricethezav/gitleaks/v8, MIT); Amazon EC2 User Guide, user data is not encrypted and is visible via IMDS and DescribeInstanceAttribute.", "", ""},
 	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
 		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef.", "", ""},
@@ -155,6 +163,8 @@ var ruleDocs = map[string][2]string{
 		"Put the commands in spec.userData itself as shell or cloud-config, in a text encoding."},
 	RuleUserDataBase64: {"Karpenter base64-encodes userData for EC2; encoded text is encoded twice and reaches the node as an unreadable blob that cloud-init ignores.",
 		"Put the decoded text in spec.userData."},
+	RuleUserDataCredential: {"userData is readable by anyone who can call DescribeInstanceAttribute or reach IMDS from a pod; a token there is a leaked token, for every service it grants.",
+		"Remove the credential, rotate it, and fetch it at boot from Secrets Manager or SSM Parameter Store with the node role."},
 	RuleCRDSchema: {"The API server would reject the object with the same message; lint reports it before kubectl apply does.",
 		"Correct the field as the message says; kubectl explain nodepool.spec shows the schema."},
 	RuleNodeClassMissing: {"A NodePool whose EC2NodeClass does not exist launches nothing, and pods stay pending without an obvious reason.",

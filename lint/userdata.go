@@ -286,7 +286,7 @@ func base64UserData(text string) (dec string, ok bool, note string) {
 // AMI family and returns the findings, with Field "spec.userData" and Kind
 // and Name left empty for the caller to fill.
 func CheckUserData(family, text string) Findings {
-	return checkUserData(family, text, true)
+	return dedupeSecrets(checkUserData(family, text, true))
 }
 
 // checkUserData is CheckUserData; unwrap allows one level of base64

@@ -41,6 +41,11 @@ const (
 	// key) found by gitleaks' rule set in userData or in any text decoded
 	// from it.
 	RuleUserDataCredential = "KX012"
+	// RuleUserDataNodeJoin (KX013, deny): userData with settings with
+	// which the node cannot join: swap turned on while kubelet's
+	// failSwapOn is true, or a NodeConfig containerd configuration that is
+	// not valid TOML.
+	RuleUserDataNodeJoin = "KX013"
 
 	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
 	// EC2NodeClass that does not exist.
@@ -120,6 +125,9 @@ var rules = []Rule{
 	{RuleUserDataCredential, "userdata-credential", "EC2NodeClass", SeverityDeny,
 		"spec.userData contains a credential that gitleaks' rule set recognises (GitHub, GitLab, Slack, Docker Hub, npm, Datadog, Azure, GCP and some 200 other services' tokens, and generic key, token, secret and password assignments with high entropy), in the text or in anything decoded from it: base64 userData, MIME transfer encodings, gzip, write_files encodings, and base64, hex or percent-encoded substrings such as a kubeconfig's fields or a TOML value (two decoding passes). The finding names the gitleaks rule. AWS access key IDs and private keys found by the same rule set are reported as KX004 and KX006. Placeholders (EXAMPLE, changeme, <your-token>, ${VAR}, a value of at most three distinct characters) and public keys or certificates are not reported.",
 		"gitleaks v8.30.1, config/gitleaks.toml (github.com/zricethezav/gitleaks/v8, MIT); Amazon EC2 User Guide, user data is not encrypted and is visible via IMDS and DescribeInstanceAttribute.", "", ""},
+	{RuleUserDataNodeJoin, "userdata-node-cannot-join", "EC2NodeClass", SeverityDeny,
+		"spec.userData has settings with which the node cannot join the cluster: swap turned on (swapon, systemctl start of a .swap unit, cloud-config swap with a size or a mounts swap entry, by any route the shell interpreter follows) on AL2 or AL2023 while kubelet's failSwapOn is true, its default (no failSwapOn: false in the NodeConfig's spec.kubelet.config and no --fail-swap-on=false anywhere in the userData); or a NodeConfig spec.containerd.config that is not valid TOML (parsed with github.com/BurntSushi/toml, nesting bounded as for Bottlerocket) or not a string.",
+		"Kubernetes docs, kubelet command-line reference (--fail-swap-on, default true) and KubeletConfiguration (failSwapOn, memorySwap); eks nodeadm API reference, ContainerdOptions.config (inline TOML merged with the defaults); containerd docs, config.toml (TOML v1.0.0); cloud-init docs, module Mounts (swap, mounts); systemd.swap(5).", "", ""},
 	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
 		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef.", "", ""},
@@ -165,6 +173,8 @@ var ruleDocs = map[string][2]string{
 		"Put the decoded text in spec.userData."},
 	RuleUserDataCredential: {"userData is readable by anyone who can call DescribeInstanceAttribute or reach IMDS from a pod; a token there is a leaked token, for every service it grants.",
 		"Remove the credential, rotate it, and fetch it at boot from Secrets Manager or SSM Parameter Store with the node role."},
+	RuleUserDataNodeJoin: {"kubelet exits at start when swap is on and failSwapOn is true, and nodeadm stops when it cannot merge the containerd configuration; either way the instance runs and is paid for but never becomes a Node, and the autoscaler only replaces it after the registration timeout (15 minutes in Karpenter).",
+		"Leave swap off, or set failSwapOn: false with memorySwap.swapBehavior: LimitedSwap in the NodeConfig; write spec.containerd.config as valid TOML."},
 	RuleCRDSchema: {"The API server would reject the object with the same message; lint reports it before kubectl apply does.",
 		"Correct the field as the message says; kubectl explain nodepool.spec shows the schema."},
 	RuleNodeClassMissing: {"A NodePool whose EC2NodeClass does not exist launches nothing, and pods stay pending without an obvious reason.",

@@ -27,20 +27,42 @@ const secretDecodeDepth = 2
 // v8.30.1, config/gitleaks.toml (222 rules), pinned in go.mod.
 const gitleaksVersion = "gitleaks v8.30.1"
 
+// genericRuleID is gitleaks' rule for key, token, secret and password
+// assignments of any service. Its expression has no literal prefix and
+// its keywords ("key", "api", "auth", "token", …) are on many userData
+// lines, so it runs apart from the other rules: on the lines holding one
+// of its keywords only, without the decoding passes (karpx's own decoded
+// parts and files are scanned with it all the same).
+const genericRuleID = "generic-api-key"
+
+// secretScanner is one gitleaks detector and the per-line prefilter of
+// its rules' keywords.
+type secretScanner struct {
+	// d runs the rules with the decoding passes (when decoded), plain
+	// without: on a text with nothing its decoder would decode, the
+	// passes only cost their expressions' scan.
+	d, plain *detect.Detector
+	// keywords holds its rules' keywords in lower case.
+	keywords *ahocorasick.Trie
+	// decoded: lines the detector's decoder would decode are kept too.
+	decoded bool
+}
+
 var (
-	secretsOnce     sync.Once
-	secretsDetector *detect.Detector
-	secretsErr      error
-	// secretsKeywords holds every rule's keywords (lower case), the
-	// detector's own prefilter, applied per line by secretCandidateText.
-	secretsKeywords *ahocorasick.Trie
+	secretsOnce sync.Once
+	// secretsSpecific runs every rule but genericRuleID, with
+	// secretDecodeDepth decoding passes; secretsGeneric runs
+	// genericRuleID alone.
+	secretsSpecific, secretsGeneric *secretScanner
+	secretsErr                      error
 )
 
-// secretDetector returns the process-wide gitleaks detector built from its
-// default rule set, or the error that kept it from being built (it never
-// fails with the pinned version; a test asserts it). The detector is safe
-// for concurrent DetectString calls: its rules and prefilter are read-only.
-func secretDetector() (*detect.Detector, error) {
+// secretScanners returns the two process-wide scanners built from gitleaks'
+// default rule set, or the error that kept them from being built (it never
+// fails with the pinned version; a test asserts it). Detectors are safe
+// for concurrent DetectString calls: their rules and prefilters are
+// read-only.
+func secretScanners() (specific, generic *secretScanner, err error) {
 	secretsOnce.Do(func() {
 		// gitleaks logs through a global zerolog logger to stderr; the
 		// library use here reports through findings only.
@@ -61,16 +83,41 @@ func secretDetector() (*detect.Detector, error) {
 			secretsErr = fmt.Errorf("compiling the gitleaks default rules: %w", err)
 			return
 		}
-		d := detect.NewDetector(cfg)
-		d.MaxDecodeDepth = secretDecodeDepth
-		secretsDetector = d
-		kw := make([]string, 0, len(cfg.Keywords))
-		for k := range cfg.Keywords {
-			kw = append(kw, strings.ToLower(k))
+		if _, ok := cfg.Rules[genericRuleID]; !ok {
+			secretsErr = fmt.Errorf("the gitleaks default rules have no %s rule", genericRuleID)
+			return
 		}
-		secretsKeywords = ahocorasick.NewTrieBuilder().AddStrings(kw).Build()
+		secretsSpecific = newSecretScanner(cfg, func(id string) bool { return id != genericRuleID }, secretDecodeDepth)
+		secretsGeneric = newSecretScanner(cfg, func(id string) bool { return id == genericRuleID }, 0)
 	})
-	return secretsDetector, secretsErr
+	return secretsSpecific, secretsGeneric, secretsErr
+}
+
+// newSecretScanner returns a scanner of the rules of cfg that keep selects.
+func newSecretScanner(cfg config.Config, keep func(string) bool, decodeDepth int) *secretScanner {
+	sub := cfg
+	sub.Rules = map[string]config.Rule{}
+	sub.Keywords = map[string]struct{}{}
+	sub.OrderedRules = nil
+	for _, id := range cfg.OrderedRules {
+		r := cfg.Rules[id]
+		if !keep(id) {
+			continue
+		}
+		sub.Rules[id] = r
+		sub.OrderedRules = append(sub.OrderedRules, id)
+		for _, k := range r.Keywords {
+			sub.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	d := detect.NewDetector(sub)
+	d.MaxDecodeDepth = decodeDepth
+	plain := detect.NewDetector(sub)
+	kw := make([]string, 0, len(sub.Keywords))
+	for k := range sub.Keywords {
+		kw = append(kw, k)
+	}
+	return &secretScanner{d: d, plain: plain, keywords: ahocorasick.NewTrieBuilder().AddStrings(kw).Build(), decoded: decodeDepth > 0}
 }
 
 // awsSecretNameRE matches the names an AWS secret access key is assigned
@@ -98,35 +145,48 @@ func gitleaksRuleFor(id string) string {
 // (isPlaceholderSecret) and public material (isPublicMaterial) are not
 // reported.
 func scanDetectorSecrets(s segment) []Finding {
-	d, err := secretDetector()
+	specific, generic, err := secretScanners()
 	if err != nil || strings.TrimSpace(s.text) == "" {
 		return nil
 	}
-	text, any := secretCandidateText(s.text)
-	if !any {
-		return nil
-	}
 	var out []Finding
-	for _, f := range d.DetectString(text) {
-		if isPlaceholderSecret(f.Secret) || isPublicMaterial(f.Line, f.Secret) {
+	specificAt := map[int]bool{} // userData lines with a specific rule's finding
+	for _, sc := range []*secretScanner{specific, generic} {
+		text, any, encoded := sc.candidateText(s.text)
+		if !any {
 			continue
 		}
-		rule := gitleaksRuleFor(f.RuleID)
-		if rule == RuleUserDataCredential && awsSecretNameRE.MatchString(f.Match) {
-			// A generic key assignment that is an AWS secret access key
-			// assigned to a name that says so: KX005, as the pattern says.
-			rule = RuleUserDataSecretKey
+		d := sc.plain
+		if encoded {
+			d = sc.d
 		}
-		i := f.StartLine // 0-based line of the match in s.text
-		prefix := f.Secret
-		if len(prefix) > 4 {
-			prefix = prefix[:4]
+		for _, f := range d.DetectString(text) {
+			if isPlaceholderSecret(f.Secret) || isPublicMaterial(f.Line, f.Secret) {
+				continue
+			}
+			rule := gitleaksRuleFor(f.RuleID)
+			if rule == RuleUserDataCredential && awsSecretNameRE.MatchString(f.Match) {
+				// A generic key assignment that is an AWS secret access key
+				// assigned to a name that says so: KX005, as the pattern says.
+				rule = RuleUserDataSecretKey
+			}
+			i := f.StartLine // 0-based line of the match in s.text
+			if sc == generic && specificAt[s.lineOf(i)] {
+				continue // the service's own rule named it (gitleaks drops the generic match too)
+			}
+			if sc == specific {
+				specificAt[s.lineOf(i)] = true
+			}
+			prefix := f.Secret
+			if len(prefix) > 4 {
+				prefix = prefix[:4]
+			}
+			fd := userDataFinding(rule, s.lineOf(i),
+				fmt.Sprintf("contains a credential (%s rule %s: %s; value %s…)%s", gitleaksVersion, f.RuleID, strings.TrimSuffix(f.Description, "."), prefix, s.where(i)),
+				"remove it and rotate it; fetch credentials at boot from Secrets Manager or SSM Parameter Store with the node role")
+			fd.secret = f.Secret
+			out = append(out, fd)
 		}
-		fd := userDataFinding(rule, s.lineOf(i),
-			fmt.Sprintf("contains a credential (%s rule %s: %s; value %s…)%s", gitleaksVersion, f.RuleID, strings.TrimSuffix(f.Description, "."), prefix, s.where(i)),
-			"remove it and rotate it; fetch credentials at boot from Secrets Manager or SSM Parameter Store with the node role")
-		fd.secret = f.Secret
-		out = append(out, fd)
 	}
 	return out
 }
@@ -180,22 +240,19 @@ func isPublicMaterial(line, secret string) bool {
 	return false
 }
 
-// secretCandidateText returns text with the lines emptied that no gitleaks
-// rule or decoding pass can match on, and whether any line is left. A line
-// is kept when it contains a rule keyword (the detector's own prefilter,
-// which it otherwise applies to the whole text, so that "api" in one
-// apiVersion line runs the generic rule's regular expression over every
-// line), the line after such a line (a YAML value on the next line), or
-// what the detector's decoder looks for: a run of 16 or more base64 or
-// hex characters, a percent escape, or a Unicode escape (gitleaks
-// detect/codec/encodings.go). Line breaks are kept, so line numbers hold;
-// a PEM block's body lines are base64 runs and are kept. On ordinary
-// userData this leaves a few lines, and the cost stays off the webhook's
-// path (BenchmarkCheckUserData).
-func secretCandidateText(text string) (string, bool) {
+// candidateText returns text with the lines emptied that none of the
+// scanner's rules or decoding passes can match on, and whether any line is
+// left, and whether a kept line holds an encoded run (encodedRun). A line is kept when it contains one of its rules' keywords (the
+// detector's own prefilter, which it otherwise applies to the whole text,
+// so that "api" in one apiVersion line would run the generic rule's
+// expression over every line), the line after one that ends in ":" or "="
+// (a YAML or shell value on the next line), or, with decoding, what the
+// detector's decoder looks for (encodedRun). Line breaks are kept, so line numbers hold;
+// a PEM block's body lines are base64 runs and are kept.
+func (sc *secretScanner) candidateText(text string) (out string, any, encoded bool) {
 	var b strings.Builder
 	var lower []byte
-	kept, prevKeyword := 0, false
+	kept, carry := 0, false
 	for i, l := range eachLine(text) {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -204,34 +261,57 @@ func secretCandidateText(text string) (string, bool) {
 		for j := 0; j < len(l); j++ {
 			lower = append(lower, lowerASCII(l[j]))
 		}
-		keyword := secretsKeywords.MatchFirst(lower) != nil
-		if keyword || prevKeyword || encodedRun(l) {
+		keyword := sc.keywords.MatchFirst(lower) != nil
+		enc := sc.decoded && encodedRun(l)
+		if keyword || carry || enc {
 			b.WriteString(l)
 			kept++
 		}
-		prevKeyword = keyword
+		encoded = encoded || enc
+		t := strings.TrimRight(l, " \t\r")
+		carry = keyword && (strings.HasSuffix(t, ":") || strings.HasSuffix(t, "="))
 	}
-	return b.String(), kept > 0
+	return b.String(), kept > 0, encoded
 }
 
-// encodedRun reports whether l has what gitleaks' decoder decodes: 16 or
-// more characters of [A-Za-z0-9_/+-] in a row (its base64 and hex
-// patterns), "%" and two hex digits, or a "U+"/"\\u" escape.
+// encodedRun reports whether l holds what gitleaks' decoder decodes and
+// what can hide a credential: a base64 run of 20 or more characters of
+// [A-Za-z0-9_/+-] with an upper-case letter, a lower-case letter and a
+// digit (the base64 of 15 or more bytes of text; the decoder's own pattern
+// takes any 16, which every long identifier or path matches), a run of 32
+// or more hex digits, "%" and two hex digits, or a "U+"/"\\u" escape
+// (gitleaks detect/codec/encodings.go).
 func encodedRun(l string) bool {
-	run := 0
+	run, hex := 0, 0
+	upper, lower, digit := false, false, false
 	for i := 0; i < len(l); i++ {
 		c := l[i]
 		if c == '%' && i+2 < len(l) && isHex(l[i+1]) && isHex(l[i+2]) ||
 			c == '+' && i > 0 && l[i-1] == 'U' || (c == 'u' || c == 'U') && i > 0 && l[i-1] == '\\' {
 			return true
 		}
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '/' || c == '+' || c == '-' {
-			if run++; run >= 16 {
+		if isHex(c) {
+			if hex++; hex >= 32 {
 				return true
 			}
+		} else {
+			hex = 0
+		}
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == '_' || c == '/' || c == '+' || c == '-':
+		default:
+			run, upper, lower, digit = 0, false, false, false
 			continue
 		}
-		run = 0
+		if run++; run >= 20 && upper && lower && digit {
+			return true
+		}
 	}
 	return false
 }

@@ -16,12 +16,15 @@ import (
 // and compiles with the pinned version: a detector that failed to build
 // would silently report nothing.
 func TestSecretDetectorBuilds(t *testing.T) {
-	d, err := secretDetector()
+	specific, generic, err := secretScanners()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(d.Config.Rules); n < 100 {
-		t.Fatalf("gitleaks default config has %d rules, want the full set (over 100)", n)
+	if n := len(specific.d.Config.Rules); n < 100 {
+		t.Fatalf("gitleaks default config has %d rules besides %s, want the full set (over 100)", n, genericRuleID)
+	}
+	if n := len(generic.d.Config.Rules); n != 1 {
+		t.Fatalf("generic scanner has %d rules, want 1", n)
 	}
 }
 
@@ -134,17 +137,26 @@ func TestSecretReportedOnce(t *testing.T) {
 // TestSecretCandidateText asserts that the per-line prefilter keeps line
 // numbers and the lines a rule or decoding pass can match on.
 func TestSecretCandidateText(t *testing.T) {
-	if _, err := secretDetector(); err != nil {
+	specific, generic, err := secretScanners()
+	if err != nil {
 		t.Fatal(err)
 	}
-	in := "echo hello\nexport TOKEN=abc\nvalue-on-next-line\nls /tmp\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\nurl=a%2Fb\n"
-	got, any := secretCandidateText(in)
-	want := "\nexport TOKEN=abc\nvalue-on-next-line\n\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\nurl=a%2Fb"
-	if !any || got != want {
-		t.Fatalf("got %q (%v), want %q", got, any, want)
+	in := "echo hello\nexport TOKEN=\nnext-line\nls /tmp\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\nurl=a%2Fb\nghp_abc\n"
+	got, any, _ := generic.candidateText(in)
+	if want := "\nexport TOKEN=\nnext-line\n\n\n\n"; !any || got != want {
+		t.Errorf("generic: got %q (%v), want %q", got, any, want)
 	}
-	if _, any := secretCandidateText("echo hi\nls -l /tmp\n"); any {
-		t.Fatal("a script with no keyword or encoded run kept a line")
+	got, any, encoded := specific.candidateText(in)
+	if want := "\n\n\n\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\nurl=a%2Fb\nghp_abc"; !any || !encoded || got != want {
+		t.Errorf("specific: got %q (%v, %v), want %q", got, any, encoded, want)
+	}
+	if _, _, encoded := specific.candidateText("mkdir -p /etc/containerd/config.d\nshutdownGracePeriod: 30s\n"); encoded {
+		t.Error("a path and an identifier read as encoded runs")
+	}
+	for _, sc := range []*secretScanner{specific, generic} {
+		if _, any, _ := sc.candidateText("echo hi\nls -l /tmp\n"); any {
+			t.Error("a script with no keyword or encoded run kept a line")
+		}
 	}
 }
 

@@ -375,6 +375,9 @@ func checkUserData(family, text string, unwrap bool) Findings {
 		}
 		out = append(out, scanSegment(s, 0)...)
 	}
+	if ud.Bottlerocket != nil {
+		out = append(out, ud.Bottlerocket.containerFindings()...)
+	}
 	out = dedupe(out)
 	if family != apisv1.AMIFamilyCustom && family != "" {
 		for i, d := range ud.NodeConfigs {

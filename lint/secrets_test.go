@@ -150,8 +150,10 @@ func TestSecretCandidateText(t *testing.T) {
 	if want := "\n\n\n\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\nurl=a%2Fb\nghp_abc"; !any || !encoded || got != want {
 		t.Errorf("specific: got %q (%v, %v), want %q", got, any, encoded, want)
 	}
-	if _, _, encoded := specific.candidateText("mkdir -p /etc/containerd/config.d\nshutdownGracePeriod: 30s\n"); encoded {
-		t.Error("a path and an identifier read as encoded runs")
+	for _, l := range []string{"mkdir -p /etc/containerd/config.d", "shutdownGracePeriod: 30s", "yum install -y amazon-ssm-agent"} {
+		if encodedRun(l) {
+			t.Errorf("%q read as an encoded run", l)
+		}
 	}
 	for _, sc := range []*secretScanner{specific, generic} {
 		if _, any, _ := sc.candidateText("echo hi\nls -l /tmp\n"); any {

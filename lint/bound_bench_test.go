@@ -1,7 +1,9 @@
 package lint
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
@@ -27,6 +29,11 @@ func BenchmarkHostileUserData(b *testing.B) {
 		{"nested-2MB", nested(500000)},
 		{"nested-16KB", nested(4000)},
 		{"gzip-1MB-nested", gz},
+		// For the secret detector: 16 KB of key assignments (every line
+		// kept by its prefilter, most matched by gitleaks' generic rule),
+		// and a token in base64 within base64 (its decoding passes).
+		{"secrets-16KB-assignments", "#!/bin/bash\n" + secretLines(16000)},
+		{"secrets-16KB-base64-twice", "#!/bin/bash\necho " + b64s(b64s("export GITHUB_TOKEN=ghp_R2kq8vD1xY7mZ3pL5nB9cT4wQ6eH0jA2sF8u\n"+strings.Repeat("# padding line\n", 400))) + " > /tmp/x\n"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.text)))
@@ -66,4 +73,14 @@ func itoa(n int) string {
 		s = string(rune('0'+n%10)) + s
 	}
 	return s + "-frames"
+}
+
+// secretLines returns about n bytes of "api_key_N = <high-entropy value>"
+// lines.
+func secretLines(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "api_key_%d = Zq8R2vL5kX9mN3bT7wY4pH6cJ1dF%04d\n", i, i)
+	}
+	return b.String()
 }

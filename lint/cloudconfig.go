@@ -77,6 +77,8 @@ func scanCloudConfig(s segment, depth int) []Finding {
 					"cloud-config "+key+": true reboots the node after package upgrades"+s.where(idx(val)),
 					"remove it; use an AMI with current packages (spec.amiSelectorTerms) and let drift replace nodes"))
 			}
+		case "swap", "mounts":
+			out = append(out, cloudConfigSwap(s, key, val, idx)...)
 		case "write_files":
 			if val.Kind == yaml.SequenceNode {
 				decoded := 0

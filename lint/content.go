@@ -230,38 +230,63 @@ func httpPipe(line string) bool {
 }
 
 var (
-	// AWS access key IDs: 4-letter prefix + 16 upper-case alphanumerics
-	// (AWS IAM User Guide, "Understanding unique ID prefixes": AKIA long-term
-	// access key, ASIA temporary STS key).
-	accessKeyRE = regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`)
 	// A 40-character secret access key assigned to a name that says so
 	// (aws_secret_access_key, AWS_SECRET_ACCESS_KEY, SecretAccessKey, …).
-	secretKeyRE = regexp.MustCompile(`(?i)(secret_?access_?key|aws_?secret_?key|secretkey)["']?\s*(:=|=|:|\s)\s*["']?[A-Za-z0-9/+]{40}([^A-Za-z0-9/+=]|$)`)
+	secretKeyRE = regexp.MustCompile(`(?i)(secret_?access_?key|aws_?secret_?key|secretkey)["']?\s*(:=|=|:|\s)\s*["']?([A-Za-z0-9/+]{40})([^A-Za-z0-9/+=]|$)`)
 	// PEM private keys (RFC 7468 labels "PRIVATE KEY", "RSA PRIVATE KEY",
 	// "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY";
 	// also PGP's "PRIVATE KEY BLOCK").
 	privateKeyRE = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----`)
 )
 
-// scanSecrets reports access keys, secret keys and private keys in s. Values
-// are never echoed: only their first four characters.
+// scanSecrets reports credentials in s: gitleaks' rule set
+// (scanDetectorSecrets, which also finds AWS access key IDs and private
+// keys) and, for the forms it does not cover, AWS secret access keys
+// assigned to a name that says so (KX005) and PEM private-key headers
+// without a full key body (KX006). One finding per rule and line; the
+// detector's (which names its rule) is kept over the pattern's. Values are
+// never echoed: only their first four characters.
 func scanSecrets(s segment) []Finding {
+	return dedupe(append(scanPatternSecrets(s), scanDetectorSecrets(s)...))
+}
+
+// dedupeSecrets drops a secret finding whose rule and value an earlier
+// finding already reports: the raw text's scan decodes base64 substrings
+// itself, so a credential in an encoded MIME part is found there and
+// again in the part's decoded text. Values match when one is a prefix of
+// the other (a rule may capture less of a value than another).
+func dedupeSecrets(fs Findings) Findings {
+	out := fs[:0]
+	var kept []Finding
+next:
+	for _, f := range fs {
+		if f.secret != "" {
+			for _, k := range kept {
+				if k.RuleID == f.RuleID && (strings.HasPrefix(k.secret, f.secret) || strings.HasPrefix(f.secret, k.secret)) {
+					continue next
+				}
+			}
+			kept = append(kept, f)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// scanPatternSecrets is the pattern half of scanSecrets.
+func scanPatternSecrets(s segment) []Finding {
 	var out []Finding
 	for i, l := range eachLine(s.text) {
 		// Cheap substring pre-filters keep the regexps off ordinary lines.
-		if !strings.Contains(l, "AKIA") && !strings.Contains(l, "ASIA") &&
-			indexFoldASCII(l, "secret") < 0 && !strings.Contains(l, "PRIVATE KEY") {
+		if indexFoldASCII(l, "secret") < 0 && !strings.Contains(l, "PRIVATE KEY") {
 			continue
 		}
-		if m := accessKeyRE.FindString(l); m != "" {
-			out = append(out, userDataFinding(RuleUserDataAccessKey, s.lineOf(i),
-				fmt.Sprintf("contains an AWS access key ID (%s…)%s", m[:4], s.where(i)),
-				"remove it and rotate the key; grant access through the node IAM role (spec.role)"))
-		}
-		if secretKeyRE.MatchString(l) {
-			out = append(out, userDataFinding(RuleUserDataSecretKey, s.lineOf(i),
+		if m := secretKeyRE.FindStringSubmatch(l); m != nil {
+			f := userDataFinding(RuleUserDataSecretKey, s.lineOf(i),
 				"contains an AWS secret access key"+s.where(i),
-				"remove it and rotate the key; grant access through the node IAM role (spec.role)"))
+				"remove it and rotate the key; grant access through the node IAM role (spec.role)")
+			f.secret = m[3]
+			out = append(out, f)
 		}
 		if privateKeyRE.MatchString(l) {
 			out = append(out, userDataFinding(RuleUserDataPrivateKey, s.lineOf(i),

@@ -35,8 +35,15 @@
 // principle"; Finding.Unresolved, --uninspectable-commands); cloud-config is walked as YAML module by module (bootcmd, runcmd,
 // power_state, write_files with its encodings, users, ssh_keys), and
 // #include, #part-handler and #cloud-config-archive parts are handled as
-// cloud-init handles them. Secrets are looked for in the text and in every
-// decoded part and file. The
+// cloud-init handles them. Secrets are found by gitleaks' rule set, used
+// as a library (secrets.go: github.com/zricethezav/gitleaks/v8, pinned),
+// in the text and in every decoded part and file, with the detector's own
+// base64, hex and percent decoding for encoded fields of other formats;
+// the finding names the gitleaks rule (KX004, KX006, KX012). NodeConfig's
+// containerd configuration is parsed as TOML, swap is judged against
+// kubelet's failSwapOn (join.go, KX013), and Bottlerocket's bootstrap and
+// host container user-data is decoded and inspected like a part
+// (bottlerocket_containers.go). The
 // autoscaler's userData merge reads MIME with the same ParseMIME. NodePools
 // are checked for the mistakes Karpenter's CRD validation lets through;
 // `kubectl karpx lint` adds the CRD validation itself (KX011, package

@@ -48,6 +48,10 @@ type Finding struct {
 	// determine (rather than a part it cannot decode): its severity
 	// follows Options.Unresolved.
 	unresolved bool
+	// secret is the credential a secret finding (KX004–KX006, KX012) is
+	// about, for deduplicating the same value found at two decoding steps
+	// (dedupeSecrets); never printed or serialised.
+	secret string
 }
 
 // Location returns the field and line, for example "spec.userData line 7".

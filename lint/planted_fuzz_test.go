@@ -18,7 +18,9 @@ var plantedLines = []struct{ text, rule string }{
 	{"systemctl restart \\\n  kubelet", RuleUserDataNodeRestart},
 	{"echo start && reboot", RuleUserDataNodeRestart},
 	{"export AWS_SECRET_ACCESS_KEY=" + exampleSecret, RuleUserDataSecretKey},
-	{"aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE", RuleUserDataAccessKey},
+	{"aws configure set aws_access_key_id AKIA4Q6ZP7M2XJ3KD5WN", RuleUserDataAccessKey},
+	{"git clone https://oauth2:glpat-Rk7vQ2mX9pL4sT8wB3nZ@gitlab.example.com/ops/tools.git", RuleUserDataCredential},
+	{"export SLACK_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", RuleUserDataCredential},
 }
 
 // plantedBuilder turns fuzz bytes into a userData document: each byte

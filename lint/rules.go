@@ -36,6 +36,16 @@ const (
 	// schema or CEL rules, or has unknown fields (lint only; the API
 	// server itself enforces this rule in a cluster).
 	RuleCRDSchema = "KX011"
+	// RuleUserDataCredential (KX012, deny): a credential other than an AWS
+	// key or a private key (a service token, a password assignment, an API
+	// key) found by gitleaks' rule set in userData or in any text decoded
+	// from it.
+	RuleUserDataCredential = "KX012"
+	// RuleUserDataNodeJoin (KX013, deny): userData with settings with
+	// which the node cannot join: swap turned on while kubelet's
+	// failSwapOn is true, or a NodeConfig containerd configuration that is
+	// not valid TOML.
+	RuleUserDataNodeJoin = "KX013"
 
 	// RuleNodeClassMissing (KX101, warning): nodeClassRef names an
 	// EC2NodeClass that does not exist.
@@ -104,7 +114,7 @@ var rules = []Rule{
 		"spec.userData sets a Bottlerocket or NodeConfig setting the autoscaler owns (cluster name, API server endpoint, CA, max-pods, node labels/taints); it will be overridden.",
 		"Karpenter docs, EC2NodeClasses, spec.userData: Bottlerocket and AL2023 sections list the settings Karpenter merges over user values.", "", ""},
 	{RuleUserDataUninspectable, "userdata-uninspectable-part", "EC2NodeClass", SeverityDeny,
-		"A command the node will run cannot be determined (its name or script comes from the output of a program, a file karpx did not see written or an environment variable, or lies on a path karpx's interpreter did not take and is not literal; the script passes the interpreter's bounds; see The principle above; --uninspectable-commands=warn makes these warnings), or a spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode), runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3), or passes one of the bounds within which karpx inspects userData: more than 256 MIME parts, gzip-compressed documents nested more than 8 deep, more than 1 MiB decompressed, shell nesting deeper than the parser's 4,000 call frames (about 140 nested arithmetic parentheses), cloud-config whose aliases expand to more than 20,000 YAML nodes or nest more than 64 levels, Bottlerocket TOML arrays or inline tables nested more than 32 levels; a part karpx cannot inspect could hide anything.",
+		"A command the node will run cannot be determined (its name or script comes from the output of a program, a file karpx did not see written or an environment variable, or lies on a path karpx's interpreter did not take and is not literal; the script passes the interpreter's bounds; see The principle above; --uninspectable-commands=warn makes these warnings), or a spec.userData part cannot be decoded or read as text (undecodable base64 or quoted-printable, corrupt gzip, binary content, an unknown Content-Transfer-Encoding, multiparts nested more than 8 deep, a write_files entry whose encoding does not decode, a Bottlerocket bootstrap or host container user-data that is not base64), runs code karpx cannot read (#include and #include-once URLs, a #part-handler, a script for another interpreter such as #!/usr/bin/python3), or passes one of the bounds within which karpx inspects userData: more than 256 MIME parts, gzip-compressed documents nested more than 8 deep, more than 1 MiB decompressed, shell nesting deeper than the parser's 4,000 call frames (about 140 nested arithmetic parentheses), cloud-config whose aliases expand to more than 20,000 YAML nodes or nest more than 64 levels, Bottlerocket TOML arrays or inline tables nested more than 32 levels; a part karpx cannot inspect could hide anything.",
 		"RFC 2045 section 6 (Content-Transfer-Encoding); RFC 2046 section 5.1 (nested multiparts); cloud-init documentation, \"User data formats\" (MIME multi-part, gzip compressed content, include file, part handler, cloud config archive) and module Write Files (encoding b64, gzip, gz+b64).", "", ""},
 	{RuleUserDataBase64, "userdata-base64-encoded", "EC2NodeClass", SeverityDeny,
 		"spec.userData is itself base64-encoded; Karpenter base64-encodes userData for EC2, so the node would receive base64 text instead of a script or settings.",
@@ -112,6 +122,12 @@ var rules = []Rule{
 	{RuleCRDSchema, "crd-schema", "NodePool, EC2NodeClass", SeverityDeny,
 		"The object fails its CRD's OpenAPI schema or x-kubernetes-validations (CEL) rules, or has fields the CRD does not declare; the API server would reject it with the same message. Checked offline by kubectl karpx lint.",
 		"manifests/crds (karpx's EC2NodeClass CRD and Karpenter's NodePool CRD); Kubernetes docs, \"Validation\" and \"Validation rules\" of CustomResourceDefinitions; kubectl --validate=strict.", "", ""},
+	{RuleUserDataCredential, "userdata-credential", "EC2NodeClass", SeverityDeny,
+		"spec.userData contains a credential that gitleaks' rule set recognises (GitHub, GitLab, Slack, Docker Hub, npm, Datadog, Azure, GCP and some 200 other services' tokens, and generic key, token, secret and password assignments with high entropy), in the text or in anything decoded from it: base64 userData, MIME transfer encodings, gzip, write_files encodings, Bottlerocket bootstrap and host container user-data, and base64, hex or percent-encoded substrings such as a kubeconfig's fields or a TOML value (gitleaks' own two decoding passes, on lines holding a base64 run of 20 characters with upper and lower case and digits, 32 hex digits or a percent escape; its generic key rule reads the lines holding its keywords and the decoded parts, not its decoded substrings). The finding names the gitleaks rule. AWS access key IDs and private keys found by the same rule set are reported as KX004 and KX006. Placeholders (EXAMPLE, changeme, <your-token>, ${VAR}, a value of at most three distinct characters) and public keys or certificates are not reported.",
+		"gitleaks v8.30.1, config/gitleaks.toml (github.com/zricethezav/gitleaks/v8, MIT); Amazon EC2 User Guide, user data is not encrypted and is visible via IMDS and DescribeInstanceAttribute.", "", ""},
+	{RuleUserDataNodeJoin, "userdata-node-cannot-join", "EC2NodeClass", SeverityDeny,
+		"spec.userData has settings with which the node cannot join the cluster: swap turned on (swapon, systemctl start of a .swap unit, cloud-config swap with a size or a mounts swap entry, by any route the shell interpreter follows) on AL2 or AL2023 while kubelet's failSwapOn is true, its default (no failSwapOn: false in the NodeConfig's spec.kubelet.config and no --fail-swap-on=false anywhere in the userData); or a NodeConfig spec.containerd.config that is not valid TOML (parsed with github.com/BurntSushi/toml, nesting bounded as for Bottlerocket) or not a string.",
+		"Kubernetes docs, kubelet command-line reference (--fail-swap-on, default true) and KubeletConfiguration (failSwapOn, memorySwap); eks nodeadm API reference, ContainerdOptions.config (inline TOML merged with the defaults); containerd docs, config.toml (TOML v1.0.0); cloud-init docs, module Mounts (swap, mounts); systemd.swap(5).", "", ""},
 	{RuleNodeClassMissing, "nodepool-nodeclass-missing", "NodePool", SeverityWarning,
 		"spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist; no node is launched for the NodePool until it does.",
 		"Karpenter docs, NodePools, spec.template.spec.nodeClassRef.", "", ""},
@@ -155,6 +171,10 @@ var ruleDocs = map[string][2]string{
 		"Put the commands in spec.userData itself as shell or cloud-config, in a text encoding."},
 	RuleUserDataBase64: {"Karpenter base64-encodes userData for EC2; encoded text is encoded twice and reaches the node as an unreadable blob that cloud-init ignores.",
 		"Put the decoded text in spec.userData."},
+	RuleUserDataCredential: {"userData is readable by anyone who can call DescribeInstanceAttribute or reach IMDS from a pod; a token there is a leaked token, for every service it grants.",
+		"Remove the credential, rotate it, and fetch it at boot from Secrets Manager or SSM Parameter Store with the node role."},
+	RuleUserDataNodeJoin: {"kubelet exits at start when swap is on and failSwapOn is true, and nodeadm stops when it cannot merge the containerd configuration; either way the instance runs and is paid for but never becomes a Node, and the autoscaler only replaces it after the registration timeout (15 minutes in Karpenter).",
+		"Leave swap off, or set failSwapOn: false with memorySwap.swapBehavior: LimitedSwap in the NodeConfig; write spec.containerd.config as valid TOML."},
 	RuleCRDSchema: {"The API server would reject the object with the same message; lint reports it before kubectl apply does.",
 		"Correct the field as the message says; kubectl explain nodepool.spec shows the schema."},
 	RuleNodeClassMissing: {"A NodePool whose EC2NodeClass does not exist launches nothing, and pods stay pending without an obvious reason.",

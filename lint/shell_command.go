@@ -206,6 +206,9 @@ func (fs *fileScan) command(argv []arg, line int, in stdin, redirs []*syntax.Red
 	if what := restartWhat(name, args); what != "" {
 		fs.sc.add(RuleUserDataNodeRestart, line, what)
 	}
+	if what := swapWhat(name, args); what != "" {
+		fs.sc.add(ruleSwapOn, line, what)
+	}
 	_ = redirs
 }
 

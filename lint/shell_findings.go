@@ -109,6 +109,9 @@ func effectFindings(s segment, effects []shellEffect, off int, ctx string) []Fin
 				e.what+where, "fix the quoting of the nested script; check it with bash -n -c '…'"))
 		case RuleUserDataUninspectable:
 			out = append(out, tooDeepFinding(s, i, e.what+strings.TrimPrefix(where, s.where(i))))
+		case ruleSwapOn:
+			// Judged by resolveSwap against kubelet's failSwapOn.
+			out = append(out, Finding{RuleID: ruleSwapOn, Field: "spec.userData", Line: s.lineOf(i), Message: e.what + where})
 		case ruleUnresolved:
 			f := userDataFinding(RuleUserDataUninspectable, s.lineOf(i),
 				"karpx cannot determine a command the node will run: "+e.what+where,

@@ -218,6 +218,9 @@ func (r *run) command(hc interp.HandlerContext, args []string) error {
 	if what := restartWhat(name, argv[1:]); what != "" {
 		sb.add(RuleUserDataNodeRestart, line, what+r.suffix())
 	}
+	if what := swapWhat(name, argv[1:]); what != "" {
+		sb.add(ruleSwapOn, line, what+r.suffix())
+	}
 	if p := argv[0].first(); strings.Contains(p, "/") {
 		if vf, ok := sb.file(absPath(hc.Dir, p)); ok {
 			sb.runText(vf.content, line, "file "+p)

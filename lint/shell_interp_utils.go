@@ -248,6 +248,9 @@ func (r *run) execArgs(hc interp.HandlerContext, argv []string, line int) error 
 	if what := restartWhat(name, u[1:]); what != "" {
 		r.sb.add(RuleUserDataNodeRestart, line, what+r.suffix())
 	}
+	if what := swapWhat(name, u[1:]); what != "" {
+		r.sb.add(ruleSwapOn, line, what+r.suffix())
+	}
 	rest := make([]string, len(u)-1)
 	for j, a := range u[1:] {
 		rest[j] = a.first()

@@ -286,7 +286,7 @@ func base64UserData(text string) (dec string, ok bool, note string) {
 // AMI family and returns the findings, with Field "spec.userData" and Kind
 // and Name left empty for the caller to fill.
 func CheckUserData(family, text string) Findings {
-	return checkUserData(family, text, true)
+	return resolveSwap(family, text, dedupeSecrets(checkUserData(family, text, true)))
 }
 
 // checkUserData is CheckUserData; unwrap allows one level of base64
@@ -375,10 +375,14 @@ func checkUserData(family, text string, unwrap bool) Findings {
 		}
 		out = append(out, scanSegment(s, 0)...)
 	}
+	if ud.Bottlerocket != nil {
+		out = append(out, ud.Bottlerocket.containerFindings()...)
+	}
 	out = dedupe(out)
 	if family != apisv1.AMIFamilyCustom && family != "" {
 		for i, d := range ud.NodeConfigs {
 			out = append(out, nodeConfigOwnedFindings([]NodeConfigDocument{d}, ud.nodeConfigOffsets[i])...)
+			out = append(out, nodeConfigJoinFindings([]NodeConfigDocument{d}, ud.nodeConfigOffsets[i])...)
 		}
 		if ud.Bottlerocket != nil {
 			out = append(out, ud.Bottlerocket.ownedFindings()...)

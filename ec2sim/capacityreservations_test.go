@@ -103,7 +103,9 @@ func TestDescribeCapacityReservations(t *testing.T) {
 		t.Errorf("future ODCR: state %s available %d", f.State, *f.AvailableInstanceCount)
 	}
 
-	f := func(name string, values ...string) types.Filter { return types.Filter{Name: aws.String(name), Values: values} }
+	f := func(name string, values ...string) types.Filter {
+		return types.Filter{Name: aws.String(name), Values: values}
+	}
 	for _, tc := range []struct {
 		name string
 		in   *ec2.DescribeCapacityReservationsInput

@@ -29,8 +29,8 @@ func request(ct string) LaunchRequest {
 	return LaunchRequest{
 		NodeClaimName: "nc", CapacityType: ct,
 		Configs: []LaunchConfig{
-			{LaunchTemplateName: "karpx/demo/std", ImageID: "ami-std", Overrides: []Override{{"m5.large", "subnet-a", "us-east-1a"}, {"m5.large", "subnet-b", "us-east-1b"}}},
-			{LaunchTemplateName: "karpx/demo/gpu", ImageID: "ami-gpu", Overrides: []Override{{"g5.xlarge", "subnet-a", "us-east-1a"}}},
+			{LaunchTemplateName: "karpx/demo/std", ImageID: "ami-std", Overrides: []Override{{"m5.large", "subnet-a", "us-east-1a", ""}, {"m5.large", "subnet-b", "us-east-1b", ""}}},
+			{LaunchTemplateName: "karpx/demo/gpu", ImageID: "ami-gpu", Overrides: []Override{{"g5.xlarge", "subnet-a", "us-east-1a", ""}}},
 		},
 		Tags: map[string]string{"karpenter.sh/nodeclaim": "nc", "Name": "nc"},
 	}

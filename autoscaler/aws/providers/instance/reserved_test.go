@@ -24,7 +24,7 @@ type tracker struct {
 	launched, unavailable []string
 }
 
-func (t *tracker) MarkLaunched(id string)         { t.launched = append(t.launched, id) }
+func (t *tracker) MarkLaunched(id string)        { t.launched = append(t.launched, id) }
 func (t *tracker) MarkUnavailable(ids ...string) { t.unavailable = append(t.unavailable, ids...) }
 
 func TestFleetInputReserved(t *testing.T) {

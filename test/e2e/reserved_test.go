@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	awscloud "github.com/karpx/karpx/autoscaler/aws/cloudprovider"
@@ -62,6 +64,19 @@ func TestReservedCapacity(t *testing.T) {
 	}
 	if st := e.sim.CapacityReservations()[0]; len(st.Instances) != 2 || st.AvailableInstanceCount != 0 {
 		t.Errorf("reservation %+v, want full with 2 instances", st)
+	}
+	// The Nodes carry the NodeClaims' labels (registration).
+	var nodes corev1.NodeList
+	if err := e.kube.List(e.ctx, &nodes, client.MatchingLabels{awscloud.LabelCapacityReservationID: cr}); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Errorf("%d Nodes labelled %s=%s, want 2", len(nodes.Items), awscloud.LabelCapacityReservationID, cr)
+	}
+	for _, n := range nodes.Items {
+		if n.Labels[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeReserved || n.Labels[awscloud.LabelCapacityReservationType] != "default" {
+			t.Errorf("Node %s labels %v", n.Name, n.Labels)
+		}
 	}
 	n := e.sim.Stats()["CreateFleet"].Requests
 	t.Logf("reserved: CreateFleet called %d times for 3 nodes", n)

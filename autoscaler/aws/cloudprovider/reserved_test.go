@@ -13,8 +13,11 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -44,8 +47,8 @@ func newReservedSimEnv(t *testing.T, terms []v1.CapacityReservationSelectorTerm,
 	return e, kube
 }
 
-// resolveReservations writes the default class's resolved capacity reservations
-// into its status, as the nodeclass status controller does every minute.
+// resolveReservations writes the default class's resolved capacity
+// reservations, subnets and security groups into its status, as the nodeclass status controller does every minute.
 func (e *simEnv) resolveReservations(t *testing.T, kube client.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -57,7 +60,7 @@ func (e *simEnv) resolveReservations(t *testing.T, kube client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	class.Status.CapacityReservations = st.CapacityReservations
+	class.Status.CapacityReservations, class.Status.Subnets, class.Status.SecurityGroups = st.CapacityReservations, st.Subnets, st.SecurityGroups
 	if err := kube.Update(ctx, class); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,7 @@ func (e *simEnv) resolveReservations(t *testing.T, kube client.Client) {
 // outside it without trying the reservation: one CreateFleet per NodeClaim.
 func TestSimReservedCapacityFillsThenFallsBack(t *testing.T) {
 	var cr string
-	e, _ := newReservedSimEnv(t, []v1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}, func(sim *ec2sim.Simulator) {
+	e, kube := newReservedSimEnv(t, []v1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}, func(sim *ec2sim.Simulator) {
 		var err error
 		cr, err = sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "m5.large", AvailabilityZone: "us-east-1a",
 			TotalInstanceCount: 2, InstanceMatchCriteria: ec2sim.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})
@@ -98,10 +101,14 @@ func TestSimReservedCapacityFillsThenFallsBack(t *testing.T) {
 	}
 	reqs := []karpv1.NodeSelectorRequirementWithMinValues{in(corev1.LabelInstanceTypeStable, "m5.large"),
 		in(karpv1.CapacityTypeLabelKey, "reserved", "on-demand")}
+	var first *karpv1.NodeClaim
 	for i := range 2 {
 		got, err := e.cp.Create(ctx, nodeClaim("r-"+string(rune('a'+i)), reqs...))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if first == nil {
+			first = got
 		}
 		if got.Labels[karpv1.CapacityTypeLabelKey] != "reserved" || got.Labels[LabelCapacityReservationID] != cr ||
 			got.Labels[LabelCapacityReservationType] != "default" || got.Labels[corev1.LabelTopologyZone] != "us-east-1a" {
@@ -125,6 +132,22 @@ func TestSimReservedCapacityFillsThenFallsBack(t *testing.T) {
 	}
 	if st := e.sim.CapacityReservations()[0]; st.AvailableInstanceCount != 0 || len(st.Instances) != 2 {
 		t.Errorf("reservation %+v", st)
+	}
+
+	// Drift: none while the reservation is in the status; once it left
+	// (here: cancelled, so no longer active), CapacityReservationDrift.
+	if reason, err := e.cp.IsDrifted(ctx, first); err != nil || reason != "" {
+		t.Fatalf("IsDrifted with the reservation in the status: %q %v", reason, err)
+	}
+	if err := e.sim.CancelCapacityReservation(cr); err != nil {
+		t.Fatal(err)
+	}
+	// The status controller would see it within the selector cache's TTL
+	// (a minute); the test skips the wait with an uncached provider.
+	e.cp.reservations = capacityreservation.NewProvider(e.api, cache.NoCaching(), e.cp.opts.Clock)
+	e.resolveReservations(t, kube)
+	if reason, err := e.cp.IsDrifted(ctx, first); err != nil || reason != DriftReasonCapacityReservation {
+		t.Fatalf("IsDrifted after the reservation was cancelled: %q %v", reason, err)
 	}
 }
 
@@ -203,5 +226,23 @@ func fillOpenReservation(t *testing.T, e *simEnv, zone string) {
 	}
 	if after := e.sim.CapacityReservations()[0].AvailableInstanceCount; after != before-1 {
 		t.Fatalf("the outside launch did not fill the open reservation: %d → %d", before, after)
+	}
+}
+
+// TestReservationDrift: a reserved instance drifts once its reservation
+// left the class's status; other instances never do on this check.
+func TestReservationDrift(t *testing.T) {
+	class := defaultNodeClass()
+	class.Status.CapacityReservations = []v1.CapacityReservation{{ID: "cr-0123456789abcdef0"}}
+	for _, tc := range []struct {
+		id, want string
+	}{
+		{"", ""},
+		{"cr-0123456789abcdef0", ""},
+		{"cr-0fedcba9876543210", DriftReasonCapacityReservation},
+	} {
+		if got := reservationDrift(&instance.Instance{ReservationID: tc.id}, class); got != tc.want {
+			t.Errorf("instance in %q: %q, want %q", tc.id, got, tc.want)
+		}
 	}
 }

@@ -61,7 +61,7 @@ const maxInstantFleetCapacity = 1000
 // need no simulator state passed.
 type fleetRequest struct {
 	total        int    // TotalTargetCapacity, 1..maxInstantFleetCapacity instances
-	capacityType string // capacityOnDemand or capacitySpot
+	capacityType string // capacityOnDemand, capacitySpot or marketTypeCapacityBlock
 	strategy     string // the allocation strategy of capacityType
 	tags         tagSet // the instance tags of the TagSpecifications
 }
@@ -95,7 +95,7 @@ func parseFleetRequest(p params) (*fleetRequest, *APIError) {
 	if ct == "" {
 		ct = capacityOnDemand
 	}
-	if ct != capacityOnDemand && ct != capacitySpot {
+	if ct != capacityOnDemand && ct != capacitySpot && ct != marketTypeCapacityBlock {
 		return nil, errInvalidValue(ct, "DefaultTargetCapacityType")
 	}
 	strategy := p.str("OnDemandOptions.AllocationStrategy")
@@ -135,6 +135,13 @@ func (s *Simulator) createFleet(req *request) (any, error) {
 		return nil, ae
 	}
 	ct := fr.capacityType
+	// A capacity-block fleet's instances are on-demand instances in the
+	// targeted Capacity Block; its pools are priced and faulted as
+	// on-demand ones.
+	poolCT := ct
+	if ct == marketTypeCapacityBlock {
+		poolCT = capacityOnDemand
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,7 +171,7 @@ func (s *Simulator) createFleet(req *request) (any, error) {
 			ovs = []params{newParams(nil)}
 		}
 		for _, ov := range ovs {
-			pools = append(pools, s.fleetPoolsLocked(spec, lt, ov, ct, len(pools), fail)...)
+			pools = append(pools, s.fleetPoolsLocked(spec, lt, ov, poolCT, len(pools), fail)...)
 		}
 	}
 	sortFleetPools(pools, fr.strategy)
@@ -173,7 +180,7 @@ func (s *Simulator) createFleet(req *request) (any, error) {
 	next := 0 // round-robin cursor for "diversified"
 	for launched := 0; launched < fr.total; {
 		var chosen *fleetPool
-		chosen, next = s.pickFleetPoolLocked(pools, next, ct, fr.strategy == "diversified", fail)
+		chosen, next = s.pickFleetPoolLocked(req.now, pools, next, ct, fr.strategy == "diversified", fail)
 		if chosen == nil {
 			break
 		}

@@ -98,6 +98,21 @@ type xmlInstance struct {
 	PlatformDetails       string               `xml:"platformDetails"`
 	UsageOperation        string               `xml:"usageOperation"`
 	PrivateDNSNameOptions xmlPrivateDNSOptions `xml:"privateDnsNameOptions"`
+	// CapacityReservationID and CapacityReservationSpecification: the
+	// reservation the instance runs in and its launch template's
+	// preference and target (EC2 API Reference, Instance), which
+	// Karpenter reads to tell a reserved instance from an on-demand one.
+	CapacityReservationID            string              `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSpecification *xmlCRSpecification `xml:"capacityReservationSpecification,omitempty"`
+}
+
+type xmlCRTarget struct {
+	CapacityReservationID string `xml:"capacityReservationId"`
+}
+
+type xmlCRSpecification struct {
+	CapacityReservationPreference string       `xml:"capacityReservationPreference"`
+	CapacityReservationTarget     *xmlCRTarget `xml:"capacityReservationTarget,omitempty"`
 }
 
 func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
@@ -117,6 +132,16 @@ func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
 	if in.capacityType == capacitySpot {
 		x.InstanceLifecycle = "spot"
 		x.SpotInstanceRequestID = "sir-" + in.id[len("i-0"):len("i-0")+8]
+	}
+	if in.capacityBlock {
+		x.InstanceLifecycle = marketTypeCapacityBlock
+	}
+	if in.crPreference != "" {
+		x.CapacityReservationSpecification = &xmlCRSpecification{CapacityReservationPreference: in.crPreference}
+	}
+	x.CapacityReservationID = in.capacityReservationID
+	if in.crTarget != "" {
+		x.CapacityReservationSpecification.CapacityReservationTarget = &xmlCRTarget{CapacityReservationID: in.crTarget}
 	}
 	for _, g := range in.securityGroups {
 		x.Groups = append(x.Groups, xmlGroup{GroupID: g, GroupName: s.sgName(g)})

@@ -72,6 +72,11 @@ func (s *Simulator) createLaunchTemplate(req *request) (any, error) {
 			return nil, errMalformedID("InvalidGroupId.Malformed", id, "sg-")
 		}
 	}
+	lr, lrErr := parseLaunchReservation(data)
+	if lrErr != nil {
+		return nil, lrErr
+	}
+	lt.reservation = lr
 	if lt.imageID != "" && !reAMIID.MatchString(lt.imageID) {
 		return nil, errMalformedID("InvalidAMIID.Malformed", lt.imageID, "ami-")
 	}

@@ -67,6 +67,7 @@ func (a *actionSpec) charge() awsquota.Charge {
 //	RunInstances                   ec2      run-instances        -           error,latency,capacity
 //	DescribeInstances              ec2      non-mutating         yes         error,latency
 //	DescribeInstanceStatus         ec2      non-mutating         -           error,latency,status
+//	DescribeCapacityReservations   ec2      non-mutating         -           error,latency
 //	TerminateInstances             ec2      terminate-instances  -           error,latency
 //	CreateTags                     ec2      create-tags          -           error,latency
 //	GetParameter                   ssm      ssm-get-parameter    -           error,latency
@@ -106,6 +107,7 @@ var actionTable = []actionSpec{
 	{"RunInstances", serviceEC2, hooksDefault | hookCapacity, (*Simulator).runInstances},
 	{"DescribeInstances", serviceEC2, hooksDefault, (*Simulator).describeInstances},
 	{"DescribeInstanceStatus", serviceEC2, hooksDefault | hookStatus, (*Simulator).describeInstanceStatus},
+	{"DescribeCapacityReservations", serviceEC2, hooksDefault, (*Simulator).describeCapacityReservations},
 	{"TerminateInstances", serviceEC2, hooksDefault, (*Simulator).terminateInstances},
 	{"CreateTags", serviceEC2, hooksDefault, (*Simulator).createTags},
 	{"GetParameter", serviceSSM, hooksDefault, (*Simulator).getParameter},

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/karpx/karpx/catalog"
 )
@@ -24,6 +25,8 @@ type fleetPool struct {
 	order    int
 	launched []string
 	refused  bool
+	// reservation is the launch template's capacity reservation request.
+	reservation launchReservation
 }
 
 // fleetFailFunc reports a pool (or a launch template, with a nil override)
@@ -95,10 +98,10 @@ func (s *Simulator) fleetPoolsLocked(spec xmlFleetLTSpec, lt *launchTemplate, ov
 		if !ok {
 			price = math.Inf(1)
 		}
-		pools = append(pools, &fleetPool{spec: spec, echo: e, priority: priority, price: price, order: order + len(pools),
+		pools = append(pools, &fleetPool{spec: spec, echo: e, priority: priority, price: price, order: order + len(pools), reservation: lt.reservation,
 			lp: launchParams{instanceType: itype, imageID: img.ID, arch: img.Architecture, subnet: sn, capacityType: ct,
 				tags: lt.instanceTags, sgIDs: lt.sgIDs, baseBehavior: lt.behavior, userData: lt.userData, ltID: lt.id, ltName: lt.name,
-				ltVersion: "1"}})
+				ltVersion: "1", crPreference: lt.reservation.preference, crTarget: lt.reservation.targetID}})
 	}
 	return pools
 }
@@ -167,21 +170,32 @@ func sortFleetPools(pools []*fleetPool, strategy string) {
 
 // pickFleetPoolLocked returns the pool of the next launch: the first one,
 // from cursor on and wrapping around, that is not refused. A pool an
-// insufficient-capacity fault refuses now is marked refused and reported
-// through fail. It also returns the cursor of the next pick: the pool after
+// insufficient-capacity fault refuses now, or whose capacity reservation
+// refuses it (reservationForLaunchLocked: a full targeted reservation is
+// ReservationCapacityExceeded), is marked refused and reported through
+// fail; the chosen pool's launch parameters name the reservation it takes
+// a place in. ct is the fleet's DefaultTargetCapacityType. It also returns the cursor of the next pick: the pool after
 // the chosen one when diversified (round robin), cursor otherwise. It
 // returns nil when every pool is refused.
-func (s *Simulator) pickFleetPoolLocked(pools []*fleetPool, cursor int, ct string, diversified bool, fail fleetFailFunc) (*fleetPool, int) {
+func (s *Simulator) pickFleetPoolLocked(now time.Time, pools []*fleetPool, cursor int, ct string, diversified bool, fail fleetFailFunc) (*fleetPool, int) {
 	for k := range pools {
 		pl := pools[(cursor+k)%len(pools)]
 		if pl.refused {
 			continue
 		}
-		if s.faults.insufficient(pl.lp.instanceType, pl.lp.subnet.Zone, ct) {
+		if s.faults.insufficient(pl.lp.instanceType, pl.lp.subnet.Zone, pl.lp.capacityType) {
 			pl.refused = true
-			fail(pl.spec, &pl.echo, s.errInsufficientCapacity(pl.lp.instanceType, pl.lp.subnet.Zone, ct))
+			fail(pl.spec, &pl.echo, s.errInsufficientCapacity(pl.lp.instanceType, pl.lp.subnet.Zone, pl.lp.capacityType))
 			continue
 		}
+		crID, ae := s.reservationForLaunchLocked(pl.reservation, pl.lp.instanceType, pl.lp.subnet.Zone, ct, now)
+		if ae != nil {
+			pl.refused = true
+			fail(pl.spec, &pl.echo, ae)
+			continue
+		}
+		pl.lp.capacityReservationID = crID
+		pl.lp.capacityBlock = crID != "" && s.reservations[crID].ReservationType == ReservationTypeCapacityBlock
 		if diversified {
 			cursor = (cursor + k + 1) % len(pools)
 		}

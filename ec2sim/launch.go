@@ -24,6 +24,12 @@ type launchParams struct {
 	ltID, ltName, ltVersion     string
 	fleetID, reservationID      string
 	launchIndex                 int
+	// capacityReservationID is the capacity reservation the instance
+	// takes a place in ("" for none), crPreference its launch template's
+	// CapacityReservationPreference and crTarget its target, capacityBlock whether the
+	// reservation is a Capacity Block (capacityreservations.go).
+	capacityReservationID, crPreference, crTarget string
+	capacityBlock                                 bool
 }
 
 // launchLocked creates one pending instance. inUse holds the private
@@ -44,7 +50,8 @@ func (s *Simulator) launchLocked(now time.Time, lp launchParams, inUse map[strin
 		imageID: lp.imageID, privateIP: ip.String(), privateDNS: privateDNSName(ip, s.cfg.Region), capacityType: lp.capacityType,
 		arch: lp.arch, reservationID: lp.reservationID, fleetID: lp.fleetID, ltID: lp.ltID, ltName: lp.ltName, ltVersion: lp.ltVersion,
 		securityGroups: sgs, tags: lp.tags, launchTime: now, launchIndex: lp.launchIndex, baseBehavior: lp.baseBehavior,
-		userData: lp.userData,
+		userData: lp.userData, capacityReservationID: lp.capacityReservationID, crPreference: lp.crPreference,
+		crTarget: lp.crTarget, capacityBlock: lp.capacityBlock,
 	}
 	if lt := s.launchTemplates[lp.ltID]; lt != nil {
 		in.iamInstanceProfile = lt.iamInstanceProfile

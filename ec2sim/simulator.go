@@ -44,6 +44,10 @@ type Simulator struct {
 	securityGroups  []SecurityGroup
 	// imageAllocatable are SetImageAllocatable's rules (image_allocatable.go).
 	imageAllocatable []ImageAllocatable
+	// reservations are the capacity reservations by id, reservationOrder
+	// their ids in the order they were added (capacityreservations.go).
+	reservations     map[string]*capacityReservation
+	reservationOrder []string
 
 	// sqs holds the SQS queues (sqs.go); events the interruption events
 	// (events.go).
@@ -137,6 +141,7 @@ func (s *Simulator) Handler() http.Handler {
 	s.registerIAMAdmin(mux)
 	s.registerStatusAdmin(mux)        // action_instancestatus.go
 	s.registerNodeConditionAdmin(mux) // nodeconditions.go
+	s.registerCapacityReservationAdmin(mux)
 	mux.HandleFunc("/", s.serveAPI)
 	return mux
 }

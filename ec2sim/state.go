@@ -70,6 +70,9 @@ type Instance struct {
 	// IAMInstanceProfile is the name of the IAM instance profile of its
 	// launch template, "" for none.
 	IAMInstanceProfile string `json:"iamInstanceProfile,omitempty"`
+	// CapacityReservationID is the capacity reservation it runs in, ""
+	// for none.
+	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 }
 
 // instance is the simulator's record of one instance. Guarded by Simulator.mu.
@@ -102,6 +105,12 @@ type instance struct {
 	// conditionFaults are the Node conditions SetNodeCondition keeps
 	// posted, one per type (nodeconditions.go).
 	conditionFaults []NodeConditionFault
+	// capacityReservationID is the reservation the instance runs in, ""
+	// for none; crPreference the CapacityReservationPreference of its
+	// launch template and crTarget its CapacityReservationTarget; capacityBlock whether it was launched into a
+	// Capacity Block (instanceLifecycle "capacity-block").
+	capacityReservationID, crPreference, crTarget string
+	capacityBlock                                 bool
 }
 
 // endedAt is when the instance started shutting down: the terminate
@@ -148,7 +157,7 @@ func (in *instance) snapshot(now time.Time, cfg *Config) Instance {
 		CapacityType: in.capacityType, State: in.state(now, cfg), PrivateIP: in.privateIP,
 		PrivateDNSName: in.privateDNS, Tags: in.tags.asMap(), LaunchTime: in.launchTime,
 		FleetID: in.fleetID, LaunchTemplateID: in.ltID, Behavior: in.behavior.String(), NodeName: in.node.name,
-		IAMInstanceProfile: in.iamInstanceProfile,
+		IAMInstanceProfile: in.iamInstanceProfile, CapacityReservationID: in.capacityReservationID,
 	}
 	if end := in.endedAt(now); !end.IsZero() {
 		out.TerminationTime = &end
@@ -175,6 +184,9 @@ type launchTemplate struct {
 	// iamInstanceProfile is IamInstanceProfile.Name (or the name part of
 	// IamInstanceProfile.Arn).
 	iamInstanceProfile string
+	// reservation is its CapacityReservationSpecification and
+	// InstanceMarketOptions (capacityreservations.go).
+	reservation launchReservation
 }
 
 // idGen makes deterministic, realistic-looking resource ids.

@@ -57,8 +57,6 @@ type UnsupportedField struct {
 var unsupportedFields = []UnsupportedField{
 	{"EC2NodeClass", "spec.instanceStorePolicy", "", RuleUnsupportedEC2NodeClassField,
 		"Karpenter formats the NVMe instance-store volumes as one RAID0 array for the node's ephemeral storage (RAID0); karpx would leave them unformatted while pods are scheduled against the ephemeral storage it advertises"},
-	{"EC2NodeClass", "spec.capacityReservationSelectorTerms", "", RuleUnsupportedEC2NodeClassField,
-		"Karpenter launches into the selected on-demand capacity reservations and capacity blocks (capacity type reserved); karpx would launch on-demand or spot capacity outside them"},
 	{"EC2NodeClass", "spec.networkInterfaces", "", RuleUnsupportedEC2NodeClassField,
 		"Karpenter lays out the instance's ENA and EFA network interfaces as listed; karpx would launch with the single default interface and no EFA"},
 	{"EC2NodeClass", "spec.ipPrefixCount", "", RuleUnsupportedEC2NodeClassField,
@@ -71,8 +69,6 @@ var unsupportedFields = []UnsupportedField{
 		"Karpenter sets the interfaces' idle connection-tracking timeouts; karpx would leave EC2's defaults"},
 	{"EC2NodeClass", "spec.blockDeviceMappings[].rootVolume", "true", RuleUnsupportedEC2NodeClassField,
 		"Karpenter advertises the root volume's size as the node's ephemeral storage; karpx advertises a fixed 20Gi whatever the volume, so pods are scheduled against storage the node may not have"},
-	{"EC2NodeClass", "status.capacityReservations", "", RuleUnsupportedEC2NodeClassField,
-		"karpx resolves no capacity reservations, so it never writes this status"},
 	{"NodePool", "spec.disruption.consolidationPolicy", "Balanced", RuleUnsupportedNodePoolField,
 		"Karpenter v1.14 consolidates a Balanced NodePool's underutilized nodes where the savings outweigh the disruption; karpx would consolidate only its empty nodes, as for WhenEmpty (autoscaler/controllers/disruption/methods.go)"},
 }

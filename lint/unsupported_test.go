@@ -43,7 +43,7 @@ spec:
   cpuOptions: {nestedVirtualization: enabled}
   connectionTracking: {udpTimeout: 30}
   capacityReservationSelectorTerms: [{id: cr-1}]`,
-			"KX201 spec.capacityReservationSelectorTerms; KX201 spec.networkInterfaces; KX201 spec.ipPrefixCount; KX201 spec.placementGroupSelector; KX201 spec.cpuOptions; KX201 spec.connectionTracking"},
+			"KX201 spec.networkInterfaces; KX201 spec.ipPrefixCount; KX201 spec.placementGroupSelector; KX201 spec.cpuOptions; KX201 spec.connectionTracking"},
 		{"rootVolume true is denied by index, false is not", `kind: EC2NodeClass
 spec:
   blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: false}, {deviceName: /dev/xvdb, rootVolume: true}]`, "KX201 spec.blockDeviceMappings[1].rootVolume"},

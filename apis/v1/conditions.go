@@ -18,6 +18,12 @@ const (
 	// ConditionTypeValidationSucceeded is True when the spec is usable as a
 	// whole (a supported AMI family, userData that merges).
 	ConditionTypeValidationSucceeded = "ValidationSucceeded"
+	// ConditionTypeCapacityReservationsReady is True once
+	// spec.capacityReservationSelectorTerms resolved (to any number of
+	// reservations). It is set only with Karpenter's ReservedCapacity
+	// feature gate on, and then counts towards Ready (Karpenter's
+	// v1.ConditionTypeCapacityReservationsReady@v1.14.0).
+	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	// ConditionTypeReady is the root condition.
 	ConditionTypeReady = "Ready"
 )

@@ -16,8 +16,8 @@ type EC2NodeClassStatus struct {
 	// (architecture, accelerator) of the instance types it fits.
 	// +optional
 	AMIs []AMI `json:"amis,omitempty"`
-	// CapacityReservations resolved from capacityReservationSelectorTerms.
-	// karpx does not resolve reservations yet, so it never writes this.
+	// CapacityReservations resolved from capacityReservationSelectorTerms
+	// (with the ReservedCapacity feature gate on; unset otherwise).
 	// +optional
 	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	// InstanceProfile is the instance profile in use.

@@ -14,6 +14,9 @@ import (
 const (
 	CapacityTypeOnDemand = karpv1.CapacityTypeOnDemand // "on-demand"
 	CapacityTypeSpot     = karpv1.CapacityTypeSpot     // "spot"
+	// CapacityTypeReserved is capacity in an EC2 capacity reservation
+	// (Karpenter's ReservedCapacity feature gate).
+	CapacityTypeReserved = karpv1.CapacityTypeReserved // "reserved"
 )
 
 // Offering is one place and purchase option an instance type can be launched
@@ -21,8 +24,15 @@ const (
 type Offering struct {
 	// Zone is the availability zone name, for example "us-east-1a".
 	Zone string
-	// CapacityType is "on-demand" or "spot".
+	// CapacityType is "on-demand", "spot" or "reserved".
 	CapacityType string
+	// ReservationID is the capacity reservation of a "reserved" offering
+	// (label karpenter.k8s.aws/capacity-reservation-id), "" otherwise.
+	ReservationID string `json:",omitempty"`
+	// ReservationType is "default" or "capacity-block" for a "reserved"
+	// offering (label karpenter.k8s.aws/capacity-reservation-type), ""
+	// otherwise.
+	ReservationType string `json:",omitempty"`
 	// PriceUSDPerHour is the hourly price in USD.
 	PriceUSDPerHour float64
 	// Available is false while the offering is known to be out of capacity

@@ -87,6 +87,7 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Hydration:         reg,
 			Capacity:          capCache,
 			Clock:             opts.clock(),
+			ReservedCapacity:  opts.ReservedCapacity,
 		})
 	})
 }

@@ -123,16 +123,19 @@ type Options struct {
 	MinValuesPolicy string
 	// FeatureGates is Karpenter's --feature-gates (env FEATURE_GATES): a
 	// comma-separated list of Name=true|false. karpx implements
-	// SpotToSpotConsolidation, NodeRepair, StaticCapacity and NodeOverlay
-	// (all default false, as Karpenter v1.14's
-	// pkg/operator/options/options.go); Karpenter's other gates
-	// (ReservedCapacity, CapacityBuffer) are accepted only as false, so a
+	// SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay and
+	// ReservedCapacity (all default false, as Karpenter v1.14's
+	// pkg/operator/options/options.go, whose chart turns ReservedCapacity
+	// on); Karpenter's CapacityBuffer gate is accepted only as false, so a
 	// Karpenter value such as its default passes and none is silently
 	// ignored. Validate parses it into SpotToSpotConsolidation, NodeRepair,
-	// StaticCapacity and NodeOverlay.
+	// StaticCapacity, NodeOverlay and ReservedCapacity.
 	FeatureGates string
 	// SpotToSpotConsolidation is the parsed SpotToSpotConsolidation gate.
 	SpotToSpotConsolidation bool
+	// ReservedCapacity is the parsed ReservedCapacity gate: resolve
+	// capacityReservationSelectorTerms (docs/reserved-capacity.md).
+	ReservedCapacity bool
 	// NodeRepair is the parsed NodeRepair gate: replace Nodes whose
 	// conditions match the cloud provider's repair policies for longer
 	// than their toleration (package autoscaler/controllers/node/health,
@@ -203,7 +206,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LaunchBackoffMax, "launch-backoff-max", envDuration("LAUNCH_BACKOFF_MAX", 10*time.Minute), "longest wait after persistent launch failures")
 	o.Budget.AddFlags(fs)
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "what to do when a NodePool's minValues cannot be met: Strict (pods stay pending) or BestEffort (launch with fewer values, annotated karpenter.sh/nodeclaim-min-values-relaxed)")
-	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false,NodeRepair=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule), NodeRepair (replace nodes whose conditions stay unhealthy, docs/node-repair.md), StaticCapacity (keep NodePools with spec.replicas at that many nodes, docs/static-capacity.md), NodeOverlay (apply NodeOverlays' prices and capacities, docs/node-overlay.md); Karpenter's other gates only as false")
+	fs.StringVar(&o.FeatureGates, "feature-gates", env("FEATURE_GATES", "SpotToSpotConsolidation=false,NodeRepair=false"), "Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation (replace spot nodes by spot under Karpenter's 15-cheaper-types rule), NodeRepair (replace nodes whose conditions stay unhealthy, docs/node-repair.md), StaticCapacity (keep NodePools with spec.replicas at that many nodes, docs/static-capacity.md), NodeOverlay (apply NodeOverlays' prices and capacities, docs/node-overlay.md), ReservedCapacity (capacityReservationSelectorTerms, docs/reserved-capacity.md); Karpenter's CapacityBuffer only as false")
 	fs.DurationVar(&o.DisruptionPeriod, "disruption-period", envDuration("DISRUPTION_PERIOD", 10*time.Second), "longest time between two disruption passes (emptiness, consolidation, drift, expiry)")
 	fs.DurationVar(&o.GCPeriod, "gc-period", envDuration("GC_PERIOD", 2*time.Minute), "period of instance/NodeClaim garbage collection")
 	fs.DurationVar(&o.GCGrace, "gc-grace", envDuration("GC_GRACE", 5*time.Minute), "how long an instance stays unclaimed (or a NodeClaim's instance gone) before garbage collection acts")
@@ -265,6 +268,7 @@ func (o *Options) Validate() error {
 	} else {
 		o.SpotToSpotConsolidation, o.NodeRepair = gates.spotToSpot, gates.nodeRepair
 		o.StaticCapacity, o.NodeOverlay = gates.staticCapacity, gates.nodeOverlay
+		o.ReservedCapacity = gates.reservedCapacity
 	}
 	if err := o.Budget.Validate(); err != nil {
 		errs = append(errs, err)
@@ -283,17 +287,20 @@ func (o *Options) Validate() error {
 type featureGates struct {
 	spotToSpot, nodeRepair      bool
 	staticCapacity, nodeOverlay bool
+	// reservedCapacity is ReservedCapacity (default false here; Karpenter
+	// v1.14's chart turns it on).
+	reservedCapacity bool
 }
 
 // parseFeatureGates reads --feature-gates as Karpenter writes it
 // ("SpotToSpotConsolidation=true,NodeRepair=false"; empty is every gate
 // off) and returns the SpotToSpotConsolidation, NodeRepair and
-// StaticCapacity and NodeOverlay gates. A
+// StaticCapacity, NodeOverlay and ReservedCapacity gates. A
 // gate karpx does not implement is refused when true, and an unknown name
 // or a value other than true or false always.
 func parseFeatureGates(in string) (featureGates, error) {
 	var gates featureGates
-	unsupported := map[string]bool{"ReservedCapacity": true, "CapacityBuffer": true}
+	unsupported := map[string]bool{"CapacityBuffer": true}
 	for _, kv := range strings.Split(in, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -312,10 +319,12 @@ func parseFeatureGates(in string) (featureGates, error) {
 			gates.staticCapacity = on
 		case name == "NodeOverlay":
 			gates.nodeOverlay = on
+		case name == "ReservedCapacity":
+			gates.reservedCapacity = on
 		case unsupported[name] && on:
 			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %s=true: not supported by karpx yet; remove it or set it to false", name)
 		case !unsupported[name]:
-			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation, NodeRepair, StaticCapacity and NodeOverlay (and Karpenter's ReservedCapacity, CapacityBuffer as false)", name)
+			return featureGates{}, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: unknown gate; karpx knows SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay and ReservedCapacity (and Karpenter's CapacityBuffer as false)", name)
 		}
 	}
 	return gates, nil

@@ -100,9 +100,16 @@ func TestFeatureGatesOption(t *testing.T) {
 	if err := o.Validate(); err != nil || !o.NodeOverlay || o.NodeRepair {
 		t.Fatalf("FEATURE_GATES=NodeOverlay=true: Validate %v, NodeOverlay %v, NodeRepair %v", err, o.NodeOverlay, o.NodeRepair)
 	}
+	t.Setenv("FEATURE_GATES", "ReservedCapacity=true")
+	o = DefaultOptions()
+	o.ClusterName = "demo"
+	if err := o.Validate(); err != nil || !o.ReservedCapacity || o.NodeRepair {
+		t.Fatalf("FEATURE_GATES=ReservedCapacity=true: Validate %v, ReservedCapacity %v, NodeRepair %v", err, o.ReservedCapacity, o.NodeRepair)
+	}
 	for in, want := range map[string]string{
 		// Karpenter v1.14's default (pkg/operator/options/options.go).
-		"NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "ReservedCapacity=true: not supported by karpx yet",
+		"NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "",
+		"ReservedCapacity=false,CapacityBuffer=true": "CapacityBuffer=true: not supported by karpx yet",
 		"NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false": "",
 		"NodeRepair=true,SpotToSpotConsolidation=false": "",
 		"StaticCapacity=true":                           "",

@@ -100,7 +100,8 @@ type Charge struct {
 // category its calls are charged to.
 var actionsByCategory = map[Category][]string{
 	NonMutating: {"DescribeAvailabilityZones", "DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeInstanceTypes",
-		"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "DescribeLaunchTemplates", "DescribeInstances", "DescribeInstanceStatus"},
+		"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "DescribeLaunchTemplates", "DescribeInstances", "DescribeInstanceStatus",
+		"DescribeCapacityReservations"},
 	Mutating:           {"CreateLaunchTemplate", "DeleteLaunchTemplate", "CreateFleet"},
 	RunInstances:       {"RunInstances"},
 	TerminateInstances: {"TerminateInstances"},

@@ -44,6 +44,9 @@ var externalFlags = map[string]string{
 	// docs/static-capacity.md scales a static NodePool through the
 	// CRD's scale subresource.
 	"replicas": "kubectl scale --replicas",
+	// docs/rules.md's KX013 names kubelet's flag that lets a node with
+	// swap on join.
+	"fail-swap-on": "kubelet --fail-swap-on=false",
 }
 
 // unit is a piece of a markdown file the checks read: a code span, one

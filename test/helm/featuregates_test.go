@@ -32,18 +32,19 @@ func controllerEnv(t *testing.T, d *unstructured.Unstructured, name string) (str
 // becomes the controller's FEATURE_GATES, which the controller's own
 // option parsing accepts with the gates as set: all off by default, node
 // repair on when nodeRepair is true, static capacity when staticCapacity
-// is. A gate karpx does not implement set
-// to true (Karpenter's chart defaults reservedCapacity to true) is refused
-// by the schema, naming the value, rather than reaching the controller.
+// is, reserved capacity when reservedCapacity is. A gate karpx does not
+// implement set to true is refused by the schema, naming the value, rather
+// than reaching the controller.
 func TestChartFeatureGates(t *testing.T) {
 	for _, tc := range []struct {
-		values             string
-		spotToSpot, repair bool
+		values                       string
+		spotToSpot, repair, reserved bool
 	}{
-		{"{}", false, false},
-		{"settings: {featureGates: {nodeRepair: true}}", false, true},
-		{"settings: {featureGates: {spotToSpotConsolidation: true, reservedCapacity: false}}", true, false},
-		{"settings: {featureGates: {staticCapacity: true}}", false, false},
+		{"{}", false, false, false},
+		{"settings: {featureGates: {nodeRepair: true}}", false, true, false},
+		{"settings: {featureGates: {spotToSpotConsolidation: true, reservedCapacity: false}}", true, false, false},
+		{"settings: {featureGates: {reservedCapacity: true}}", false, false, true},
+		{"settings: {featureGates: {staticCapacity: true}}", false, false, false},
 	} {
 		objs := render(t, "karpx", "karpx", valuesOf(t, tc.values))
 		gates, ok := controllerEnv(t, objs["Deployment karpx/karpx-controller"], "FEATURE_GATES")
@@ -59,13 +60,13 @@ func TestChartFeatureGates(t *testing.T) {
 		if want := strings.Contains(tc.values, "staticCapacity: true"); o.StaticCapacity != want {
 			t.Errorf("%s: FEATURE_GATES=%q gives StaticCapacity=%v, want %v", tc.values, gates, o.StaticCapacity, want)
 		}
-		if o.SpotToSpotConsolidation != tc.spotToSpot || o.NodeRepair != tc.repair {
-			t.Errorf("%s: FEATURE_GATES=%q gives SpotToSpotConsolidation=%v NodeRepair=%v, want %v %v",
-				tc.values, gates, o.SpotToSpotConsolidation, o.NodeRepair, tc.spotToSpot, tc.repair)
+		if o.SpotToSpotConsolidation != tc.spotToSpot || o.NodeRepair != tc.repair || o.ReservedCapacity != tc.reserved {
+			t.Errorf("%s: FEATURE_GATES=%q gives SpotToSpotConsolidation=%v NodeRepair=%v ReservedCapacity=%v, want %v %v %v",
+				tc.values, gates, o.SpotToSpotConsolidation, o.NodeRepair, o.ReservedCapacity, tc.spotToSpot, tc.repair, tc.reserved)
 		}
 	}
-	_, err := charts.Render(loadChart(t, "karpx"), "karpx", "karpx", valuesOf(t, "settings: {featureGates: {reservedCapacity: true}}"))
-	if err == nil || !strings.Contains(err.Error(), "/settings/featureGates/reservedCapacity") {
-		t.Errorf("reservedCapacity: true: error %v, want a schema error naming /settings/featureGates/reservedCapacity", err)
+	_, err := charts.Render(loadChart(t, "karpx"), "karpx", "karpx", valuesOf(t, "settings: {featureGates: {capacityBuffer: true}}"))
+	if err == nil || !strings.Contains(err.Error(), "/settings/featureGates/capacityBuffer") {
+		t.Errorf("capacityBuffer: true: error %v, want a schema error naming /settings/featureGates/capacityBuffer", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instanceprofile"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instancetype"
@@ -75,8 +76,15 @@ type Options struct {
 	// operator at capacity.HandlerPath). Default: a new one.
 	Capacity *capacity.Cache
 	// Clock stamps the deletion time of a shutting-down instance's
-	// NodeClaim view (Get, List). Default clock.RealClock.
+	// NodeClaim view (Get, List) and judges capacity reservations' ends.
+	// Default clock.RealClock.
 	Clock clock.PassiveClock
+	// ReservedCapacity is Karpenter's ReservedCapacity feature gate: when
+	// true, spec.capacityReservationSelectorTerms resolve into
+	// status.capacityReservations and the CapacityReservationsReady
+	// condition (DescribeCapacityReservations); when false both stay
+	// unset, as in Karpenter.
+	ReservedCapacity bool
 }
 
 // CloudProvider implements cloudprovider.CloudProvider on EC2. Create it
@@ -98,6 +106,9 @@ type CloudProvider struct {
 	// overlays are the NodeOverlays Create applies (UseNodeOverlays); nil
 	// without the NodeOverlay feature gate.
 	overlays *nodeoverlay.Store
+	// reservations resolves capacityReservationSelectorTerms and counts
+	// each reservation's free places.
+	reservations *capacityreservation.Provider
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -166,6 +177,7 @@ func New(opts Options) (*CloudProvider, error) {
 		networks:        cache.New[string, *instance.Instance](instanceNetworkEntries, ttls.Default),
 		capacity:        opts.Capacity,
 		profiles:        instanceprofile.NewProvider(opts.IAMAPI, opts.ClusterName, region, log, ttls),
+		reservations:    capacityreservation.NewProvider(opts.EC2API, ttls, opts.Clock),
 	}, nil
 }
 

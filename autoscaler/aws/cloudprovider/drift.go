@@ -53,6 +53,10 @@ const (
 	// DriftReasonNodeClass: a hashed EC2NodeClass field changed since
 	// launch (the two hash annotations differ at the same version).
 	DriftReasonNodeClass = "NodeClassDrift"
+	// DriftReasonCapacityReservation: the instance runs in a capacity
+	// reservation (capacity type reserved) that is no longer among the
+	// class's status.capacityReservations.
+	DriftReasonCapacityReservation = "CapacityReservationDrift"
 )
 
 // instanceNetworkEntries bounds the cache of instances' network (subnet,
@@ -125,9 +129,10 @@ func staticDrift(nodeClaim *karpv1.NodeClaim, class *v1.EC2NodeClass, caBundle s
 // pkg/cloudprovider/drift.go@v1.14.0): the static hash first (no AWS
 // call), then the image (spec.amiSelectorTerms resolved, cached), then the
 // instance's security groups and subnet against the class's status (one
-// DescribeInstances per instance, cached). Capacity reservation and
-// placement group drift do not apply: karpx launches into neither (the
-// webhook denies capacityReservationSelectorTerms). It returns an error,
+// DescribeInstances per instance, cached), then the instance's capacity
+// reservation against status.capacityReservations. Placement group drift
+// does not apply: karpx launches into none (the webhook denies
+// placementGroupSelector). It returns an error,
 // never a reason, when a check cannot be made (class missing, no image or
 // network resolved, an EC2 error).
 func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (string, error) {
@@ -152,7 +157,27 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	if err != nil {
 		return "", fmt.Errorf("NodeClaim %q: %w", nodeClaim.Name, err)
 	}
-	return networkDrift(inst, class)
+	if reason, err := networkDrift(inst, class); reason != "" || err != nil {
+		return reason, err
+	}
+	return reservationDrift(inst, class), nil
+}
+
+// reservationDrift returns DriftReasonCapacityReservation for a reserved
+// instance whose reservation is not in the class's
+// status.capacityReservations (it expired, was cancelled, or the selector
+// terms no longer select it), as Karpenter's isCapacityReservationDrifted
+// (pkg/cloudprovider/drift.go@v1.14.0); "" otherwise.
+func reservationDrift(inst *instance.Instance, class *v1.EC2NodeClass) string {
+	if inst.ReservationID == "" {
+		return ""
+	}
+	for _, cr := range class.Status.CapacityReservations {
+		if cr.ID == inst.ReservationID {
+			return ""
+		}
+	}
+	return DriftReasonCapacityReservation
 }
 
 // amiDrift returns DriftReasonAMI when the NodeClaim's image is not among

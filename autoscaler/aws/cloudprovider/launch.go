@@ -13,6 +13,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/launchtemplate"
 	"github.com/karpx/karpx/autoscaler/aws/providers/subnet"
@@ -54,7 +55,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, err
 	}
-	inst, err := c.instances.Launch(ctx, instance.LaunchRequest{
+	req := instance.LaunchRequest{
 		NodeClaimName: nodeClaim.Name,
 		NodeClaimUID:  string(nodeClaim.UID),
 		CapacityType:  capacityType,
@@ -62,7 +63,11 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		Tags:          c.instanceTags(r.class, nodeClaim),
 		Context:       r.class.Spec.Context,
 		Prioritized:   prioritized,
-	})
+	}
+	if capacityType == cloudprovider.CapacityTypeReserved {
+		req.ReservationType, req.Reservations = candidates[0].offerings[0].ReservationType, c.reservations
+	}
+	inst, err := c.instances.Launch(ctx, req)
 	if err != nil {
 		log.Error(err, "launching instance failed", "capacityType", capacityType, "candidates", len(candidates))
 		return nil, err
@@ -81,9 +86,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 }
 
 // candidates returns the capacity type to launch with and the types among
-// types that meet reqs and fit requests, cheapest first, at most MaxInstanceTypes.
-// Spot is chosen when the requirements allow it and some candidate has an
-// available spot offering, as Karpenter does.
+// types that meet reqs and fit requests, cheapest first, at most
+// MaxInstanceTypes. The capacity type is reserved, then spot, then
+// on-demand, the first the requirements allow that some candidate has an
+// available offering of, as Karpenter's instance provider@v1.14.0
+// prioritizes them. A reserved launch keeps one reservation type (that of
+// the cheapest candidate) and one reservation per zone, since CreateFleet's
+// DefaultTargetCapacityType differs between ODCRs and Capacity Blocks.
 func (c *CloudProvider) candidates(types []*cloudprovider.InstanceType, reqs requirements.Requirements, requests corev1.ResourceList) (string, []candidate) {
 	byCT := map[string][]candidate{}
 	for _, it := range types {
@@ -108,7 +117,10 @@ func (c *CloudProvider) candidates(types []*cloudprovider.InstanceType, reqs req
 		}
 	}
 	ct := cloudprovider.CapacityTypeOnDemand
-	if len(byCT[cloudprovider.CapacityTypeSpot]) > 0 {
+	switch {
+	case len(byCT[cloudprovider.CapacityTypeReserved]) > 0:
+		ct = cloudprovider.CapacityTypeReserved
+	case len(byCT[cloudprovider.CapacityTypeSpot]) > 0:
 		ct = cloudprovider.CapacityTypeSpot
 	}
 	cands := byCT[ct]
@@ -118,10 +130,37 @@ func (c *CloudProvider) candidates(types []*cloudprovider.InstanceType, reqs req
 		}
 		return cands[i].it.Name < cands[j].it.Name
 	})
+	if ct == cloudprovider.CapacityTypeReserved {
+		cands = oneReservationPerZone(cands)
+	}
 	if len(cands) > c.opts.MaxInstanceTypes {
 		cands = cands[:c.opts.MaxInstanceTypes]
 	}
 	return ct, cands
+}
+
+// oneReservationPerZone keeps, of reserved candidates sorted cheapest
+// first, the offerings of the first candidate's reservation type, and of
+// those the first reservation of each zone; candidates left without an
+// offering are dropped.
+func oneReservationPerZone(cands []candidate) []candidate {
+	rtype := cands[0].offerings[0].ReservationType
+	taken := map[string]bool{}
+	out := cands[:0:0]
+	for _, cd := range cands {
+		var keep []cloudprovider.Offering
+		for _, o := range cd.offerings {
+			if o.ReservationType == rtype && !taken[o.Zone] {
+				taken[o.Zone] = true
+				keep = append(keep, o)
+			}
+		}
+		if len(keep) > 0 {
+			cd.offerings = keep
+			out = append(out, cd)
+		}
+	}
+	return out
 }
 
 // fits reports whether allocatable covers every request.
@@ -160,6 +199,8 @@ func (c *CloudProvider) launchConfigs(ctx context.Context, r *resolved, nodeClai
 	if err != nil {
 		return nil, &cloudprovider.NodeClassNotReadyError{NodeClass: r.class.Name, Reason: err.Error()}
 	}
+	// One launch template per AMI, and per reservation for a reserved
+	// launch (the template names the reservation it targets).
 	byAMI := map[string]*instance.LaunchConfig{}
 	var order []string
 	for _, cd := range cands {
@@ -167,23 +208,29 @@ func (c *CloudProvider) launchConfigs(ctx context.Context, r *resolved, nodeClai
 		if !ok {
 			continue
 		}
-		cfg := byAMI[a.ID]
-		if cfg == nil {
-			name, err := c.launchTemplates.Ensure(ctx, c.template(r, a.ID, ud))
-			if err != nil {
-				if code := ec2api.Code(err); ec2api.IsPermanent(code) {
-					return nil, &cloudprovider.LaunchError{Code: code, Err: fmt.Errorf("EC2NodeClass %q: %w", r.class.Name, err)}
-				}
-				return nil, fmt.Errorf("EC2NodeClass %q: %w", r.class.Name, err)
-			}
-			cfg = &instance.LaunchConfig{LaunchTemplateName: name, ImageID: a.ID}
-			byAMI[a.ID] = cfg
-			order = append(order, a.ID)
-		}
 		for _, o := range cd.offerings {
-			if s, ok := bestSubnet[o.Zone]; ok {
-				cfg.Overrides = append(cfg.Overrides, instance.Override{InstanceType: cd.it.Name, SubnetID: s.ID, Zone: o.Zone, Priority: o.PriceUSDPerHour})
+			s, ok := bestSubnet[o.Zone]
+			if !ok {
+				continue
 			}
+			key := a.ID + "/" + o.ReservationID
+			cfg := byAMI[key]
+			if cfg == nil {
+				t := c.template(r, a.ID, ud)
+				t.CapacityReservationID, t.CapacityBlock = o.ReservationID, o.ReservationType == capacityreservation.TypeCapacityBlock
+				t.NoReservations = c.opts.ReservedCapacity && o.ReservationID == ""
+				name, err := c.launchTemplates.Ensure(ctx, t)
+				if err != nil {
+					if code := ec2api.Code(err); ec2api.IsPermanent(code) {
+						return nil, &cloudprovider.LaunchError{Code: code, Err: fmt.Errorf("EC2NodeClass %q: %w", r.class.Name, err)}
+					}
+					return nil, fmt.Errorf("EC2NodeClass %q: %w", r.class.Name, err)
+				}
+				cfg = &instance.LaunchConfig{LaunchTemplateName: name, ImageID: a.ID}
+				byAMI[key] = cfg
+				order = append(order, key)
+			}
+			cfg.Overrides = append(cfg.Overrides, instance.Override{InstanceType: cd.it.Name, SubnetID: s.ID, Zone: o.Zone, ReservationID: o.ReservationID, Priority: o.PriceUSDPerHour})
 		}
 	}
 	configs := make([]instance.LaunchConfig, 0, len(order))
@@ -281,6 +328,10 @@ func (c *CloudProvider) fillFromInstance(nodeClaim *karpv1.NodeClaim, inst *inst
 	nodeClaim.Labels[corev1.LabelInstanceTypeStable] = inst.Type
 	nodeClaim.Labels[corev1.LabelTopologyZone] = inst.Zone
 	nodeClaim.Labels[karpv1.CapacityTypeLabelKey] = inst.CapacityType
+	if inst.ReservationID != "" {
+		nodeClaim.Labels[LabelCapacityReservationID] = inst.ReservationID
+		nodeClaim.Labels[LabelCapacityReservationType] = inst.ReservationType
+	}
 	if _, ok := nodeClaim.Labels[corev1.LabelArchStable]; !ok {
 		if a := archOf(inst.Type); a != "" {
 			nodeClaim.Labels[corev1.LabelArchStable] = a
@@ -289,6 +340,13 @@ func (c *CloudProvider) fillFromInstance(nodeClaim *karpv1.NodeClaim, inst *inst
 	nodeClaim.Status.ProviderID = instance.ProviderID(inst.Zone, inst.ID)
 	nodeClaim.Status.ImageID = inst.ImageID
 }
+
+// Labels of a node in a capacity reservation (Karpenter's
+// v1.LabelCapacityReservationID / LabelCapacityReservationType@v1.14.0).
+const (
+	LabelCapacityReservationID   = "karpenter.k8s.aws/capacity-reservation-id"
+	LabelCapacityReservationType = "karpenter.k8s.aws/capacity-reservation-type"
+)
 
 // archOf returns the architecture of a catalogue type, or "".
 func archOf(instanceType string) string {

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instanceprofile"
 	"github.com/karpx/karpx/autoscaler/aws/providers/userdata"
@@ -40,7 +41,13 @@ type NodeClassStatus struct {
 	// exists, or the profile karpx created for spec.role; "" when neither
 	// is usable.
 	InstanceProfile string
-	// Checks has one entry per v1.ConditionTypes, in that order.
+	// CapacityReservations are the reservations
+	// spec.capacityReservationSelectorTerms resolved to (Options.ReservedCapacity
+	// only), in status form.
+	CapacityReservations []v1.CapacityReservation
+	// Checks has one entry per v1.ConditionTypes, in that order, then
+	// v1.ConditionTypeCapacityReservationsReady when
+	// Options.ReservedCapacity is on.
 	Checks []Check
 }
 
@@ -124,6 +131,18 @@ func (c *CloudProvider) ResolveNodeClass(ctx context.Context, class *v1.EC2NodeC
 	}
 	st.Checks = append(st.Checks, ipCheck)
 	st.Checks = append(st.Checks, c.validationCheck(class))
+
+	if c.opts.ReservedCapacity {
+		// As Karpenter's nodeclass CapacityReservation reconciler@v1.14.0:
+		// a failed description is an error (the last status stays), and
+		// the condition is True once the terms resolved, even to nothing.
+		rs, err := c.reservations.List(ctx, class.Spec.CapacityReservationSelectorTerms)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: resolving spec.capacityReservationSelectorTerms: %w", class.Name, err)
+		}
+		st.CapacityReservations = capacityreservation.Status(rs, c.opts.Clock.Now())
+		st.Checks = append(st.Checks, Check{Type: v1.ConditionTypeCapacityReservationsReady, OK: true})
+	}
 	return st, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
 	"github.com/karpx/karpx/autoscaler/aws/providers/securitygroup"
 	"github.com/karpx/karpx/autoscaler/aws/providers/subnet"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -89,5 +90,58 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 	if len(r.instanceTypes) == 0 {
 		return nil, notReady("no instance type offered in the zones of the selected subnets (%s) fits the AMIs of spec.amiSelectorTerms", strings.Join(subnet.Zones(r.subnets), ", "))
 	}
+	if c.opts.ReservedCapacity {
+		c.addReservedOfferings(r)
+	}
 	return r, nil
+}
+
+// ReservedPriceDivisor divides a type's on-demand price into the price of
+// its reserved offerings, so that reserved capacity, already paid for, is
+// preferred over on-demand and spot while consolidation keeps the types'
+// relative order (Karpenter's ReservedCapacityResolver@v1.14.0 uses the
+// same 10,000,000).
+const ReservedPriceDivisor = 10_000_000.0
+
+// addReservedOfferings adds one "reserved" offering per capacity
+// reservation of r.class.Status.CapacityReservations to the instance type
+// it reserves, in a zone of r's subnets, as Karpenter's
+// ReservedCapacityResolver@v1.14.0 does: priced at the on-demand price
+// over ReservedPriceDivisor, available while the reservation has free
+// places (as last described, less launches since), is not expiring and
+// its (type, zone, reserved) offering is not marked unavailable after a
+// ReservationCapacityExceeded.
+func (c *CloudProvider) addReservedOfferings(r *resolved) {
+	zones := map[string]bool{}
+	for _, z := range subnet.Zones(r.subnets) {
+		zones[z] = true
+	}
+	unavailable := c.instanceTypes.Unavailable()
+	for _, cr := range r.class.Status.CapacityReservations {
+		if !zones[cr.AvailabilityZone] {
+			continue
+		}
+		for _, it := range r.instanceTypes {
+			if it.Name != cr.InstanceType {
+				continue
+			}
+			price := 0.0
+			for _, o := range it.Offerings {
+				if o.CapacityType == cloudprovider.CapacityTypeOnDemand {
+					price = o.PriceUSDPerHour / ReservedPriceDivisor
+					break
+				}
+			}
+			rtype := cr.ReservationType
+			if rtype == "" {
+				rtype = capacityreservation.TypeDefault
+			}
+			it.Offerings = append(it.Offerings, cloudprovider.Offering{
+				Zone: cr.AvailabilityZone, CapacityType: cloudprovider.CapacityTypeReserved, PriceUSDPerHour: price,
+				Available: cr.State != capacityreservation.StateExpiring && c.reservations.Available(cr.ID) > 0 &&
+					!unavailable.IsUnavailable(it.Name, cr.AvailabilityZone, cloudprovider.CapacityTypeReserved),
+				ReservationID: cr.ID, ReservationType: rtype,
+			})
+		}
+	}
 }

@@ -56,8 +56,15 @@ type Instance struct {
 	Type string
 	// Zone is the availability zone.
 	Zone string
-	// CapacityType is "on-demand" or "spot".
+	// CapacityType is "on-demand", "spot" or "reserved" (launched
+	// targeted into a capacity reservation, preference
+	// capacity-reservations-only, as Karpenter's capacityTypeFromInstance@v1.14.0).
 	CapacityType string
+	// ReservationID is the capacity reservation of a "reserved" instance.
+	ReservationID string
+	// ReservationType is "default" or "capacity-block" for a "reserved"
+	// instance.
+	ReservationType string
 	// ImageID is the AMI the instance booted.
 	ImageID string
 	// SubnetID is the subnet of the primary interface.
@@ -87,6 +94,10 @@ type Override struct {
 	// (github.com/aws/karpenter-provider-aws v1.14.0
 	// pkg/providers/instance/instance.go).
 	Priority float64
+	// ReservationID is the capacity reservation a "reserved" launch
+	// targets in this override (its launch template names it), "" for
+	// others.
+	ReservationID string
 }
 
 // LaunchConfig is one launch template and the candidates that use it.
@@ -110,8 +121,17 @@ type LaunchRequest struct {
 	// CreateFleet and the NodeClaim's status write) gets EC2's first
 	// answer instead of a second instance.
 	NodeClaimUID string
-	// CapacityType is "on-demand" or "spot".
+	// CapacityType is "on-demand", "spot" or "reserved".
 	CapacityType string
+	// ReservationType is "default" or "capacity-block" when CapacityType
+	// is "reserved": CreateFleet's DefaultTargetCapacityType is on-demand
+	// or capacity-block, as Karpenter's CreateFleetInputBuilder@v1.14.0
+	// sends it.
+	ReservationType string
+	// Reservations, when set, hears of a launch into a reservation
+	// (MarkLaunched) and of reservations EC2 found full
+	// (MarkUnavailable, after ReservationCapacityExceeded).
+	Reservations ReservationTracker
 	// Configs are the launch templates with their candidates.
 	Configs []LaunchConfig
 	// Tags go on the instance and its volumes.
@@ -124,6 +144,13 @@ type LaunchRequest struct {
 	// a NodeOverlay changed a candidate's price (the NodeClaim carries
 	// karpenter.sh/price-overlay-applied), as Karpenter's AWS provider does.
 	Prioritized bool
+}
+
+// ReservationTracker counts the free places of capacity reservations
+// (*capacityreservation.Provider implements it).
+type ReservationTracker interface {
+	MarkLaunched(id string)
+	MarkUnavailable(ids ...string)
 }
 
 // Provider launches and reads instances. It is safe for concurrent use.
@@ -153,11 +180,21 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (*Instance, er
 	}
 	zoneOf := map[string]string{}
 	imageOf := map[string]string{}
+	reservationOf := map[string]string{} // launch template name → reservation id
 	for _, c := range req.Configs {
 		imageOf[c.LaunchTemplateName] = c.ImageID
 		for _, o := range c.Overrides {
 			zoneOf[o.SubnetID] = o.Zone
+			if o.ReservationID != "" {
+				reservationOf[c.LaunchTemplateName] = o.ReservationID
+			}
 		}
+	}
+	reservationIn := func(lto *ec2types.LaunchTemplateAndOverridesResponse) string {
+		if lto == nil || lto.LaunchTemplateSpecification == nil {
+			return ""
+		}
+		return reservationOf[aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateName)]
 	}
 	// Mark every unfulfillable offering, even when another one launched.
 	var ice, permanent, other []string
@@ -170,6 +207,9 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (*Instance, er
 		case ec2api.IsInsufficientCapacity(code):
 			if typ != "" && zone != "" {
 				p.unavailable.MarkUnavailable(typ, zone, req.CapacityType)
+			}
+			if id := reservationIn(e.LaunchTemplateAndOverrides); id != "" && req.Reservations != nil {
+				req.Reservations.MarkUnavailable(id)
 			}
 			ice = append(ice, desc)
 		case ec2api.IsPermanent(code):
@@ -201,6 +241,13 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (*Instance, er
 		inst.Zone = firstNonEmpty(aws.ToString(fi.AvailabilityZone), inst.Zone)
 		if inst.ImageID == "" && len(req.Configs) == 1 {
 			inst.ImageID = req.Configs[0].ImageID
+		}
+		if req.CapacityType == cloudprovider.CapacityTypeReserved {
+			inst.CapacityType = cloudprovider.CapacityTypeReserved
+			inst.ReservationID, inst.ReservationType = reservationIn(fi.LaunchTemplateAndOverrides), req.ReservationType
+			if inst.ReservationID != "" && req.Reservations != nil {
+				req.Reservations.MarkLaunched(inst.ReservationID)
+			}
 		}
 		return inst, nil
 	}
@@ -283,7 +330,7 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+			DefaultTargetCapacityType: defaultTargetCapacityType(req),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
@@ -299,12 +346,28 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case req.CapacityType == cloudprovider.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	case in.TargetCapacitySpecification.DefaultTargetCapacityType == ec2types.DefaultTargetCapacityTypeCapacityBlock:
+		// A Capacity Block fleet takes no on-demand allocation strategy.
 	case req.Prioritized:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in
+}
+
+// defaultTargetCapacityType is CreateFleet's DefaultTargetCapacityType of
+// req: a reserved launch is on-demand, or capacity-block for a Capacity
+// Block (Karpenter's CreateFleetInputBuilder@v1.14.0); the others their
+// capacity type.
+func defaultTargetCapacityType(req LaunchRequest) ec2types.DefaultTargetCapacityType {
+	if req.CapacityType != cloudprovider.CapacityTypeReserved {
+		return ec2types.DefaultTargetCapacityType(req.CapacityType)
+	}
+	if req.ReservationType == "capacity-block" {
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
 // Get returns the instance with this ID. A missing or terminated instance
@@ -397,6 +460,13 @@ func fromEC2(i ec2types.Instance) *Instance {
 	}
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		inst.CapacityType = cloudprovider.CapacityTypeSpot
+	}
+	if i.CapacityReservationId != nil && i.CapacityReservationSpecification != nil &&
+		i.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly {
+		inst.CapacityType, inst.ReservationID, inst.ReservationType = cloudprovider.CapacityTypeReserved, aws.ToString(i.CapacityReservationId), "default"
+		if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock {
+			inst.ReservationType = "capacity-block"
+		}
 	}
 	for _, t := range i.Tags {
 		inst.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)

@@ -45,6 +45,18 @@ type Template struct {
 	DetailedMonitoring bool `json:"detailedMonitoring,omitempty"`
 	// AssociatePublicIPAddress overrides the subnet's public IP setting.
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// CapacityReservationID, when set, targets that capacity reservation
+	// (CapacityReservationPreference capacity-reservations-only), as
+	// Karpenter's launch templates for capacity type reserved do
+	// (launchtemplate/types.go@v1.14.0).
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
+	// CapacityBlock marks the target as a Capacity Block
+	// (InstanceMarketOptions.MarketType capacity-block).
+	CapacityBlock bool `json:"capacityBlock,omitempty"`
+	// NoReservations opts an on-demand or spot launch out of open
+	// capacity reservations (CapacityReservationPreference none), as
+	// Karpenter does with the ReservedCapacity gate on.
+	NoReservations bool `json:"noReservations,omitempty"`
 }
 
 // Name returns the content-addressed name of t in cluster clusterName:
@@ -129,6 +141,20 @@ func requestData(t Template) (*ec2types.RequestLaunchTemplateData, error) {
 		}}
 	} else {
 		d.SecurityGroupIds = t.SecurityGroupIDs
+	}
+	switch {
+	case t.CapacityReservationID != "":
+		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(t.CapacityReservationID)},
+		}
+		if t.CapacityBlock {
+			d.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case t.NoReservations:
+		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
 	}
 	if t.InstanceProfile != "" {
 		d.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(t.InstanceProfile)}

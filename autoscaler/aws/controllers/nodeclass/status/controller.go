@@ -148,6 +148,7 @@ func Apply(class *v1.EC2NodeClass, res *awscloud.NodeClassStatus) {
 	class.Status.SecurityGroups = res.SecurityGroups
 	class.Status.AMIs = res.AMIs
 	class.Status.InstanceProfile = res.InstanceProfile
+	class.Status.CapacityReservations = res.CapacityReservations
 	var failed []string
 	for _, ch := range res.Checks {
 		cond := metav1.Condition{Type: ch.Type, Status: metav1.ConditionTrue, Reason: ch.Type, Message: truncate(ch.Message), ObservedGeneration: class.Generation}

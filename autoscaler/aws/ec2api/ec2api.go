@@ -55,6 +55,10 @@ type EC2API interface {
 	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
 	// DescribeSpotPriceHistory reads current spot prices (paginated).
 	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	// DescribeInstanceStatus lists instances whose EC2 status checks are
+	// impaired or that have scheduled events (paginated;
+	// autoscaler/aws/providers/instancestatus).
+	DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error)
 }
 
 // SSMAPI lists every SSM operation karpx calls, with the SDK's signature:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -281,7 +282,7 @@ func (c *Controller) Report() instancestatus.Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.report
-	r.Instances = append([]instancestatus.ReportedInstance(nil), r.Instances...)
+	r.Instances = slices.Clone(r.Instances)
 	return r
 }
 

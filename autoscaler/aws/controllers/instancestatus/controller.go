@@ -130,7 +130,10 @@ func (c *Controller) Start(ctx context.Context) error {
 // error (ErrUnauthorized wrapped for UnauthorizedOperation), with nothing
 // changed, or the joined errors of the NodeClaims it could not act on.
 func (c *Controller) Poll(ctx context.Context) error {
-	statuses, err := c.lister.List(ctx)
+	// Speculative: never into the budget's reserve, and failing fast
+	// rather than waiting behind launches and terminations; the next
+	// poll tries again.
+	statuses, err := c.lister.List(cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative))
 	if err != nil {
 		if ec2api.Code(err) == codeUnauthorized {
 			err = fmt.Errorf("%w: %w", ErrUnauthorized, err)

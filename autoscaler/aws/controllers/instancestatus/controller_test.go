@@ -44,7 +44,20 @@ type env struct {
 	recorder *record.FakeRecorder
 	c        *instancestatus.Controller
 	client   *ec2api.Client
+	api      *priorities
 	ids      []string
+}
+
+// priorities records the cloudprovider.Priority of each
+// DescribeInstanceStatus call.
+type priorities struct {
+	ec2api.EC2API
+	seen []cloudprovider.Priority
+}
+
+func (p *priorities) DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
+	p.seen = append(p.seen, cloudprovider.PriorityFrom(ctx))
+	return p.EC2API.DescribeInstanceStatus(ctx, in, opts...)
 }
 
 func newEnv(t *testing.T, n int32, claimed int) *env {
@@ -83,8 +96,9 @@ func newEnv(t *testing.T, n int32, claimed int) *env {
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	rec := record.NewFakeRecorder(100)
-	c := instancestatus.New(kube, awsinstancestatus.New(e.Client, clk), rec, clk, instancestatus.Options{})
-	return &env{client: e.Client, clk: clk, sim: e.Sim, kube: kube, recorder: rec, c: c, ids: ids}
+	api := &priorities{EC2API: e.Client}
+	c := instancestatus.New(kube, awsinstancestatus.New(api, clk), rec, clk, instancestatus.Options{})
+	return &env{api: api, client: e.Client, clk: clk, sim: e.Sim, kube: kube, recorder: rec, c: c, ids: ids}
 }
 
 func (e *env) claim(t *testing.T, name string) *karpv1.NodeClaim {
@@ -172,6 +186,11 @@ func TestPollReplacesAnImpairedInstanceAfterTheToleration(t *testing.T) {
 	}
 	if b := e.claim(t, "pool-b"); !b.DeletionTimestamp.IsZero() {
 		t.Errorf("healthy pool-b deleted")
+	}
+	for _, p := range e.api.seen {
+		if p != cloudprovider.PrioritySpeculative {
+			t.Errorf("DescribeInstanceStatus at priority %s, want speculative (never into the budget's reserve)", p)
+		}
 	}
 	evs := e.events()
 	if len(evs) != 4 || !strings.HasPrefix(evs[0], "Warning InstanceUnhealthy ") || !strings.HasPrefix(evs[2], "Warning TerminatingOnInterruption ") {

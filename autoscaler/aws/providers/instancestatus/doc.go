@@ -18,8 +18,6 @@
 // (HandlerPath), which `kubectl karpx status` prints.
 //
 // Every call goes through ec2api.EC2API (in the controller, the batcher
-// and the client-side request budget, autoscaler/aws/budget), marked
-// cloudprovider.PrioritySpeculative: a poll never digs into the budget's
-// reserve and fails fast rather than wait behind launches and
-// terminations; the next poll simply tries again.
+// and the client-side request budget, autoscaler/aws/budget) with the
+// caller's context: the controller marks its polls speculative.
 package instancestatus

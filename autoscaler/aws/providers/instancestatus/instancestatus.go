@@ -12,23 +12,17 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
-	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instancestatus/statusreport"
 )
 
-// Category is the kind of a failed detail, with the values of Karpenter
-// v1.14's instancestatus.Category (they label
-// karpenter_interruption_instance_status_unhealthy_total{category}).
-type Category string
+// Category is the kind of a failed detail (statusreport.Category).
+type Category = statusreport.Category
 
+// The categories, Karpenter v1.14's instancestatus.Category values.
 const (
-	// InstanceStatus is the instance status check (the guest's
-	// reachability).
-	InstanceStatus Category = "InstanceStatus"
-	// SystemStatus is the system status check (the host).
-	SystemStatus Category = "SystemStatus"
-	// EventStatus is a scheduled event (reboot, maintenance, retirement,
-	// stop) of the instance.
-	EventStatus Category = "EventStatus"
+	InstanceStatus = statusreport.InstanceStatus
+	SystemStatus   = statusreport.SystemStatus
+	EventStatus    = statusreport.EventStatus
 )
 
 // UnhealthyThreshold is how long a status check detail must have been
@@ -57,41 +51,13 @@ var filterSets = [][]ec2types.Filter{
 	{{Name: aws.String("event.code"), Values: ScheduledEventCodes}},
 }
 
-// Detail is one failed check or one scheduled event of an instance.
-type Detail struct {
-	// Category is which check, or EventStatus.
-	Category Category `json:"category"`
-	// Name is the check's detail name ("reachability") or the event code
-	// ("instance-retirement").
-	Name string `json:"name"`
-	// ImpairedSince is when the check failed (EC2's impairedSince), or,
-	// for an event, when List saw it.
-	ImpairedSince time.Time `json:"impairedSince"`
-}
+// Detail is one failed check or one scheduled event of an instance
+// (statusreport.Detail).
+type Detail = statusreport.Detail
 
-// HealthStatus is an instance with at least one failed detail; it is also
-// the JSON of one instance in Report.
-type HealthStatus struct {
-	// InstanceID is the EC2 instance ID ("i-0abc…").
-	InstanceID string `json:"instanceID"`
-	// ImpairedSince is the earliest ImpairedSince of Details.
-	ImpairedSince time.Time `json:"impairedSince"`
-	// Details are the failed details, at least one; instance and system
-	// check details first, then events, each in EC2's order.
-	Details []Detail `json:"details"`
-}
-
-// Categories returns the distinct categories of h's details, in the order
-// they first appear.
-func (h HealthStatus) Categories() []Category {
-	var out []Category
-	for _, d := range h.Details {
-		if !slices.Contains(out, d.Category) {
-			out = append(out, d.Category)
-		}
-	}
-	return out
-}
+// HealthStatus is an instance with at least one failed detail
+// (statusreport.HealthStatus).
+type HealthStatus = statusreport.HealthStatus
 
 // Provider lists the instances failing EC2 status checks. It is safe for
 // concurrent use.
@@ -113,7 +79,6 @@ func New(api ec2api.EC2API, clk clock.PassiveClock) *Provider {
 // error, wrapped (ec2api.Code reads its AWS error code), and no statuses
 // then: a poll acts on all of EC2's answer or on nothing.
 func (p *Provider) List(ctx context.Context) ([]HealthStatus, error) {
-	ctx = cloudprovider.WithPriority(ctx, cloudprovider.PrioritySpeculative)
 	seen := map[string]bool{}
 	var raw []ec2types.InstanceStatus
 	for _, filters := range filterSets {
@@ -212,33 +177,13 @@ func earliest(ds []Detail) time.Time {
 	return slices.MinFunc(ds, func(a, b Detail) int { return a.ImpairedSince.Compare(b.ImpairedSince) }).ImpairedSince
 }
 
-// HandlerPath is where the instance status controller serves its Report
-// on the controller's status address, read by `kubectl karpx status`.
-const HandlerPath = "/instancestatus"
+// HandlerPath is where the instance status controller serves its
+// statusreport.Report.
+const HandlerPath = statusreport.HandlerPath
 
-// Report is the instance status controller's last poll, as JSON at
-// HandlerPath.
-type Report struct {
-	// Polled is when the last poll's List returned (zero: none yet).
-	Polled time.Time `json:"polled"`
-	// Error is the last poll's error, empty when it succeeded.
-	Error string `json:"error,omitempty"`
-	// Instances are the instances of the last successful poll that belong
-	// to a NodeClaim, in EC2's order.
-	Instances []ReportedInstance `json:"instances"`
-}
+// Report is the controller's last poll (statusreport.Report).
+type Report = statusreport.Report
 
-// ReportedInstance is one failing instance of a NodeClaim.
-type ReportedInstance struct {
-	HealthStatus
-	// NodeClaim, NodePool and Node name the instance's objects (Node and
-	// NodePool empty when it has none).
-	NodeClaim string `json:"nodeClaim"`
-	NodePool  string `json:"nodePool,omitempty"`
-	Node      string `json:"node,omitempty"`
-	// DueAt is when action is taken (DueAt of HealthStatus).
-	DueAt time.Time `json:"dueAt"`
-	// Acted is true once the NodeClaim was deleted for it (or was being
-	// deleted already).
-	Acted bool `json:"acted"`
-}
+// ReportedInstance is one failing instance of a NodeClaim
+// (statusreport.ReportedInstance).
+type ReportedInstance = statusreport.ReportedInstance

@@ -15,7 +15,6 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api/ec2apitest"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
-	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/ec2sim"
 )
 
@@ -39,7 +38,7 @@ func launch(t *testing.T, e *ec2apitest.Env, clk *testingclock.FakeClock, n int3
 	out, err := e.Client.CreateFleet(ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("nodes"), Version: aws.String("$Latest")},
-			Overrides: []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: aws.String("us-east-1a")}}}},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: aws.String("us-east-1a")}}}},
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(n),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand}})
 	if err != nil {
@@ -52,29 +51,16 @@ func launch(t *testing.T, e *ec2apitest.Env, clk *testingclock.FakeClock, n int3
 	return out.Instances[0].InstanceIds
 }
 
-// priorities records the cloudprovider.Priority of each
-// DescribeInstanceStatus call.
-type priorities struct {
-	ec2api.EC2API
-	seen []cloudprovider.Priority
-}
-
-func (p *priorities) DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
-	p.seen = append(p.seen, cloudprovider.PriorityFrom(ctx))
-	return p.EC2API.DescribeInstanceStatus(ctx, in, opts...)
-}
-
 // TestListAndDue runs the provider against the EC2 simulator: an instance
 // check failure, a system check failure and a scheduled retirement are
-// listed (one each, a healthy neighbour not), in three speculative
+// listed (one each, a healthy neighbour not), in three
 // DescribeInstanceStatus calls; the checks are due exactly 2 minutes after
 // their impairedSince, the event at once.
 func TestListAndDue(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	e := ec2apitest.Start(t, ec2sim.Config{Clock: clk, PendingDelay: time.Second}, ec2api.Config{})
 	ids := launch(t, e, clk, 4)
-	api := &priorities{EC2API: e.Client}
-	p := instancestatus.New(api, clk)
+	p := instancestatus.New(e.Client, clk)
 	ctx := context.Background()
 
 	got, err := p.List(ctx)
@@ -99,11 +85,6 @@ func TestListAndDue(t *testing.T) {
 	}
 	if calls := e.Sim.Counts()["DescribeInstanceStatus"] - before; calls != 3 {
 		t.Errorf("%d DescribeInstanceStatus calls per List, want 3 (one per filter set)", calls)
-	}
-	for _, pr := range api.seen {
-		if pr != cloudprovider.PrioritySpeculative {
-			t.Errorf("DescribeInstanceStatus at priority %s, want speculative", pr)
-		}
 	}
 	byID := map[string]instancestatus.HealthStatus{}
 	for _, h := range got {

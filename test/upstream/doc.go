@@ -31,7 +31,10 @@
 // terminating every instance), node repair's scenario with
 // NodeRepair=true (TestUpstreamNodeRepair: the same ec2sim node condition
 // fault that karpx repairs, repaired by Karpenter after the same
-// toleration, docs/node-repair.md) and the kwok provider's launch and
+// toleration, docs/node-repair.md), EC2 status checks with the default
+// gates (TestUpstreamInstanceStatusCheck: the ec2sim status-check fault
+// that karpx's instancestatus controller acts on, acted on by Karpenter
+// within the same bounds) and the kwok provider's launch and
 // restart (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
 // TestUpstreamProblemP5EmptinessConsolidation run the five field problems'
 // scenarios on the AWS provider with the ec2sim setup karpx's scenarios

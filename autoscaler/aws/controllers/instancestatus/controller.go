@@ -247,14 +247,23 @@ func (c *Controller) act(ctx context.Context, due instancestatus.HealthStatus, n
 	return true, nil
 }
 
-// kindOf returns the message kind for due, a status check failure before
-// a scheduled event, and the detail it is for.
+// kinds maps a category to its message kind, in the order kindOf
+// prefers them: a failed check before a scheduled event.
+var kinds = []struct {
+	category instancestatus.Category
+	kind     string
+}{
+	{instancestatus.InstanceStatus, KindInstanceStatus},
+	{instancestatus.SystemStatus, KindSystemStatus},
+	{instancestatus.EventStatus, KindEventStatus},
+}
+
+// kindOf returns the message kind for due and the detail it is for.
 func kindOf(due instancestatus.HealthStatus) (string, instancestatus.Detail) {
-	for _, want := range []instancestatus.Category{instancestatus.InstanceStatus, instancestatus.SystemStatus, instancestatus.EventStatus} {
+	for _, k := range kinds {
 		for _, d := range due.Details {
-			if d.Category == want {
-				return map[instancestatus.Category]string{instancestatus.InstanceStatus: KindInstanceStatus,
-					instancestatus.SystemStatus: KindSystemStatus, instancestatus.EventStatus: KindEventStatus}[want], d
+			if d.Category == k.category {
+				return k.kind, d
 			}
 		}
 	}

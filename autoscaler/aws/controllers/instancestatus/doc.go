@@ -26,7 +26,7 @@
 // Each action publishes InstanceUnhealthy and TerminatingOnInterruption
 // events on the NodeClaim and its Node, logs "deleting the NodeClaim of
 // an instance failing EC2 status checks" with the NodeClaim, NodePool,
-// Node, instance and category, and counts
+// Node, instance, kind and impairedSince, and counts
 // karpenter_nodeclaims_disrupted_total{reason=instance_status|system_status|event_status}.
 // karpenter_interruption_instance_status_unhealthy_total{category} counts
 // each instance and category once while it stays unhealthy (again if it

@@ -21,6 +21,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
+	awsinstancestatus "github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 )
@@ -68,6 +69,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		Registerer:      crmetrics.Registry,
 		Logger:          log, // batcher.New names it "batcher"
 	})
+	// EC2 status checks are polled through the batcher and the budget,
+	// as every other EC2 call (docs/node-repair.md).
+	opts.instanceStatus = awsinstancestatus.New(api, opts.clock())
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
 	capCache := capacity.New()

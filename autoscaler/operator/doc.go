@@ -15,7 +15,9 @@
 //     loaded), NodeClaim lifecycle, Node termination, disruption with its
 //     PodEvents controller;
 //   - AWS (autoscaler/aws/controllers): interruption, when
-//     --interruption-queue names a queue;
+//     --interruption-queue names a queue, and instancestatus (EC2 status
+//     checks, always on EC2; its report at /instancestatus on the status
+//     address);
 //   - cloud-neutral: garbage collection and NodePool status;
 //   - AWS: the EC2NodeClass capacity, termination and status controllers,
 //     each when the cloud provider implements the interface it needs;

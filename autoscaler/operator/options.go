@@ -15,6 +15,7 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	awsinstancestatus "github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/scheduling"
 	"github.com/karpx/karpx/autoscaler/state/timeouts"
 )
@@ -167,6 +168,9 @@ type Options struct {
 	SQSEndpoint string
 	// interruptionQueue is the queue's provider (set by NewAWS).
 	interruptionQueue interruption.Queue
+	// instanceStatus lists the instances failing EC2 status checks (set
+	// by NewAWS; nil: no instance status controller).
+	instanceStatus *awsinstancestatus.Provider
 	// statusHandlers are served on StatusBindAddress, path → handler
 	// (set by NewAWS).
 	statusHandlers map[string]http.Handler

@@ -12,11 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	ec2v1 "github.com/karpx/karpx/apis/v1"
+	instancestatuscontroller "github.com/karpx/karpx/autoscaler/aws/controllers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
 	nodeclasscapacity "github.com/karpx/karpx/autoscaler/aws/controllers/nodeclass/capacity"
 	nodeclassstatus "github.com/karpx/karpx/autoscaler/aws/controllers/nodeclass/status"
 	nodeclasstermination "github.com/karpx/karpx/autoscaler/aws/controllers/nodeclass/termination"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	awsinstancestatus "github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instancetype"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
@@ -49,6 +51,7 @@ var registrations = []func(*wiring) error{
 	registerDisruption,
 	registerNodeOverlay,
 	registerInterruption,
+	registerInstanceStatus,
 	registerGarbageCollection,
 	registerNodePoolStatus,
 	registerStaticCapacity,
@@ -273,6 +276,24 @@ func registerInterruption(w *wiring) error {
 	return w.mgr.Add(interruption.New(w.mgr.GetClient(), w.opts.interruptionQueue, offerings.UnavailableOfferings(), w.recorder,
 		w.clock(), w.op.Disruption.Trigger, interruption.Options{
 			ActOnRebalance: w.opts.InterruptionActOnRebalance, Region: w.opts.Region, Logger: w.mgr.GetLogger()}))
+}
+
+// registerInstanceStatus adds, on EC2 (NewAWS set the provider), the
+// controller that polls EC2 status checks and replaces the NodeClaims of
+// impaired instances, whatever the feature gates and the interruption
+// queue, as Karpenter v1.14 registers its interruption.instancestatus
+// controller (aws/karpenter-provider-aws pkg/controllers/controllers.go).
+// Its last poll is served at awsinstancestatus.HandlerPath.
+func registerInstanceStatus(w *wiring) error {
+	if w.opts.instanceStatus == nil {
+		return nil
+	}
+	c := instancestatuscontroller.New(w.mgr.GetClient(), w.opts.instanceStatus, w.recorder, w.clock(),
+		instancestatuscontroller.Options{Logger: w.mgr.GetLogger()})
+	if w.opts.statusHandlers != nil {
+		w.opts.statusHandlers[awsinstancestatus.HandlerPath] = c.Handler()
+	}
+	return w.mgr.Add(c)
 }
 
 // registerGarbageCollection adds the garbage collector of unclaimed

@@ -333,6 +333,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	o.fromController(ctx, o.printBudget)
 	o.fromController(ctx, o.printDataSets)
+	o.fromController(ctx, o.printInstanceStatus)
 	return nil
 }
 

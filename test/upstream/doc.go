@@ -34,7 +34,10 @@
 // toleration, docs/node-repair.md), static capacity's with
 // StaticCapacity=true (TestUpstreamStaticCapacity: the same static
 // NodePool as karpx's TestStaticCapacity reaches the same NodeClaim
-// counts, docs/static-capacity.md) and the kwok provider's launch and
+// counts, docs/static-capacity.md), EC2 status checks with the default
+// gates (TestUpstreamInstanceStatusCheck: the ec2sim status-check fault
+// that karpx's instancestatus controller acts on, acted on by Karpenter
+// within the same bounds) and the kwok provider's launch and
 // restart (TestUpstreamKarpenterKwok). TestUpstreamProblemP1RetryStorm through
 // TestUpstreamProblemP5EmptinessConsolidation run the five field problems'
 // scenarios on the AWS provider with the ec2sim setup karpx's scenarios

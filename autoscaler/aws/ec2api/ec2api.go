@@ -57,6 +57,10 @@ type EC2API interface {
 	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
 	// DescribeCapacityReservations resolves capacityReservationSelectorTerms (paginated).
 	DescribeCapacityReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
+	// DescribeInstanceStatus lists instances whose EC2 status checks are
+	// impaired or that have scheduled events (paginated;
+	// autoscaler/aws/providers/instancestatus).
+	DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error)
 }
 
 // SSMAPI lists every SSM operation karpx calls, with the SDK's signature:

@@ -11,9 +11,10 @@ import (
 // TestUnsupportedFieldDenied: a Karpenter v1 field karpx does not implement
 // yet is never accepted and ignored. On the real API server with the
 // running karpx-webhook, an EC2NodeClass with instanceStorePolicy RAID0
-// and a static NodePool (spec.replicas) are denied, each naming its rule,
-// the field and "not supported by karpx yet" (NodeOverlays, which KX203
-// denied, are served since issue 33: test/e2e/nodeoverlay_test.go); the
+// and a NodePool with consolidationPolicy Balanced are denied, each naming
+// its rule, the field and "not supported by karpx yet" (NodeOverlays,
+// which KX203 denied, and static NodePools, which KX202 denied, are served
+// since issue 33: test/e2e/nodeoverlay_test.go, static_test.go); the
 // real kubectl plugin's
 // `kubectl karpx lint` exits non-zero on the same manifests, naming them.
 // Control: a shared Karpenter example that uses no listed field
@@ -29,14 +30,14 @@ func TestUnsupportedFieldDenied(t *testing.T) {
 	if !strings.Contains(raid0, "instanceStorePolicy: RAID0") {
 		t.Fatalf("fixture lacks the field:\n%s", raid0)
 	}
-	static := nodePool{Name: "static", NodeClass: "raid0", CapacityTypes: []string{onDemand}}.yaml()
-	static = strings.Replace(static, "spec:\n", "spec:\n  replicas: 2\n", 1)
-	if !strings.Contains(static, "replicas: 2") {
-		t.Fatalf("fixture lacks the field:\n%s", static)
+	balanced := nodePool{Name: "balanced", NodeClass: "raid0", CapacityTypes: []string{onDemand},
+		Disruption: "{consolidationPolicy: Balanced, consolidateAfter: 0s}"}.yaml()
+	if !strings.Contains(balanced, "consolidationPolicy: Balanced") {
+		t.Fatalf("fixture lacks the field:\n%s", balanced)
 	}
 	for _, tc := range []struct{ name, manifest, webhook, want string }{
 		{"EC2NodeClass instanceStorePolicy", raid0, "ec2nodeclasses.karpx.io", "KX201 spec.instanceStorePolicy: not supported by karpx yet"},
-		{"NodePool replicas", static, "nodepools.karpx.io", "KX202 spec.replicas: not supported by karpx yet"},
+		{"NodePool consolidationPolicy Balanced", balanced, "nodepools.karpx.io", "KX202 spec.disruption.consolidationPolicy: Balanced not supported by karpx yet"},
 	} {
 		out, err := e.cluster.Kubectl(e.ctx, []byte(tc.manifest), "apply", "-f", "-")
 		if err == nil || !strings.Contains(out, `admission webhook "`+tc.webhook+`" denied the request`) || !strings.Contains(out, tc.want) {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/dashboards"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -155,7 +155,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 
 	// Interruption: EC2 warns one spot instance; karpx replaces it first.
 	victim := e.nodeClaims()[0]
-	if _, err := e.sim.Interrupt(ec2sim.InterruptionSpot, interruption.InstanceID(victim.Status.ProviderID)); err != nil {
+	if _, err := e.sim.Interrupt(ec2sim.InterruptionSpot, instance.InstanceID(victim.Status.ProviderID)); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(150*time.Second, "the interrupted NodeClaim replaced and gone, 2 pods Running", func(ctx context.Context) (bool, error) {

@@ -11,7 +11,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/operator"
@@ -52,7 +52,7 @@ func TestForgedInterruptionMovesNothing(t *testing.T) {
 			ncs[0].StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue(), nil
 	})
 	victim := e.nodeClaims()[0]
-	id := interruption.InstanceID(victim.Status.ProviderID)
+	id := instance.InstanceID(victim.Status.ProviderID)
 	stats, err := e.sim.QueueStats(interruptionQueue)
 	if err != nil {
 		t.Fatal(err)

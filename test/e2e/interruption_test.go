@@ -17,7 +17,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/operator"
 	"github.com/karpx/karpx/ec2sim"
 )
@@ -153,7 +153,7 @@ func runSpotInterruption(t *testing.T, withQueue bool) {
 		}
 		interruptedNodes[node.Name] = true
 		interruptedOfferings[node.Labels[corev1.LabelInstanceTypeStable]+"/"+node.Labels[corev1.LabelTopologyZone]] = true
-		ids = append(ids, interruption.InstanceID(nc.Status.ProviderID))
+		ids = append(ids, instance.InstanceID(nc.Status.ProviderID))
 	}
 	deletions := &podDeletions{}
 	deletions.watch(e.ctx, e, "spot-web")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
@@ -150,7 +150,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 			return fmt.Errorf("listing NodeClaims: %w", err)
 		}
 		for i := range list.Items {
-			if id := InstanceID(list.Items[i].Status.ProviderID); id != "" {
+			if id := instance.InstanceID(list.Items[i].Status.ProviderID); id != "" {
 				claims[id] = &list.Items[i]
 			}
 		}
@@ -308,17 +308,4 @@ func (c *Controller) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(c.Report())
 	})
-}
-
-// InstanceID returns the EC2 instance ID at the end of an AWS providerID
-// ("aws:///us-east-1a/i-0abc…" → "i-0abc…"), or "" for another form.
-func InstanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	id := providerID[strings.LastIndex(providerID, "/")+1:]
-	if !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
 }

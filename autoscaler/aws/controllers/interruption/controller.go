@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,6 +17,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/aws/controllers/interruption/messages"
+	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
@@ -112,23 +112,10 @@ func IndexFields(ctx context.Context, mgr manager.Manager) error {
 }
 
 func instanceIDIndex(o client.Object) []string {
-	if id := InstanceID(o.(*karpv1.NodeClaim).Status.ProviderID); id != "" {
+	if id := instance.InstanceID(o.(*karpv1.NodeClaim).Status.ProviderID); id != "" {
 		return []string{id}
 	}
 	return nil
-}
-
-// InstanceID returns the EC2 instance ID at the end of an AWS providerID
-// ("aws:///us-east-1a/i-0abc…"), or "" for another form.
-func InstanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	id := providerID[strings.LastIndex(providerID, "/")+1:]
-	if !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
 }
 
 // NeedLeaderElection makes the Controller run only on the leader.

@@ -480,6 +480,21 @@ func fromEC2(i ec2types.Instance) *Instance {
 // ProviderID returns "aws:///<zone>/<instance-id>".
 func ProviderID(zone, id string) string { return fmt.Sprintf("aws:///%s/%s", zone, id) }
 
+// InstanceID returns the EC2 instance ID at the end of an AWS providerID
+// ("aws:///us-east-1a/i-0abc…" → "i-0abc…"), or "" for another form: the
+// lenient reading the controllers index and match NodeClaims by
+// (ParseProviderID is the strict one, with an error naming the form).
+func InstanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	id := providerID[strings.LastIndex(providerID, "/")+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return ""
+	}
+	return id
+}
+
 // ParseProviderID returns the instance ID of an "aws:///<zone>/<id>"
 // provider ID (the zone may be empty, as in "aws:///i-…" from some
 // clusters).

@@ -73,18 +73,27 @@ func FetchJSON(ctx context.Context, conn *throttle.Options, path string, into an
 	return nil
 }
 
+// endpointAbsent reports whether err, from FetchJSON, means the section
+// has no source: the controller's Service is missing
+// (*throttle.ServiceNotFoundError), or the controller answers 404 for the
+// page (upstream Karpenter, or a karpx without it). The section is then
+// left out rather than reported as a failure.
+func endpointAbsent(err error) bool {
+	var (
+		status  apierrors.APIStatus
+		missing *throttle.ServiceNotFoundError
+	)
+	return errors.As(err, &missing) || err != nil && errors.As(err, &status) && apierrors.IsNotFound(err)
+}
+
 // printDataSets prints the controller's cloud data sets under the tables.
 // Like the budget line, a missing controller prints nothing and any other
 // failure is one line on stderr.
 func (o *Options) printDataSets(ctx context.Context) {
 	rep := &hydration.Report{}
 	err := FetchJSON(ctx, o.Budget, hydration.HandlerPath, rep)
-	var (
-		status  apierrors.APIStatus
-		missing *throttle.ServiceNotFoundError
-	)
 	switch {
-	case errors.As(err, &missing), err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):
+	case endpointAbsent(err):
 		return
 	case err != nil:
 		fmt.Fprintf(o.ErrOut, "cloud data sets unavailable: %v\n", err)

@@ -2,16 +2,13 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	awsinstancestatus "github.com/karpx/karpx/autoscaler/aws/providers/instancestatus/statusreport"
-	"github.com/karpx/karpx/plugin/throttle"
 )
 
 // printInstanceStatus adds "Instances failing EC2 status checks" under
@@ -22,12 +19,8 @@ import (
 func (o *Options) printInstanceStatus(ctx context.Context) {
 	rep := &awsinstancestatus.Report{}
 	err := FetchJSON(ctx, o.Budget, awsinstancestatus.HandlerPath, rep)
-	var (
-		status  apierrors.APIStatus
-		missing *throttle.ServiceNotFoundError
-	)
 	switch {
-	case errors.As(err, &missing), err != nil && errors.As(err, &status) && apierrors.IsNotFound(err):
+	case endpointAbsent(err):
 		return
 	case err != nil:
 		fmt.Fprintf(o.ErrOut, "EC2 instance status unavailable: %v\n", err)

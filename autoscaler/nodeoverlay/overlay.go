@@ -244,11 +244,12 @@ func Evaluate(ctx context.Context, overlays []v1alpha1.NodeOverlay, pools []Pool
 	prices := map[string]mark{}     // pool/type/zone/capacity-type
 	capacities := map[string]mark{} // pool/type
 	for _, o := range compiled {
-		if conflict := check(&o, pools, prices, capacities); conflict != "" {
+		sel := o.selection(pools)
+		if conflict := check(&o, sel, prices, capacities); conflict != "" {
 			ev.Verdicts[o.Name] = Verdict{Reason: ReasonConflict, Message: conflict}
 			continue
 		}
-		record(&o, pools, prices, capacities)
+		record(&o, sel, prices, capacities)
 		ev.Applied = append(ev.Applied, o)
 		ev.Verdicts[o.Name] = Verdict{}
 	}
@@ -258,32 +259,49 @@ func Evaluate(ctx context.Context, overlays []v1alpha1.NodeOverlay, pools []Pool
 	return ev
 }
 
-// check returns why o conflicts with an overlay already recorded, or "".
-func check(o *Overlay, pools []Pool, prices, capacities map[string]mark) string {
+// selected is an instance type of a NodePool that an overlay selects,
+// with the indexes of the offerings it selects.
+type selected struct {
+	pool string
+	it   *cloudprovider.InstanceType
+	idx  []int
+}
+
+// selection lists what o selects in pools, in pool and instance type
+// order: what check and record both walk.
+func (o *Overlay) selection(pools []Pool) []selected {
+	var out []selected
 	for _, p := range pools {
 		labels := poolLabels(p.NodePool)
 		for _, it := range p.InstanceTypes {
-			idx := o.selects(labels, it)
-			if len(idx) == 0 {
-				continue
+			if idx := o.selects(labels, it); len(idx) > 0 {
+				out = append(out, selected{pool: p.NodePool.Name, it: it, idx: idx})
 			}
-			if o.Price != "" {
-				for _, i := range idx {
-					of := it.Offerings[i]
-					if m, ok := prices[offeringKey(p.NodePool.Name, it.Name, of)]; ok && m.weight == o.Weight {
-						return fmt.Sprintf("conflict with NodeOverlay %q (same weight %d): both set the price of %s %s in %s in NodePool %s; give one a higher spec.weight or narrow spec.requirements",
-							m.name, o.Weight, it.Name, of.CapacityType, of.Zone, p.NodePool.Name)
-					}
+		}
+	}
+	return out
+}
+
+// check returns why o, selecting sel, conflicts with an overlay already
+// recorded, or "".
+func check(o *Overlay, sel []selected, prices, capacities map[string]mark) string {
+	for _, s := range sel {
+		if o.Price != "" {
+			for _, i := range s.idx {
+				of := s.it.Offerings[i]
+				if m, ok := prices[offeringKey(s.pool, s.it.Name, of)]; ok && m.weight == o.Weight {
+					return fmt.Sprintf("conflict with NodeOverlay %q (same weight %d): both set the price of %s %s in %s in NodePool %s; give one a higher spec.weight or narrow spec.requirements",
+						m.name, o.Weight, s.it.Name, of.CapacityType, of.Zone, s.pool)
 				}
 			}
-			if len(o.Capacity) > 0 {
-				m, ok := capacities[p.NodePool.Name+"/"+it.Name]
-				if ok && m.weight == o.Weight {
-					for _, r := range m.res {
-						if _, both := o.Capacity[r]; both {
-							return fmt.Sprintf("conflict with NodeOverlay %q (same weight %d): both set capacity %s of %s in NodePool %s; give one a higher spec.weight or narrow spec.requirements",
-								m.name, o.Weight, r, it.Name, p.NodePool.Name)
-						}
+		}
+		if len(o.Capacity) > 0 {
+			m, ok := capacities[s.pool+"/"+s.it.Name]
+			if ok && m.weight == o.Weight {
+				for _, r := range m.res {
+					if _, both := o.Capacity[r]; both {
+						return fmt.Sprintf("conflict with NodeOverlay %q (same weight %d): both set capacity %s of %s in NodePool %s; give one a higher spec.weight or narrow spec.requirements",
+							m.name, o.Weight, r, s.it.Name, s.pool)
 					}
 				}
 			}
@@ -292,24 +310,17 @@ func check(o *Overlay, pools []Pool, prices, capacities map[string]mark) string 
 	return ""
 }
 
-// record marks the offerings and instance types o sets.
-func record(o *Overlay, pools []Pool, prices, capacities map[string]mark) {
+// record marks the offerings and instance types o, selecting sel, sets.
+func record(o *Overlay, sel []selected, prices, capacities map[string]mark) {
 	res := slices.Sorted(maps.Keys(o.Capacity))
-	for _, p := range pools {
-		labels := poolLabels(p.NodePool)
-		for _, it := range p.InstanceTypes {
-			idx := o.selects(labels, it)
-			if len(idx) == 0 {
-				continue
+	for _, s := range sel {
+		if o.Price != "" {
+			for _, i := range s.idx {
+				prices[offeringKey(s.pool, s.it.Name, s.it.Offerings[i])] = mark{name: o.Name, weight: o.Weight}
 			}
-			if o.Price != "" {
-				for _, i := range idx {
-					prices[offeringKey(p.NodePool.Name, it.Name, it.Offerings[i])] = mark{name: o.Name, weight: o.Weight}
-				}
-			}
-			if len(o.Capacity) > 0 {
-				capacities[p.NodePool.Name+"/"+it.Name] = mark{name: o.Name, weight: o.Weight, res: res}
-			}
+		}
+		if len(o.Capacity) > 0 {
+			capacities[s.pool+"/"+s.it.Name] = mark{name: o.Name, weight: o.Weight, res: res}
 		}
 	}
 }

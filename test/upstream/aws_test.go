@@ -40,27 +40,8 @@ type awsEnv struct {
 // adds startup taints Karpenter honours and denies an unsafe
 // EC2NodeClass; and scaling to zero terminates every instance.
 func TestUpstreamKarpenterAWS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// EKS DescribeCluster answers with the control plane's endpoint and
-	// CA, as Karpenter resolves AL2023's cluster CIDR and bootstrap from it.
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint})
-	t.Logf("control plane, ec2sim and Karpenter AWS %s ready in %s (Karpenter log: %s)", AWSVersion, time.Since(start).Round(time.Millisecond), k.LogPath)
-	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	e := startAWSEnv(t, 10*time.Minute, "", nil)
 
 	t.Run("Launch", func(t *testing.T) { e.t = t; e.launch() })
 	if t.Failed() {
@@ -71,7 +52,7 @@ func TestUpstreamKarpenterAWS(t *testing.T) {
 	t.Run("Audit", func(t *testing.T) { e.t = t; e.audit() })
 	t.Run("Webhook", func(t *testing.T) { e.t = t; e.webhook() })
 	t.Run("ScaleToZero", func(t *testing.T) { e.t = t; e.scaleToZero() })
-	t.Logf("TestUpstreamKarpenterAWS took %s; ec2sim calls: %s", time.Since(start).Round(time.Millisecond), formatStats(sim.Stats()))
+	t.Logf("TestUpstreamKarpenterAWS took %s; ec2sim calls: %s", time.Since(start).Round(time.Millisecond), formatStats(e.sim.Stats()))
 }
 
 // formatStats prints ec2sim's per-action counters in name order.
@@ -425,4 +406,43 @@ func (e *awsEnv) scaleToZero() {
 		t.Errorf("%d Karpenter Nodes left after every instance terminated", len(left.Items))
 	}
 	t.Logf("%d instances terminated, every NodeClaim gone, %s after the workloads were deleted", len(launched), time.Since(t0).Round(time.Millisecond))
+}
+
+// startAWSEnv starts, for t, a control plane, its own ec2sim and the real
+// Karpenter AWS provider (bin/karpenter-aws) with FEATURE_GATES=gates, or
+// Karpenter's defaults for "", after seed (nil for none) has set up the
+// simulator before Karpenter reads it; the env's context ends after
+// timeout or with t. It skips with -short and fails t when a part cannot
+// start; the cluster, simulator and Karpenter stop with t.
+func startAWSEnv(t *testing.T, timeout time.Duration, gates string, seed func(*ec2sim.Simulator)) *awsEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
+	}
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c := cluster.StartForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// EKS DescribeCluster answers with the control plane's endpoint and
+	// CA, as Karpenter resolves AL2023's cluster CIDR and bootstrap from it.
+	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
+	if seed != nil {
+		seed(sim)
+	}
+	opts := AWSOptions{Endpoint: endpoint}
+	if gates != "" {
+		opts.Env = []string{"FEATURE_GATES=" + gates}
+	}
+	k := StartAWSForTest(t, c, opts)
+	t.Logf("control plane, ec2sim and Karpenter AWS %s (FEATURE_GATES %q) ready in %s (Karpenter log: %s)",
+		AWSVersion, gates, time.Since(start).Round(time.Millisecond), k.LogPath)
+	return &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
 }

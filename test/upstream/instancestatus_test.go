@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestUpstreamInstanceStatusCheck is the control of karpx's
@@ -28,24 +26,8 @@ import (
 // NodePool keep's healthy node stays. The bounds are the ones karpx's test
 // asserts, so a difference in semantics fails one of the two.
 func TestUpstreamInstanceStatusCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint})
-	t.Logf("Karpenter AWS %s (log %s)", AWSVersion, k.LogPath)
-	e := &upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}
+	e := startAWSEnv(t, 12*time.Minute, "", nil)
+	ctx, c, kube, sim := e.ctx, e.cluster, e.kube, e.sim
 
 	if _, err := c.Kubectl(ctx, []byte(EC2NodeClassYAML("default", c.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)

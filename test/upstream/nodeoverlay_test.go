@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestUpstreamNodeOverlay runs karpx's NodeOverlay scenarios
@@ -31,24 +29,8 @@ import (
 //     example.com/fpga: 2 to it: a pod requesting one gets a node and
 //     runs, as with karpx.
 func TestUpstreamNodeOverlay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint, Env: []string{"FEATURE_GATES=NodeOverlay=true"}})
-	t.Logf("Karpenter AWS %s with NodeOverlay=true (log %s)", AWSVersion, k.LogPath)
-	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	e := startAWSEnv(t, 10*time.Minute, "NodeOverlay=true", nil)
+	ctx, c, kube := e.ctx, e.cluster, e.kube
 
 	const fpga = corev1.ResourceName("example.com/fpga")
 	fpgaClass := EC2NodeClassYAML("fpga", c.Name, "al2023@latest") + "  tags: {" + ec2sim.BehaviorTagKey + ": \"allocatable=" + string(fpga) + ":2\"}\n"

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestUpstreamNodeRepair runs karpx's node repair scenario
@@ -26,24 +24,8 @@ import (
 // the past) is read by Karpenter as by karpx, and karpx's semantics are
 // Karpenter's.
 func TestUpstreamNodeRepair(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint, Env: []string{"FEATURE_GATES=NodeRepair=true"}})
-	t.Logf("Karpenter AWS %s with NodeRepair=true (log %s)", AWSVersion, k.LogPath)
-	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	e := startAWSEnv(t, 10*time.Minute, "NodeRepair=true", nil)
+	ctx, c, kube, sim := e.ctx, e.cluster, e.kube, e.sim
 
 	if _, err := c.Kubectl(ctx, []byte(EC2NodeClassYAML("default", c.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)

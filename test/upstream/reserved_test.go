@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestUpstreamReservedCapacity runs karpx's reserved-capacity scenario
@@ -27,29 +25,16 @@ import (
 // launching through its CreateFleet: the differential control of karpx's
 // behaviour, with the CreateFleet count of each side logged.
 func TestUpstreamReservedCapacity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	cr, err := sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "m5.large", AvailabilityZone: "us-east-1a",
-		TotalInstanceCount: 2, InstanceMatchCriteria: ec2sim.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint, Env: []string{"FEATURE_GATES=ReservedCapacity=true"}})
-	t.Logf("Karpenter AWS %s with ReservedCapacity=true (log %s)", AWSVersion, k.LogPath)
-	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	var cr string
+	e := startAWSEnv(t, 10*time.Minute, "ReservedCapacity=true", func(sim *ec2sim.Simulator) {
+		var err error
+		cr, err = sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "m5.large", AvailabilityZone: "us-east-1a",
+			TotalInstanceCount: 2, InstanceMatchCriteria: ec2sim.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	ctx, c, kube, sim := e.ctx, e.cluster, e.kube, e.sim
 
 	class := EC2NodeClassYAML("default", c.Name, "al2023@latest") + "  capacityReservationSelectorTerms: [{tags: {team: ml}}]\n"
 	if _, err := c.Kubectl(ctx, []byte(class), "apply", "-f", "-"); err != nil {

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,9 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-
-	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // TestUpstreamStaticCapacity runs karpx's static capacity scenario
@@ -26,24 +22,8 @@ import (
 // pod, keeps them for 30 s, replaces a deleted NodeClaim and scales in to
 // one for replicas 1. The counts karpx reaches are Karpenter's.
 func TestUpstreamStaticCapacity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
-	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	k := StartAWSForTest(t, c, AWSOptions{Endpoint: endpoint, Env: []string{"FEATURE_GATES=StaticCapacity=true"}})
-	t.Logf("Karpenter AWS %s with StaticCapacity=true (log %s)", AWSVersion, k.LogPath)
-	e := &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	e := startAWSEnv(t, 12*time.Minute, "StaticCapacity=true", nil)
+	ctx, c, kube := e.ctx, e.cluster, e.kube
 
 	if _, err := c.Kubectl(ctx, []byte(EC2NodeClassYAML("default", c.Name, "al2023@latest")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)

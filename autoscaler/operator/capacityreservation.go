@@ -1,0 +1,34 @@
+package operator
+
+import (
+	"github.com/karpx/karpx/autoscaler/aws/controllers/capacityreservation/capacitytype"
+	"github.com/karpx/karpx/autoscaler/aws/controllers/capacityreservation/expiration"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
+)
+
+// capacityReservations is implemented by cloud providers that resolve
+// capacity reservations (the AWS one).
+type capacityReservations interface {
+	CapacityReservations() *capacityreservation.Provider
+}
+
+// registerCapacityBlockExpiration adds, with the ReservedCapacity feature
+// gate on a cloud provider that resolves capacity reservations, the
+// controllers of a reservation's end: capacityreservation.expiration
+// drains the nodes of expiring Capacity Blocks and
+// capacityreservation.capacitytype relabels the nodes of ended ODCRs as
+// on-demand. Karpenter v1.14 registers both whatever the gate
+// (aws/karpenter-provider-aws pkg/controllers/controllers.go@v1.14.3);
+// without it no node is reserved, so karpx leaves them out.
+func registerCapacityBlockExpiration(w *wiring) error {
+	p, ok := w.cloud.(capacityReservations)
+	if !w.opts.ReservedCapacity || !ok {
+		return nil
+	}
+	if err := w.mgr.Add(expiration.New(w.mgr.GetClient(), p.CapacityReservations(), w.recorder, w.clock(),
+		expiration.Options{Logger: w.mgr.GetLogger()})); err != nil {
+		return err
+	}
+	return w.mgr.Add(capacitytype.New(w.mgr.GetClient(), w.metered(capacitytype.Name), w.clock(),
+		capacitytype.Options{Logger: w.mgr.GetLogger()}))
+}

@@ -16,17 +16,19 @@ import (
 	"github.com/karpx/karpx/ec2sim"
 )
 
-// Timeline of the capacity-block scenarios (here and test/upstream's
-// TestUpstreamCapacityBlockExpiry): the block ends at start +
+// Timeline of the capacity-block scenario (test/upstream's
+// TestUpstreamCapacityBlockExpiry has the same with longer windows for
+// Karpenter's slower start and 1-minute requeue): the block ends at start +
 // capacityreservation.ExpiringWindow (40 minutes) + blockLaunchWindow, so
 // that it starts expiring — the autoscaler's cue to drain — once its nodes
 // had blockLaunchWindow to launch; ec2sim terminates what is still in it
 // blockDrainWindow later (SetCapacityBlockTerminationLead), standing in
 // for EC2's 10 minutes between its expiration warning and its
-// terminations.
+// terminations. karpx launches onto the block in about 5 s and drains it
+// within a second or two of the mark on an idle machine.
 const (
-	blockLaunchWindow = 75 * time.Second
-	blockDrainWindow  = 90 * time.Second
+	blockLaunchWindow = 40 * time.Second
+	blockDrainWindow  = 60 * time.Second
 )
 
 // TestCapacityBlockExpiry: two pods run on two nodes in a Capacity Block

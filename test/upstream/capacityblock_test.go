@@ -18,11 +18,12 @@ import (
 // block ends 40 minutes (Karpenter's capacityReservationExpirationPeriod,
 // apis/v1/ec2nodeclass_status.go@v1.14.3) after upstreamBlockLaunchWindow,
 // and ec2sim terminates what is still in it upstreamBlockDrainWindow after
-// it started expiring, standing in for EC2's 10 minutes. Karpenter starts
-// its NodeClaims more slowly than karpx on a loaded machine, so its launch
-// window is longer; the drain window is karpx's.
+// it started expiring, standing in for EC2's 10 minutes. Karpenter
+// launches onto the block in about 20 s on an idle machine (karpx: 5 s),
+// so its launch window is longer than karpx's; its drain window covers
+// the controller's 1-minute requeue.
 const (
-	upstreamBlockLaunchWindow = 120 * time.Second
+	upstreamBlockLaunchWindow = 60 * time.Second
 	upstreamBlockDrainWindow  = 90 * time.Second
 	labelReservationID        = "karpenter.k8s.aws/capacity-reservation-id"
 )

@@ -1,6 +1,10 @@
 package operator
 
 import (
+	"fmt"
+
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
 	"github.com/karpx/karpx/autoscaler/aws/controllers/capacityreservation/capacitytype"
 	"github.com/karpx/karpx/autoscaler/aws/controllers/capacityreservation/expiration"
 	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
@@ -25,8 +29,15 @@ func registerCapacityBlockExpiration(w *wiring) error {
 	if !w.opts.ReservedCapacity || !ok {
 		return nil
 	}
-	if err := w.mgr.Add(expiration.New(w.mgr.GetClient(), p.CapacityReservations(), w.recorder, w.clock(),
-		expiration.Options{Logger: w.mgr.GetLogger()})); err != nil {
+	exp := expiration.New(w.mgr.GetClient(), p.CapacityReservations(), w.recorder, w.clock(), expiration.Options{Logger: w.mgr.GetLogger()})
+	informer, err := w.mgr.GetCache().GetInformer(w.ctx, &karpv1.NodeClaim{})
+	if err != nil {
+		return fmt.Errorf("registering capacity block expiration: NodeClaim informer: %w", err)
+	}
+	if _, err := informer.AddEventHandler(exp.Handler()); err != nil {
+		return fmt.Errorf("registering capacity block expiration: %w", err)
+	}
+	if err := w.mgr.Add(exp); err != nil {
 		return err
 	}
 	return w.mgr.Add(capacitytype.New(w.mgr.GetClient(), w.metered(capacitytype.Name), w.clock(),

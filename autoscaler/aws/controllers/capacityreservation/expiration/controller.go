@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 	opts     Options
+	// wake is signalled (Trigger) when a NodeClaim joins a reservation.
+	wake chan struct{}
 }
 
 // New returns a Controller. kube is the manager's cached client; clk
@@ -66,15 +69,47 @@ func New(kube client.Client, lister Lister, recorder record.EventRecorder, clk c
 	if opts.Interval <= 0 {
 		opts.Interval = Interval
 	}
-	return &Controller{kube: kube, lister: lister, recorder: recorder, clock: clk, opts: opts}
+	return &Controller{kube: kube, lister: lister, recorder: recorder, clock: clk, opts: opts, wake: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a poll now rather than at the next Interval; it never
+// blocks.
+func (c *Controller) Trigger() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Handler is the NodeClaim informer handler that calls Trigger when a
+// NodeClaim gets the karpenter.k8s.aws/capacity-reservation-id label
+// (created with it, or labelled at launch), so that the next poll learns
+// its reservation's end and wakes at its 40-minute mark.
+func (c *Controller) Handler() toolscache.ResourceEventHandler {
+	has := func(obj any) bool {
+		nc, ok := obj.(*karpv1.NodeClaim)
+		return ok && nc.Labels[awscloud.LabelCapacityReservationID] != ""
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if has(obj) {
+				c.Trigger()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if !has(old) && has(obj) {
+				c.Trigger()
+			}
+		},
+	}
 }
 
 // NeedLeaderElection makes the Controller run only on the leader.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
-// Start polls until ctx is done: every Interval, and as soon as the next
-// known Capacity Block starts expiring. A failed poll is logged and
-// retried after Interval.
+// Start polls until ctx is done: every Interval, as soon as the next
+// known Capacity Block starts expiring, and on Trigger. A failed poll is
+// logged and retried after Interval.
 func (c *Controller) Start(ctx context.Context) error {
 	log, err := logr.FromContext(ctx)
 	if err != nil {
@@ -90,6 +125,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-c.clock.After(wait):
+		case <-c.wake:
 		}
 	}
 	return nil

@@ -191,3 +191,37 @@ func TestDeletingNodeClaimLeftAlone(t *testing.T) {
 		t.Errorf("block-a: %v, want still deleting", err)
 	}
 }
+
+// TestHandlerTriggers: the NodeClaim informer handler asks for a poll
+// when a NodeClaim is created in a reservation or labelled with one, and
+// not for NodeClaims outside reservations or updates that keep or drop
+// the label; triggers never block and coalesce.
+func TestHandlerTriggers(t *testing.T) {
+	e := newEnv(t, t0.Add(time.Hour))
+	h := e.c.Handler()
+	woken := func() bool {
+		select {
+		case <-e.c.WakeForTest():
+			return true
+		default:
+			return false
+		}
+	}
+	plain := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	labelled := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{awscloud.LabelCapacityReservationID: e.block}}}
+	h.OnAdd(plain, false)
+	h.OnUpdate(labelled, labelled)
+	h.OnUpdate(labelled, plain)
+	if woken() {
+		t.Fatal("woken by a NodeClaim that did not join a reservation")
+	}
+	h.OnUpdate(plain, labelled)
+	if !woken() {
+		t.Fatal("not woken by a NodeClaim that joined a reservation")
+	}
+	h.OnAdd(labelled, false)
+	h.OnAdd(labelled, false)
+	if !woken() || woken() {
+		t.Fatal("two creations in a reservation: want one coalesced wake")
+	}
+}

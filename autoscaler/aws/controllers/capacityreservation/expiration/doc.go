@@ -21,7 +21,8 @@
 // status), so replacements go to other capacity.
 //
 // It polls every Interval (1 minute, Karpenter's requeue) and, unlike
-// Karpenter, also wakes when the next known block starts expiring, so
+// Karpenter, also when a NodeClaim joins a reservation (Handler, on the
+// NodeClaim informer) and when the next known block starts expiring, so
 // that the drain begins at the 40-minute mark rather than up to a minute
 // after it. Each deletion publishes a TerminatingOnInterruption event
 // (Karpenter's interruption event reason; its expiration controller

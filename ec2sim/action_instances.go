@@ -139,7 +139,7 @@ func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
 	if in.crPreference != "" {
 		x.CapacityReservationSpecification = &xmlCRSpecification{CapacityReservationPreference: in.crPreference}
 	}
-	x.CapacityReservationID = in.capacityReservationID
+	x.CapacityReservationID = s.instanceReservationLocked(in, now)
 	if in.crTarget != "" {
 		x.CapacityReservationSpecification.CapacityReservationTarget = &xmlCRTarget{CapacityReservationID: in.crTarget}
 	}
@@ -148,10 +148,14 @@ func (s *Simulator) instanceXML(in *instance, now time.Time) xmlInstance {
 	}
 	if st == StateShuttingDown || st == StateTerminated {
 		end := in.endedAt(now).UTC().Format("2006-01-02 15:04:05 MST")
-		if in.spotReclaimed(now) {
+		switch {
+		case in.spotReclaimed(now):
 			x.Reason = "Service initiated (" + end + ")"
 			x.StateReason = &xmlStateReason{Code: stateReasonSpot, Message: stateReasonSpot + ": Spot instance termination"}
-		} else {
+		case in.blockReclaimed(now):
+			x.Reason = "Service initiated (" + end + ")"
+			x.StateReason = &xmlStateReason{Code: stateReasonCapacityBlock, Message: stateReasonCapacityBlock + ": Capacity Block ended"}
+		default:
 			x.Reason = "User initiated (" + end + ")"
 			x.StateReason = &xmlStateReason{Code: stateReasonUser, Message: stateReasonUser + ": User initiated shutdown"}
 		}

@@ -22,10 +22,23 @@ import (
 // one place; AvailableInstanceCount is what is left. It is "scheduled"
 // before its StartDate, "active" until its EndDate, "expired" from then on
 // and "cancelled" once CancelCapacityReservation ended it (EC2 API
-// Reference, CapacityReservation.State). Instances keep running when their
-// reservation expires or is cancelled: the simulator does not yet terminate
-// the instances of a Capacity Block at CapacityBlockTerminationLead before
-// its end, as EC2 does.
+// Reference, CapacityReservation.State; EC2 User Guide, "View Capacity
+// Blocks": a Capacity Block goes from active to expired at its end date).
+//
+// How a reservation ends, as EC2 does it:
+//   - an ODCR that expires or is cancelled leaves its instances running;
+//     they lose their association with it and run as plain on-demand
+//     instances (EC2 User Guide, "Cancel a Capacity Reservation" and
+//     Karpenter's designs/odcr.md@v1.14.3): DescribeInstances no longer
+//     shows their capacityReservationId.
+//   - a Capacity Block's instances still running CapacityBlockTerminationLead
+//     (30 minutes) before its end go shutting-down, then terminated (state
+//     reason Server.ScheduledStop), and their Nodes go as a kubelet's do;
+//     from then on the block takes no launch (AvailableInstanceCount 0)
+//     although it stays "active" until its end. The time comes from
+//     Config.Clock, so tests move it deterministically;
+//     SetCapacityBlockTerminationLead shortens the lead for scenarios that
+//     must not wait 10 minutes between a controller's drain and EC2's.
 //
 // Which launches a reservation takes (EC2 User Guide, "Capacity
 // Reservations", instance match criteria; EC2 API Reference,
@@ -73,10 +86,20 @@ const (
 const marketTypeCapacityBlock = "capacity-block"
 
 // CapacityBlockTerminationLead is how long before a Capacity Block's end
-// EC2 terminates the instances still running in it (30 minutes; EC2 Auto
-// Scaling User Guide, "Use Capacity Blocks for machine learning
-// workloads").
+// EC2 begins terminating the instances still running in it: 30 minutes
+// (EC2 User Guide, "Work with Capacity Blocks": "Thirty minutes before the
+// reservation expires, we begin to terminate any instances that are still
+// running in the Capacity Block"; "Monitor Capacity Blocks using
+// EventBridge": the expiration warning comes 40 minutes before the end,
+// 10 minutes before the terminations begin). The simulator's default;
+// SetCapacityBlockTerminationLead changes it.
 const CapacityBlockTerminationLead = 30 * time.Minute
+
+// stateReasonCapacityBlock is the StateReason code of an instance EC2
+// terminated because its Capacity Block ended. The EC2 API Reference's
+// StateReason list has no code for this; the simulator reports
+// Server.ScheduledStop, the listed code for an end EC2 scheduled.
+const stateReasonCapacityBlock = "Server.ScheduledStop"
 
 // maxCapacityReservationResults is the largest MaxResults of
 // DescribeCapacityReservations (1..1000, EC2 API Reference; Karpenter's
@@ -155,6 +178,64 @@ func (cr *capacityReservation) state(now time.Time) string {
 		return ReservationStateExpired
 	}
 	return ReservationStateActive
+}
+
+// terminationStart is when EC2 begins terminating the instances of a
+// Capacity Block with lead: lead before its EndDate. It is zero for an
+// ODCR.
+func (cr *capacityReservation) terminationStart(lead time.Duration) time.Time {
+	if cr.ReservationType != ReservationTypeCapacityBlock || cr.EndDate.IsZero() {
+		return time.Time{}
+	}
+	return cr.EndDate.Add(-lead)
+}
+
+// blockLeadLocked is the Capacity Block termination lead in force.
+func (s *Simulator) blockLeadLocked() time.Duration {
+	if s.blockLead > 0 {
+		return s.blockLead
+	}
+	return CapacityBlockTerminationLead
+}
+
+// SetCapacityBlockTerminationLead sets how long before a Capacity Block's
+// end its instances are terminated (default CapacityBlockTerminationLead,
+// EC2's 30 minutes), for every block and instance, already launched or
+// not. A scenario shortens it to watch a controller drain the block's
+// nodes (40 minutes before the end, as Karpenter does) and EC2 terminate
+// what is left soon after, without waiting EC2's 10 minutes between the
+// two. It returns an error for a lead that is not positive; then nothing
+// changes.
+func (s *Simulator) SetCapacityBlockTerminationLead(lead time.Duration) error {
+	if lead <= 0 {
+		return fmt.Errorf("ec2sim: capacity block termination lead %s must be positive (EC2's is %s)", lead, CapacityBlockTerminationLead)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blockLead = lead
+	for _, in := range s.instances {
+		if cr := s.reservations[in.capacityReservationID]; cr != nil && in.capacityBlock {
+			in.blockReclaimAt = cr.terminationStart(lead)
+		}
+	}
+	return nil
+}
+
+// instanceReservationLocked is the reservation DescribeInstances shows for
+// in at now: its reservation while that is not expired or cancelled, ""
+// once an ODCR ended (its instances run on as plain on-demand, EC2 User
+// Guide, "Cancel a Capacity Reservation"). A Capacity Block's instances
+// keep the id: they are terminated before the block ends.
+func (s *Simulator) instanceReservationLocked(in *instance, now time.Time) string {
+	cr := s.reservations[in.capacityReservationID]
+	if cr == nil || cr.ReservationType == ReservationTypeCapacityBlock {
+		return in.capacityReservationID
+	}
+	switch cr.state(now) {
+	case ReservationStateExpired, ReservationStateCancelled:
+		return ""
+	}
+	return in.capacityReservationID
 }
 
 // validate checks a definition and fills its defaults.
@@ -246,7 +327,8 @@ func (s *Simulator) AddCapacityReservation(cr CapacityReservation) (string, erro
 }
 
 // CancelCapacityReservation ends a reservation now (state "cancelled", as
-// EC2's CancelCapacityReservation does); its instances keep running. It
+// EC2's CancelCapacityReservation does); its instances keep running, as
+// plain on-demand instances from then on. It
 // returns an error wrapping ErrUnknownCapacityReservation for an unknown
 // id.
 func (s *Simulator) CancelCapacityReservation(id string) error {
@@ -293,9 +375,14 @@ func (s *Simulator) reservationInstancesLocked(id string, now time.Time) []strin
 }
 
 // availableLocked is AvailableInstanceCount: the free places of an active
-// reservation with used places taken, 0 in any other state.
+// reservation with used places taken, 0 in any other state and in a
+// Capacity Block's last lead before its end (EC2 terminates its instances
+// then; a launch would not outlive the wait).
 func (s *Simulator) availableLocked(cr *capacityReservation, used int, now time.Time) int {
 	if cr.state(now) != ReservationStateActive {
+		return 0
+	}
+	if t := cr.terminationStart(s.blockLeadLocked()); !t.IsZero() && !now.Before(t) {
 		return 0
 	}
 	return max(cr.TotalInstanceCount-used, 0)

@@ -196,6 +196,9 @@ func (s *Simulator) pickFleetPoolLocked(now time.Time, pools []*fleetPool, curso
 		}
 		pl.lp.capacityReservationID = crID
 		pl.lp.capacityBlock = crID != "" && s.reservations[crID].ReservationType == ReservationTypeCapacityBlock
+		if pl.lp.capacityBlock {
+			pl.lp.blockReclaimAt = s.reservations[crID].terminationStart(s.blockLeadLocked())
+		}
 		if diversified {
 			cursor = (cursor + k + 1) % len(pools)
 		}

@@ -71,6 +71,9 @@ func (in *instance) stateReasonCode(now time.Time) string {
 	if in.spotReclaimed(now) {
 		return stateReasonSpot
 	}
+	if in.blockReclaimed(now) {
+		return stateReasonCapacityBlock
+	}
 	return stateReasonUser
 }
 

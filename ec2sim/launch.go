@@ -30,6 +30,9 @@ type launchParams struct {
 	// reservation is a Capacity Block (capacityreservations.go).
 	capacityReservationID, crPreference, crTarget string
 	capacityBlock                                 bool
+	// blockReclaimAt is when the Capacity Block's end terminates the
+	// instance; zero for none.
+	blockReclaimAt time.Time
 }
 
 // launchLocked creates one pending instance. inUse holds the private
@@ -51,7 +54,7 @@ func (s *Simulator) launchLocked(now time.Time, lp launchParams, inUse map[strin
 		arch: lp.arch, reservationID: lp.reservationID, fleetID: lp.fleetID, ltID: lp.ltID, ltName: lp.ltName, ltVersion: lp.ltVersion,
 		securityGroups: sgs, tags: lp.tags, launchTime: now, launchIndex: lp.launchIndex, baseBehavior: lp.baseBehavior,
 		userData: lp.userData, capacityReservationID: lp.capacityReservationID, crPreference: lp.crPreference,
-		crTarget: lp.crTarget, capacityBlock: lp.capacityBlock,
+		crTarget: lp.crTarget, capacityBlock: lp.capacityBlock, blockReclaimAt: lp.blockReclaimAt,
 	}
 	if lt := s.launchTemplates[lp.ltID]; lt != nil {
 		in.iamInstanceProfile = lt.iamInstanceProfile

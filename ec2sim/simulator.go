@@ -48,6 +48,9 @@ type Simulator struct {
 	// their ids in the order they were added (capacityreservations.go).
 	reservations     map[string]*capacityReservation
 	reservationOrder []string
+	// blockLead is SetCapacityBlockTerminationLead's lead; 0 for
+	// CapacityBlockTerminationLead.
+	blockLead time.Duration
 
 	// sqs holds the SQS queues (sqs.go); events the interruption events
 	// (events.go).
@@ -126,7 +129,10 @@ func (s *Simulator) Instances() []Instance {
 	s.gcLocked(now)
 	out := make([]Instance, 0, len(s.order))
 	for _, id := range s.order {
-		out = append(out, s.instances[id].snapshot(now, &s.cfg))
+		in := s.instances[id]
+		snap := in.snapshot(now, &s.cfg)
+		snap.CapacityReservationID = s.instanceReservationLocked(in, now)
+		out = append(out, snap)
 	}
 	return out
 }

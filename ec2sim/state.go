@@ -71,7 +71,8 @@ type Instance struct {
 	// launch template, "" for none.
 	IAMInstanceProfile string `json:"iamInstanceProfile,omitempty"`
 	// CapacityReservationID is the capacity reservation it runs in, ""
-	// for none.
+	// for none and once its ODCR expired or was cancelled (as
+	// DescribeInstances shows it).
 	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 }
 
@@ -111,25 +112,39 @@ type instance struct {
 	// Capacity Block (instanceLifecycle "capacity-block").
 	capacityReservationID, crPreference, crTarget string
 	capacityBlock                                 bool
+	// blockReclaimAt is when EC2 terminates the instance because its
+	// Capacity Block ends (capacityreservations.go); zero for none.
+	blockReclaimAt time.Time
 }
 
 // endedAt is when the instance started shutting down: the terminate
-// request, or the spot reclaim once its time has come; zero while it has
-// not.
+// request, or the first of the spot reclaim and the Capacity Block's end
+// once its time has come; zero while it has not.
 func (in *instance) endedAt(now time.Time) time.Time {
 	if !in.terminatedAt.IsZero() {
 		return in.terminatedAt
 	}
-	if !in.reclaimAt.IsZero() && !now.Before(in.reclaimAt) {
-		return in.reclaimAt
+	var end time.Time
+	for _, t := range []time.Time{in.reclaimAt, in.blockReclaimAt} {
+		if !t.IsZero() && !now.Before(t) && (end.IsZero() || t.Before(end)) {
+			end = t
+		}
 	}
-	return time.Time{}
+	return end
 }
 
 // spotReclaimed reports whether EC2 (a spot interruption), not a
-// TerminateInstances call, ended the instance.
+// TerminateInstances call or a Capacity Block's end, ended the instance.
 func (in *instance) spotReclaimed(now time.Time) bool {
-	return in.terminatedAt.IsZero() && !in.endedAt(now).IsZero()
+	end := in.endedAt(now)
+	return in.terminatedAt.IsZero() && !end.IsZero() && end.Equal(in.reclaimAt)
+}
+
+// blockReclaimed reports whether the end of its Capacity Block, not a
+// TerminateInstances call or a spot reclaim, ended the instance.
+func (in *instance) blockReclaimed(now time.Time) bool {
+	end := in.endedAt(now)
+	return in.terminatedAt.IsZero() && !end.IsZero() && end.Equal(in.blockReclaimAt) && !end.Equal(in.reclaimAt)
 }
 
 // state derives the EC2 state from the timestamps: pending for PendingDelay

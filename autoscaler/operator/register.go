@@ -52,6 +52,7 @@ var registrations = []func(*wiring) error{
 	registerNodeOverlay,
 	registerInterruption,
 	registerInstanceStatus,
+	registerCapacityBlockExpiration,
 	registerGarbageCollection,
 	registerNodePoolStatus,
 	registerStaticCapacity,

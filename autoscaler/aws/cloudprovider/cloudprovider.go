@@ -201,6 +201,12 @@ func (c *CloudProvider) UnavailableOfferings() *instancetype.UnavailableOffering
 	return c.instanceTypes.Unavailable()
 }
 
+// CapacityReservations is the capacity reservation provider the
+// EC2NodeClass status and the launches use, for the Capacity Block
+// expiration controller (its cache and its counts of free places are
+// shared).
+func (c *CloudProvider) CapacityReservations() *capacityreservation.Provider { return c.reservations }
+
 // GetInstanceTypes implements cloudprovider.CloudProvider.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	ref := nodePool.Spec.Template.Spec.NodeClassRef

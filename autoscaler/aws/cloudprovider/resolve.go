@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,7 +109,8 @@ const ReservedPriceDivisor = 10_000_000.0
 // it reserves, in a zone of r's subnets, as Karpenter's
 // ReservedCapacityResolver@v1.14.0 does: priced at the on-demand price
 // over ReservedPriceDivisor, available while the reservation has free
-// places (as last described, less launches since), is not expiring and
+// places (as last described, less launches since), is not expiring (by
+// its status or, for a Capacity Block, by the clock) and
 // its (type, zone, reserved) offering is not marked unavailable after a
 // ReservationCapacityExceeded.
 func (c *CloudProvider) addReservedOfferings(r *resolved) {
@@ -117,6 +119,7 @@ func (c *CloudProvider) addReservedOfferings(r *resolved) {
 		zones[z] = true
 	}
 	unavailable := c.instanceTypes.Unavailable()
+	now := c.opts.Clock.Now()
 	for _, cr := range r.class.Status.CapacityReservations {
 		if !zones[cr.AvailabilityZone] {
 			continue
@@ -136,9 +139,18 @@ func (c *CloudProvider) addReservedOfferings(r *resolved) {
 			if rtype == "" {
 				rtype = capacityreservation.TypeDefault
 			}
+			// Expiring by the status or by the clock: the status is
+			// rewritten once a minute, and a Capacity Block whose nodes
+			// the expiration controller drains must not take their
+			// replacements (autoscaler/aws/controllers/capacityreservation/expiration).
+			var end time.Time
+			if cr.EndTime != nil {
+				end = cr.EndTime.Time
+			}
+			expiring := cr.State == capacityreservation.StateExpiring || capacityreservation.Expiring(rtype, end, now)
 			it.Offerings = append(it.Offerings, cloudprovider.Offering{
 				Zone: cr.AvailabilityZone, CapacityType: cloudprovider.CapacityTypeReserved, PriceUSDPerHour: price,
-				Available: cr.State != capacityreservation.StateExpiring && c.reservations.Available(cr.ID) > 0 &&
+				Available: !expiring && c.reservations.Available(cr.ID) > 0 &&
 					!unavailable.IsUnavailable(it.Name, cr.AvailabilityZone, cloudprovider.CapacityTypeReserved),
 				ReservationID: cr.ID, ReservationType: rtype,
 			})

@@ -211,6 +211,15 @@ func (p *Provider) MarkUnavailable(ids ...string) {
 	}
 }
 
+// Expiring reports whether a reservation of type reservationType that
+// ends at end (zero for no end) is expiring at now: a Capacity Block
+// within ExpiringWindow (40 minutes) of its end, as Karpenter's
+// CapacityReservationFromEC2@v1.14.3 judges it. An ODCR never is: its
+// instances run on as on-demand when it ends.
+func Expiring(reservationType string, end, now time.Time) bool {
+	return reservationType == TypeCapacityBlock && !end.IsZero() && !now.Before(end.Add(-ExpiringWindow))
+}
+
 // Status renders reservations as status.capacityReservations at now,
 // sorted by id: a Capacity Block within ExpiringWindow of its end is
 // "expiring", every other reservation "active" (Karpenter's
@@ -227,7 +236,7 @@ func Status(rs []Reservation, now time.Time) []v1.CapacityReservation {
 		if !r.End.IsZero() {
 			end := metav1.NewTime(r.End)
 			st.EndTime = &end
-			if r.Type == TypeCapacityBlock && !now.Before(r.End.Add(-ExpiringWindow)) {
+			if Expiring(r.Type, r.End, now) {
 				st.State = StateExpiring
 			}
 		}

@@ -1,0 +1,4 @@
+package expiration
+
+// WakeForTest is the channel Trigger signals.
+func (c *Controller) WakeForTest() <-chan struct{} { return c.wake }

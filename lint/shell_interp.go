@@ -109,10 +109,12 @@ type sandbox struct {
 }
 
 // vfile is a file the script wrote: its content and the line of the
-// top script that wrote it.
+// top script that wrote it. A file written through the open handler keeps
+// its content in live, from which sandbox.file makes content.
 type vfile struct {
 	content string
 	line    int
+	live    *vbuf
 }
 
 // run is one script run inside a sandbox; origin is the top script's
@@ -239,7 +241,7 @@ func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox 
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		vf := sb.files[n]
+		vf, _ := sb.file(n)
 		cmds, kind := bootScript(n, vf.content)
 		for _, c := range cmds {
 			sb.runText(c, vf.line, kind+" "+n)

@@ -141,7 +141,7 @@ func RulesMarkdown() (string, error) {
 		return "", err
 	}
 	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias); ")
-	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009) and admits every safe twin.\n\n")
+	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009, or KX004/KX005/KX006/KX012 for a credential) and admits every safe twin.\n\n")
 	for _, m := range ms {
 		fmt.Fprintf(&b, "#### %s\n\n%s\n\nDenied:\n\n```sh\n%s```\n\nAdmitted:\n\n```sh\n%s```\n\n", m.Name, m.Summary, userDataOf(m.Unsafe), userDataOf(m.Safe))
 	}
@@ -182,7 +182,9 @@ boot-executed path) is run in mvdan.cc/sh's interpreter inside a sandbox that ex
 - files the script writes go to a virtual file system, and are followed when they are run,
   sourced, passed to a shell, installed as a systemd unit (` + "`/etc/systemd/system`, `systemctl link`" + `),
   a cron table (` + "`/etc/cron.d`, `crontab`" + `), an ` + "`at`" + ` job, or left where the node runs them at boot
-  (rc.local, cloud-init's per-boot scripts, profile.d);
+  (rc.local, cloud-init's per-boot scripts, profile.d); their content is also read by the secret rules
+  (gitleaks' rule set, KX004–KX006 and KX012, the finding naming the file and the gitleaks rule), so a
+  credential a script decodes or assembles is found like one written in userData;
 - the pure utilities scripts use to build commands run in-process: ` + "`echo`, `printf`, `base64`,\n  `gzip -d`, `tr`, `sed`'s `s` command, `cat`, `tee`, `cp`, `install`, `mv`, `ln`, `which`, `command -v`" + `, ` + "`xargs`" + `;
 - anything else is the outside world: the output of any other program (` + "`curl`, `aws`, `rev`" + ` …), a file
   karpx did not see written, an environment variable the script does not set. Such text is marked,

@@ -140,7 +140,7 @@ func RulesMarkdown() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias); ")
+	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias, or Bottlerocket where the mechanism is Bottlerocket's); ")
 	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009, or KX004/KX005/KX006/KX012 for a credential) and admits every safe twin.\n\n")
 	for _, m := range ms {
 		fmt.Fprintf(&b, "#### %s\n\n%s\n\nDenied:\n\n```sh\n%s```\n\nAdmitted:\n\n```sh\n%s```\n\n", m.Name, m.Summary, userDataOf(m.Unsafe), userDataOf(m.Safe))
@@ -204,6 +204,12 @@ standard input; a program's literal here-document (` + "`<<'EOF'`" + `) is hande
 sandbox waits on. It is not done where a function, builtin, alias or ` + "`eval`" + ` could stand on the
 right (such a script keeps the interpreter's pipe, counted against the 64); ` + "`set -o pipefail`" + ` is
 followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
+
+Bottlerocket's bootstrap commands (` + "`settings.bootstrap-commands.<name>.commands`" + `, lists of argv lists) are
+judged as what they run unless their ` + "`mode`" + ` is ` + "`off`" + `: ` + "`apiclient reboot`" + `, ` + "`apiclient update apply --reboot`" + ` and
+an ` + "`apiclient raw`" + ` call of ` + "`/actions/reboot`" + ` are KX003; the argv of ` + "`apiclient exec`" + `, and any argv that is not
+apiclient, is judged as the shell command line that quotes each word (so ` + "`sh -c SCRIPT`" + ` runs SCRIPT through
+the interpreter).
 
 Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
 It **denies by default**: on the false-positive corpus (every userData of

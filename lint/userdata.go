@@ -377,6 +377,7 @@ func checkUserData(family, text string, unwrap bool) Findings {
 	}
 	if ud.Bottlerocket != nil {
 		out = append(out, ud.Bottlerocket.containerFindings()...)
+		out = append(out, ud.Bottlerocket.bootstrapCommandFindings()...)
 	}
 	out = dedupe(out)
 	if family != apisv1.AMIFamilyCustom && family != "" {

@@ -211,6 +211,21 @@ an ` + "`apiclient raw`" + ` call of ` + "`/actions/reboot`" + ` are KX003; the 
 apiclient, is judged as the shell command line that quotes each word (so ` + "`sh -c SCRIPT`" + ` runs SCRIPT through
 the interpreter).
 
+A part cloud-init renders as a Jinja template (first line ` + "`## template: jinja`" + `, or a ` + "`text/jinja2`" + ` MIME
+part) is rendered before it is read: its syntax is parsed with gonja (github.com/nikolalohinski/gonja/v2),
+and karpx renders literal text, comments, literal expressions (` + "`{{ 'stop' }}`" + `), case filters
+(` + "`lower`, `upper`, `title`, `capitalize`, `trim`, `string`" + `) and instance-data variables. cloud-init fills
+those from the instance (its "Instance metadata" documentation: the ` + "`v1`" + ` keys, ` + "`ds.meta_data`" + ` …), which
+karpx does not have at admission: ` + "`v1.cloud_name`, `v1.cloud_id`" + ` (` + "`aws`" + `) and ` + "`v1.platform`" + ` (` + "`ec2`" + `) are
+known, every other variable is marked like the outside world, so a command named by it is
+uninspectable. ` + "`{% if %}`" + ` conditions are not decided: every branch is rendered, and every
+rendering (at most 32, 4 MiB in all) is read as the part cloud-init makes of it. Anything else
+(` + "`{% for %}`, `{% set %}`, `{% macro %}`, `{% include %}`, `{% raw %}`" + `, calls, operators, other filters), free-form
+instance data (instance tags, which the EC2NodeClass's own ` + "`spec.tags`" + ` set, user and vendor data,
+public keys, the merged configuration), more than 1,000 tags and brackets or ` + "`{% if %}`" + ` blocks nested
+more than 32 deep make the part uninspectable (KX009, denied whatever ` + "`--uninspectable-commands`" + ` says): such a
+template could spell a command or YAML structure karpx does not see.
+
 Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
 It **denies by default**: on the false-positive corpus (every userData of
 karpenter-provider-aws v1.14.0's examples and e2e/launch-template inputs, 24 documents,

@@ -233,7 +233,7 @@ func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, ba
 func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
-	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know", jinjaMarkSource}}
 	for p, c := range files {
 		sb.files[p] = vfile{content: c, line: base}
 	}

@@ -206,7 +206,7 @@ right (such a script keeps the interpreter's pipe, counted against the 64); ` + 
 followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
 
 Bottlerocket's bootstrap commands (` + "`settings.bootstrap-commands.<name>.commands`" + `, lists of argv lists) are
-judged as what they run unless their ` + "`mode`" + ` is ` + "`off`" + `: ` + "`apiclient reboot`" + `, ` + "`apiclient update apply --reboot`" + ` and
+judged as what they run unless their ` + "`mode`" + ` is ` + "`off`" + `: ` + "`apiclient reboot`" + `, ` + "`apiclient update apply`" + ` with its reboot option and
 an ` + "`apiclient raw`" + ` call of ` + "`/actions/reboot`" + ` are KX003; the argv of ` + "`apiclient exec`" + `, and any argv that is not
 apiclient, is judged as the shell command line that quotes each word (so ` + "`sh -c SCRIPT`" + ` runs SCRIPT through
 the interpreter).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	controlstructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -38,7 +39,11 @@ import (
 //     keep a stand-in a stand-in and apply to known text;
 //   - {% if %} / {% elif %} / {% else %} is not decided (its condition may
 //     read instance data): every branch is rendered, each in its own
-//     rendering, and every rendering is scanned, at most maxJinjaRenderings;
+//     rendering, and every rendering is scanned, at most maxJinjaRenderings,
+//     until one is denied (the part is then denied whatever the others
+//     hold) or the scans have taken maxJinjaScanTime together (then the part
+//     is uninspectable: 32 renderings each running the sandbox to its
+//     bound must not hold a review for 32 of them);
 //   - anything else ({% for %}, {% set %}, {% macro %}, {% include %},
 //     {% raw %}, calls, operators, other filters) and instance data whose
 //     text is free-form (instance tags, user data, vendor data, merged
@@ -67,6 +72,12 @@ const (
 	// maxJinjaBytes bounds the bytes of all renderings of one template
 	// together: 4 MiB, four times MaxDecodedBytes.
 	maxJinjaBytes = 4 << 20
+	// maxJinjaScanTime bounds the time the scans of one template's
+	// renderings take together: 500 ms, half the sandbox's own bound
+	// (maxInterpTime), so that a template cannot multiply a review's
+	// time by its renderings; an ordinary rendering scans in about a
+	// millisecond.
+	maxJinjaScanTime = 500 * time.Millisecond
 )
 
 // jinjaUnknown is what an instance-data variable karpx cannot know renders
@@ -499,7 +510,13 @@ func scanJinja(s segment, depth int) []Finding {
 			"is a Jinja template (## template: jinja) that cloud-init renders with the instance's data, and karpx cannot render it: "+je.msg)}
 	}
 	var out []Finding
-	for _, w := range worlds {
+	deadline := time.Now().Add(maxJinjaScanTime)
+	for i, w := range worlds {
+		if i > 0 && time.Now().After(deadline) {
+			out = append(out, uninspectable(s, off, fmt.Sprintf(
+				"is a Jinja template whose %d renderings karpx cannot all inspect within %v (%d inspected)", len(worlds), maxJinjaScanTime, i)))
+			break
+		}
 		r := segment{kind: guessKind(w), text: w, line: s.lineOf(off), encoded: true, part: s.part}
 		switch r.kind {
 		case segJinja:
@@ -507,9 +524,25 @@ func scanJinja(s segment, depth int) []Finding {
 		case segShell, segPowerShell:
 			r.text = strings.ReplaceAll(w, jinjaUnknown, jinjaMark)
 		}
-		out = append(out, scanSegment(r, depth+1)...)
+		fs := scanSegment(r, depth+1)
+		out = append(out, fs...)
+		if deniedWhatever(fs) {
+			break // the part is denied; the other renderings cannot change that
+		}
 	}
 	return out
+}
+
+// deniedWhatever reports whether fs holds a denial that no setting turns
+// into a warning (an unresolved KX009 is one --uninspectable-commands=warn
+// does).
+func deniedWhatever(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == SeverityDeny && !f.unresolved {
+			return true
+		}
+	}
+	return false
 }
 
 // markJinjaYAML replaces jinjaUnknown in every scalar of a rendered

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apisv1 "github.com/karpx/karpx/apis/v1"
 )
@@ -176,5 +177,18 @@ func TestPropertyJinjaSpliceNeverAdmitted(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The renderings of one template share one time budget: 32 renderings
+// each running the sandbox to its bound are refused, not inspected one
+// after the other for 32 times the sandbox's bound.
+func TestJinjaRenderingsBounded(t *testing.T) {
+	body := "#!/bin/bash\n" + strings.Repeat("{% if v1.region %}echo a{% else %}echo b{% endif %}\n\n", 5) + "while :; do :; done\n"
+	start := time.Now()
+	fs := CheckUserData(apisv1.AMIFamilyAL2023, jinjaPart(body))
+	t.Logf("%v: %v", time.Since(start).Round(time.Millisecond), fs)
+	if !hasRule(fs.Denials(), RuleUserDataUninspectable) {
+		t.Fatalf("want a KX009 denial, got %v", fs)
 	}
 }

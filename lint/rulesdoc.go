@@ -219,7 +219,7 @@ those from the instance (its "Instance metadata" documentation: the ` + "`v1`" +
 karpx does not have at admission: ` + "`v1.cloud_name`, `v1.cloud_id`" + ` (` + "`aws`" + `) and ` + "`v1.platform`" + ` (` + "`ec2`" + `) are
 known, every other variable is marked like the outside world, so a command named by it is
 uninspectable. ` + "`{% if %}`" + ` conditions are not decided: every branch is rendered, and every
-rendering (at most 32, 4 MiB in all) is read as the part cloud-init makes of it. Anything else
+rendering (at most 32, 4 MiB in all, inspected within 500 ms together) is read as the part cloud-init makes of it. Anything else
 (` + "`{% for %}`, `{% set %}`, `{% macro %}`, `{% include %}`, `{% raw %}`" + `, calls, operators, other filters), free-form
 instance data (instance tags, which the EC2NodeClass's own ` + "`spec.tags`" + ` set, user and vendor data,
 public keys, the merged configuration), more than 1,000 tags and brackets or ` + "`{% if %}`" + ` blocks nested

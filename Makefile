@@ -491,7 +491,7 @@ FUZZ_TARGETS := \
 	./lint:FuzzPlantedUnsafeLine \
 	./lint:FuzzCheckUserData \
 	./lint:FuzzParseMIME \
-	./lint:FuzzParseNodeConfig ./lint:FuzzParseTOML ./lint:FuzzParsePowerShell ./lint:FuzzShellBounded ./lint:FuzzBottlerocketTOML ./lint:FuzzCloudConfigYAML \
+	./lint:FuzzParseNodeConfig ./lint:FuzzParseTOML ./lint:FuzzParsePowerShell ./lint:FuzzShellBounded ./lint:FuzzBottlerocketTOML ./lint:FuzzCloudConfigYAML ./lint:FuzzRenderJinja \
 	./ec2sim:FuzzSQS \
 	./ec2sim:FuzzQuery \
 	./ec2sim:FuzzSSMGetParameter \

@@ -14,7 +14,8 @@ import (
 // write_files is in bootfiles.go.
 
 // cloudConfigBody strips a "## template: jinja" first line (cloud-init
-// renders the rest as a Jinja template) and reports whether it was there.
+// renders the rest as a Jinja template, jinja.go) and returns the rest, its
+// 0-based line offset in text, and whether the line was there.
 func cloudConfigBody(text string) (string, int, bool) {
 	t := strings.TrimLeft(text, "\r\n")
 	first, rest, _ := strings.Cut(t, "\n")
@@ -31,11 +32,11 @@ func cloudConfigBody(text string) (string, int, bool) {
 // ssh_authorized_keys and ssh_keys ("Users and Groups", "SSH").
 func scanCloudConfig(s segment, depth int) []Finding {
 	body, off, jinja := cloudConfigBody(s.text)
+	if jinja {
+		return scanJinja(s, depth) // rendered first, every branch (jinja.go)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(body), &doc); err != nil {
-		if jinja {
-			return nil // unrendered template syntax is not YAML yet
-		}
 		line := yamlErrorLine(err)
 		i := off + line - 1
 		return []Finding{userDataFinding(RuleUserDataParse, s.lineOf(i),
@@ -49,6 +50,9 @@ func scanCloudConfig(s segment, depth int) []Finding {
 		return []Finding{uninspectable(s, off+be.line-1, "cloud-config "+be.msg)}
 	}
 	doc = *expanded
+	if strings.Contains(body, jinjaUnknown) {
+		markJinjaYAML(&doc) // a rendered template's unknown instance data
+	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil
 	}

@@ -31,6 +31,8 @@ func scanSegment(s segment, depth int) []Finding {
 		return scanScript(s)
 	case segCloudConfig:
 		return scanCloudConfig(s, depth)
+	case segJinja:
+		return scanJinja(s, depth)
 	case segCloudConfigArchive:
 		return scanCloudConfigArchive(s, depth)
 	case segInclude:

@@ -21,6 +21,7 @@ const (
 	segCloudConfigArchive                    // #cloud-config-archive: a YAML list of parts
 	segInclude                               // #include, #include-once: URLs cloud-init fetches
 	segPartHandler                           // #part-handler: Python code cloud-init runs
+	segJinja                                 // "## template: jinja", text/jinja2: rendered, then read by its first line
 )
 
 // segment is a piece of userData and where it starts.

@@ -35,7 +35,10 @@
 // principle"; Finding.Unresolved, --uninspectable-commands); cloud-config is walked as YAML module by module (bootcmd, runcmd,
 // power_state, write_files with its encodings, users, ssh_keys), and
 // #include, #part-handler and #cloud-config-archive parts are handled as
-// cloud-init handles them. Secrets are found by gitleaks' rule set, used
+// cloud-init handles them; a "## template: jinja" part (text/jinja2) is
+// parsed with gonja (github.com/nikolalohinski/gonja/v2, pinned) and
+// rendered once per combination of its {% if %} branches, with instance
+// data karpx cannot know marked, before each rendering is read (jinja.go). Secrets are found by gitleaks' rule set, used
 // as a library (secrets.go: github.com/zricethezav/gitleaks/v8, pinned),
 // in the text and in every decoded part and file, with the detector's own
 // base64, hex and percent decoding for encoded fields of other formats;

@@ -281,7 +281,8 @@ func TestMechanismExamples(t *testing.T) {
 					t.Fatalf("does not decode to one EC2NodeClass: %v", err)
 				}
 				fs := CheckEC2NodeClass(objs[0].EC2NodeClass)
-				denied := hasAnyRule(fs.Denials(), RuleUserDataNodeRestart, RuleUserDataUninspectable)
+				denied := hasAnyRule(fs.Denials(), RuleUserDataNodeRestart, RuleUserDataUninspectable,
+					RuleUserDataAccessKey, RuleUserDataSecretKey, RuleUserDataPrivateKey, RuleUserDataCredential)
 				switch {
 				case c.unsafe && !denied:
 					t.Errorf("unsafe example admitted: %v", fs)

@@ -140,8 +140,8 @@ func RulesMarkdown() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias); ")
-	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009) and admits every safe twin.\n\n")
+	b.WriteString("### Mechanisms\n\nEach pair is in lint/examples/mechanisms (EC2NodeClasses with the AL2023 alias, or Bottlerocket where the mechanism is Bottlerocket's); ")
+	b.WriteString("TestMechanismExamples denies every unsafe one (KX003 or KX009, or KX004/KX005/KX006/KX012 for a credential) and admits every safe twin.\n\n")
 	for _, m := range ms {
 		fmt.Fprintf(&b, "#### %s\n\n%s\n\nDenied:\n\n```sh\n%s```\n\nAdmitted:\n\n```sh\n%s```\n\n", m.Name, m.Summary, userDataOf(m.Unsafe), userDataOf(m.Safe))
 	}
@@ -182,7 +182,9 @@ boot-executed path) is run in mvdan.cc/sh's interpreter inside a sandbox that ex
 - files the script writes go to a virtual file system, and are followed when they are run,
   sourced, passed to a shell, installed as a systemd unit (` + "`/etc/systemd/system`, `systemctl link`" + `),
   a cron table (` + "`/etc/cron.d`, `crontab`" + `), an ` + "`at`" + ` job, or left where the node runs them at boot
-  (rc.local, cloud-init's per-boot scripts, profile.d);
+  (rc.local, cloud-init's per-boot scripts, profile.d); their content is also read by the secret rules
+  (gitleaks' rule set, KX004–KX006 and KX012, the finding naming the file and the gitleaks rule), so a
+  credential a script decodes or assembles is found like one written in userData;
 - the pure utilities scripts use to build commands run in-process: ` + "`echo`, `printf`, `base64`,\n  `gzip -d`, `tr`, `sed`'s `s` command, `cat`, `tee`, `cp`, `install`, `mv`, `ln`, `which`, `command -v`" + `, ` + "`xargs`" + `;
 - anything else is the outside world: the output of any other program (` + "`curl`, `aws`, `rev`" + ` …), a file
   karpx did not see written, an environment variable the script does not set. Such text is marked,
@@ -202,6 +204,27 @@ standard input; a program's literal here-document (` + "`<<'EOF'`" + `) is hande
 sandbox waits on. It is not done where a function, builtin, alias or ` + "`eval`" + ` could stand on the
 right (such a script keeps the interpreter's pipe, counted against the 64); ` + "`set -o pipefail`" + ` is
 followed. ` + "`TestPropertyPipesInMemory`" + ` checks that both ways find the same.
+
+Bottlerocket's bootstrap commands (` + "`settings.bootstrap-commands.<name>.commands`" + `, lists of argv lists) are
+judged as what they run unless their ` + "`mode`" + ` is ` + "`off`" + `: ` + "`apiclient reboot`" + `, ` + "`apiclient update apply`" + ` with its reboot option and
+an ` + "`apiclient raw`" + ` call of ` + "`/actions/reboot`" + ` are KX003; the argv of ` + "`apiclient exec`" + `, and any argv that is not
+apiclient, is judged as the shell command line that quotes each word (so ` + "`sh -c SCRIPT`" + ` runs SCRIPT through
+the interpreter).
+
+A part cloud-init renders as a Jinja template (first line ` + "`## template: jinja`" + `, or a ` + "`text/jinja2`" + ` MIME
+part) is rendered before it is read: its syntax is parsed with gonja (github.com/nikolalohinski/gonja/v2),
+and karpx renders literal text, comments, literal expressions (` + "`{{ 'stop' }}`" + `), case filters
+(` + "`lower`, `upper`, `title`, `capitalize`, `trim`, `string`" + `) and instance-data variables. cloud-init fills
+those from the instance (its "Instance metadata" documentation: the ` + "`v1`" + ` keys, ` + "`ds.meta_data`" + ` …), which
+karpx does not have at admission: ` + "`v1.cloud_name`, `v1.cloud_id`" + ` (` + "`aws`" + `) and ` + "`v1.platform`" + ` (` + "`ec2`" + `) are
+known, every other variable is marked like the outside world, so a command named by it is
+uninspectable. ` + "`{% if %}`" + ` conditions are not decided: every branch is rendered, and every
+rendering (at most 32, 4 MiB in all, inspected within 500 ms together) is read as the part cloud-init makes of it. Anything else
+(` + "`{% for %}`, `{% set %}`, `{% macro %}`, `{% include %}`, `{% raw %}`" + `, calls, operators, other filters), free-form
+instance data (instance tags, which the EC2NodeClass's own ` + "`spec.tags`" + ` set, user and vendor data,
+public keys, the merged configuration), more than 1,000 tags and brackets or ` + "`{% if %}`" + ` blocks nested
+more than 32 deep make the part uninspectable (KX009, denied whatever ` + "`--uninspectable-commands`" + ` says): such a
+template could spell a command or YAML structure karpx does not see.
 
 Such a finding is KX009 with the message "karpx cannot determine a command the node will run".
 It **denies by default**: on the false-positive corpus (every userData of

@@ -40,6 +40,9 @@ type shellEffect struct {
 	line int
 	// what names the command, e.g. "systemctl restart kubelet".
 	what string
+	// finding is the secret finding of a ruleFileSecret effect, its line
+	// within the file written.
+	finding *Finding
 }
 
 // shellSyntaxError is a script the parser rejects, at a 1-based line and
@@ -281,6 +284,10 @@ func (sc *shellScan) script(src string, base, depth int) *shellSyntaxError {
 func (sc *shellScan) interpret(f *syntax.File, base int) {
 	effects, executed := interpretShell(f, base)
 	for _, e := range effects {
+		if e.finding != nil {
+			sc.effects = append(sc.effects, e)
+			continue
+		}
 		sc.add(e.rule, e.line, e.what)
 	}
 	offs := make([]uint, 0, len(sc.dynamic))

@@ -112,6 +112,11 @@ func effectFindings(s segment, effects []shellEffect, off int, ctx string) []Fin
 		case ruleSwapOn:
 			// Judged by resolveSwap against kubelet's failSwapOn.
 			out = append(out, Finding{RuleID: ruleSwapOn, Field: "spec.userData", Line: s.lineOf(i), Message: e.what + where})
+		case ruleFileSecret:
+			f := *e.finding
+			f.Line = s.lineOf(i)
+			f.Message = fmt.Sprintf("writes %s, which %s (line %d of the file)%s", e.what, f.Message, e.finding.Line, where)
+			out = append(out, f)
 		case ruleUnresolved:
 			f := userDataFinding(RuleUserDataUninspectable, s.lineOf(i),
 				"karpx cannot determine a command the node will run: "+e.what+where,

@@ -72,6 +72,11 @@ const (
 // karpx cannot determine; it becomes a KX009 finding marked unresolved.
 const ruleUnresolved = "unresolved"
 
+// ruleFileSecret is the internal rule of a shellEffect carrying a secret
+// finding in a file the script wrote (shellEffect.finding; what is the
+// file's path).
+const ruleFileSecret = "file-secret"
+
 // taintPrefix starts a taint mark, "\x01karpx#N#\x01" where N indexes
 // sandbox.sources; binary data (gzip, decoded base64) is unlikely to hold
 // the whole of it by chance, and if it does the text is only refused.
@@ -109,10 +114,12 @@ type sandbox struct {
 }
 
 // vfile is a file the script wrote: its content and the line of the
-// top script that wrote it.
+// top script that wrote it. A file written through the open handler keeps
+// its content in live, from which sandbox.file makes content.
 type vfile struct {
 	content string
 	line    int
+	live    *vbuf
 }
 
 // run is one script run inside a sandbox; origin is the top script's
@@ -226,7 +233,7 @@ func runSandbox(f *syntax.File, base int) *sandbox { return runSandboxWith(f, ba
 func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox {
 	ctx, cancel := context.WithTimeout(context.Background(), maxInterpTime)
 	defer cancel()
-	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know"}}
+	sb := &sandbox{ctx: ctx, cancel: cancel, files: map[string]vfile{}, executed: map[uint]bool{}, sources: []string{"text karpx cannot know", jinjaMarkSource}}
 	for p, c := range files {
 		sb.files[p] = vfile{content: c, line: base}
 	}
@@ -239,12 +246,13 @@ func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox 
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		vf := sb.files[n]
+		vf, _ := sb.file(n)
 		cmds, kind := bootScript(n, vf.content)
 		for _, c := range cmds {
 			sb.runText(c, vf.line, kind+" "+n)
 		}
 	}
+	sb.fileSecrets(files, f)
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.halted != "" {
@@ -252,6 +260,70 @@ func runSandboxWith(f *syntax.File, base int, files map[string]string) *sandbox 
 			what: "the script cannot be followed to its end: " + sb.halted})
 	}
 	return sb
+}
+
+// maxSecretFiles bounds the files of one run the secret rules read: 64,
+// the bound on a run's effects. Their bytes are bounded by maxInterpBytes.
+const maxSecretFiles = 64
+
+// fileSecrets runs the secret rules (scanSecrets: gitleaks' rule set and
+// karpx's patterns) over every file the run wrote, in path order, and
+// adds a finding for each credential, at the line of the top script
+// that wrote the file: a credential a script decodes (base64 -d, gzip -d,
+// tr, printf escapes) or assembles from pieces is on the node as surely
+// as one spelled in userData. Files given to the run (write_files) and
+// left unchanged are scanned where they are decoded (bootfiles.go);
+// placeholders and public material are not reported (scanDetectorSecrets).
+// A credential on a line the script f spells literally (a here-document)
+// is left to the scan of userData's own text, which reports it at its
+// line.
+func (sb *sandbox) fileSecrets(given map[string]string, f *syntax.File) {
+	sb.mu.Lock()
+	names := make([]string, 0, len(sb.files))
+	for n := range sb.files {
+		names = append(names, n)
+	}
+	sb.mu.Unlock()
+	sort.Strings(names)
+	scanned := 0
+	var src []string // the printed script, made on the first finding
+	for _, n := range names {
+		vf, _ := sb.file(n)
+		if c, ok := given[n]; ok && c == vf.content || strings.TrimSpace(vf.content) == "" {
+			continue
+		}
+		if scanned++; scanned > maxSecretFiles {
+			return
+		}
+		for _, fd := range scanSecrets(segment{kind: segOpaque, text: vf.content, line: 1}) {
+			if src == nil {
+				var b strings.Builder
+				if syntax.NewPrinter().Print(&b, f) == nil {
+					src = []string{b.String()}
+				} else {
+					src = []string{""}
+				}
+			}
+			if l := strings.TrimSpace(lineAt(vf.content, fd.Line-1)); l != "" && strings.Contains(src[0], l) {
+				continue
+			}
+			sb.mu.Lock()
+			if len(sb.effects) < 2*maxSecretFiles {
+				sb.effects = append(sb.effects, shellEffect{rule: ruleFileSecret, line: vf.line, what: n, finding: &fd})
+			}
+			sb.mu.Unlock()
+		}
+	}
+}
+
+// lineAt is the 0-based line i of text, or "".
+func lineAt(text string, i int) string {
+	for j, l := range eachLine(text) {
+		if j == i {
+			return l
+		}
+	}
+	return ""
 }
 
 // runText parses and runs a script the top script starts at line origin.

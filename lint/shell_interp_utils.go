@@ -308,14 +308,14 @@ func (r *run) tee(hc interp.HandlerContext, args []string, line int) error {
 	}
 	for _, f := range operands(args, nil) {
 		p := absPath(hc.Dir, f)
-		content := in
-		if vf, ok := r.sb.file(p); ok && appendMode {
-			content = vf.content + in
-		}
 		if p == "/proc/sysrq-trigger" && sysrqDangerous(in) {
 			r.sb.add(RuleUserDataNodeRestart, line, "tee /proc/sysrq-trigger"+r.suffix())
 		}
-		if err := r.sb.writeFile(p, content, line); err != nil {
+		write := r.sb.writeFile
+		if appendMode {
+			write = r.sb.appendFile
+		}
+		if err := write(p, in, line); err != nil {
 			return err
 		}
 	}

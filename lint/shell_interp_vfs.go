@@ -12,14 +12,36 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// file returns the virtual file at p.
+// file returns the virtual file at p, its content made from the buffer
+// of a file written through the open handler (vbuf.text).
 func (sb *sandbox) file(p string) (vfile, bool) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	vf, ok := sb.files[p]
+	if ok && vf.live != nil {
+		vf.content = vf.live.text()
+	}
 	return vf, ok
+}
+
+// vbuf is the content of a file written through the open handler: writes
+// append to b in place (amortised constant time a byte, whatever the
+// number of writes and of appending opens), and the string readers get is
+// made from b once after each change (text). Guarded by sandbox.mu.
+type vbuf struct {
+	b     []byte
+	s     string
+	stale bool
+}
+
+func (v *vbuf) text() string {
+	if v.stale {
+		v.s, v.stale = string(v.b), false
+	}
+	return v.s
 }
 
 // writeFile stores content at p, written at line.
@@ -31,6 +53,32 @@ func (sb *sandbox) writeFile(p, content string, line int) error {
 	defer sb.mu.Unlock()
 	sb.files[p] = vfile{content: content, line: line}
 	return nil
+}
+
+// appendFile appends text to the file at p (creating it), written at
+// line, in place as the open handler's writers do (vfsWriter), counting
+// the bytes of text against maxInterpBytes.
+func (sb *sandbox) appendFile(p, text string, line int) error {
+	sb.mu.Lock()
+	vf, ok := sb.files[p]
+	buf := vf.live
+	if buf == nil {
+		buf = &vbuf{}
+		if ok {
+			buf.b = []byte(vf.content)
+		}
+	}
+	over := len(buf.b)+len(text) > maxInterpBytes
+	if !over {
+		buf.b = append(buf.b, text...)
+		buf.stale = true
+		sb.files[p] = vfile{line: line, live: buf}
+	}
+	sb.mu.Unlock()
+	if over {
+		return sb.halt(fmt.Sprintf("it writes a file larger than %d bytes", maxInterpBytes))
+	}
+	return sb.charge(len(text))
 }
 
 func absPath(dir, p string) string {
@@ -70,11 +118,7 @@ func (r *run) open(ctx context.Context, p string, flag int, _ os.FileMode) (io.R
 		return nopFile{Reader: strings.NewReader(sb.mark("what the script writes to a >(…) process substitution"))}, nil
 	}
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
-		prev := ""
-		if vf, ok := sb.file(p); ok && flag&os.O_APPEND != 0 {
-			prev = vf.content
-		}
-		return &vfsWriter{r: r, path: p, buf: []byte(prev), line: r.line(hc.Pos)}, nil
+		return newVFSWriter(r, p, r.line(hc.Pos), flag&os.O_APPEND != 0), nil
 	}
 	if vf, ok := sb.file(p); ok {
 		return nopFile{Reader: strings.NewReader(vf.content)}, nil
@@ -97,37 +141,78 @@ func (f nopFile) Write(p []byte) (int, error) {
 
 func (nopFile) Close() error { return nil }
 
-// vfsWriter collects what is written to a virtual file and stores it on
-// every write, so that a file left open is still seen.
+// vfsWriter writes a virtual file: every write appends to the file's
+// buffer in place, so that a script's many small writes cost their bytes
+// (not the file's size each), and the file is seen at every moment,
+// closed or not.
 type vfsWriter struct {
-	r    *run
-	path string
-	buf  []byte
-	line int
+	r     *run
+	path  string
+	buf   *vbuf
+	line  int
+	wrote bool
+}
+
+// newVFSWriter opens p for writing at line: the file is replaced by an
+// empty one, or, when appendTo, kept and written at its end. The file is
+// on the virtual file system from the open on, as the shell's redirection
+// creates (or truncates) it before the command runs, so that a file left
+// open is still seen.
+func newVFSWriter(r *run, p string, line int, appendTo bool) *vfsWriter {
+	sb := r.sb
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	vf, ok := sb.files[p]
+	buf := &vbuf{stale: true}
+	switch {
+	case appendTo && ok && vf.live != nil:
+		buf = vf.live
+	case appendTo && ok:
+		buf.b = []byte(vf.content)
+	}
+	sb.files[p] = vfile{line: line, live: buf}
+	return &vfsWriter{r: r, path: p, buf: buf, line: line}
 }
 
 func (w *vfsWriter) Read([]byte) (int, error) { return 0, io.EOF }
 
+// Write appends p to the file and counts its bytes against the run's
+// bound (maxInterpBytes); a file larger than the bound stops the run.
 func (w *vfsWriter) Write(p []byte) (int, error) {
-	if len(w.buf)+len(p) > maxInterpBytes {
-		return 0, w.r.sb.halt(fmt.Sprintf("it writes a file larger than %d bytes", maxInterpBytes))
+	sb := w.r.sb
+	sb.mu.Lock()
+	over := len(w.buf.b)+len(p) > maxInterpBytes
+	if !over {
+		w.buf.b = append(w.buf.b, p...)
+		w.buf.stale = true
+		if !w.wrote {
+			// The interpreter opens a redirection's file before the
+			// command's line is known (open has no position); the first
+			// write happens within the command.
+			w.wrote = true
+			w.line = w.r.line(syntax.Pos{})
+			if vf, ok := sb.files[w.path]; ok && vf.live == w.buf {
+				vf.line = w.line
+				sb.files[w.path] = vf
+			}
+		}
 	}
-	w.buf = append(w.buf, p...)
-	if err := w.r.sb.writeFile(w.path, string(w.buf), w.line); err != nil {
+	sb.mu.Unlock()
+	if over {
+		return 0, sb.halt(fmt.Sprintf("it writes a file larger than %d bytes", maxInterpBytes))
+	}
+	if err := sb.charge(len(p)); err != nil {
 		return 0, err
 	}
 	if w.path == "/proc/sysrq-trigger" && sysrqDangerous(string(p)) {
-		w.r.sb.add(RuleUserDataNodeRestart, w.line, "a write to /proc/sysrq-trigger"+w.r.suffix())
+		sb.add(RuleUserDataNodeRestart, w.line, "a write to /proc/sysrq-trigger"+w.r.suffix())
 	}
 	return len(p), nil
 }
 
-func (w *vfsWriter) Close() error {
-	if len(w.buf) == 0 {
-		return w.r.sb.writeFile(w.path, "", w.line)
-	}
-	return nil
-}
+// Close leaves the file as written: its content is already on the
+// virtual file system.
+func (w *vfsWriter) Close() error { return nil }
 
 // stat answers for the files the script wrote; every other path does not
 // exist in the sandbox.

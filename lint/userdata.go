@@ -176,8 +176,10 @@ func segmentKindOf(mediaType, body string) segmentKind {
 	case "text/x-shellscript", "text/x-sh", "text/cloud-boothook", "text/x-shellscript-per-boot",
 		"text/x-shellscript-per-instance", "text/x-shellscript-per-once":
 		return segShell
-	case "text/cloud-config", "text/jinja2":
+	case "text/cloud-config":
 		return segCloudConfig
+	case "text/jinja2":
+		return segJinja
 	case "text/cloud-config-archive":
 		return segCloudConfigArchive
 	case "text/x-include-url", "text/x-include-once-url":
@@ -195,8 +197,8 @@ func segmentKindOf(mediaType, body string) segmentKind {
 
 // guessKind reads text by its first line as cloud-init does (cloud-init
 // documentation, "User data formats"): "#!" and "#cloud-boothook" are
-// shell, "#cloud-config" is cloud-config (after a "## template: jinja"
-// line too), "#cloud-config-archive" an archive, "#include" and
+// shell, "#cloud-config" is cloud-config, "## template: jinja" a Jinja
+// template cloud-init renders first (jinja.go), "#cloud-config-archive" an archive, "#include" and
 // "#include-once" URL lists, "#part-handler" a Python handler,
 // "<powershell>" PowerShell; anything else is opaque.
 func guessKind(text string) segmentKind {
@@ -209,10 +211,7 @@ func guessKind(text string) segmentKind {
 	case strings.HasPrefix(t, "#cloud-config"):
 		return segCloudConfig
 	case strings.HasPrefix(t, "## template: jinja"):
-		body, _, _ := cloudConfigBody(text)
-		if k := guessKind(body); k == segCloudConfig {
-			return k
-		}
+		return segJinja
 	case strings.HasPrefix(t, "#include"):
 		return segInclude
 	case strings.HasPrefix(t, "#part-handler"):
@@ -377,6 +376,7 @@ func checkUserData(family, text string, unwrap bool) Findings {
 	}
 	if ud.Bottlerocket != nil {
 		out = append(out, ud.Bottlerocket.containerFindings()...)
+		out = append(out, ud.Bottlerocket.bootstrapCommandFindings()...)
 	}
 	out = dedupe(out)
 	if family != apisv1.AMIFamilyCustom && family != "" {

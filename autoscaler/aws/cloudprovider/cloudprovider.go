@@ -201,6 +201,12 @@ func (c *CloudProvider) UnavailableOfferings() *instancetype.UnavailableOffering
 	return c.instanceTypes.Unavailable()
 }
 
+// Reservations returns the provider of capacity reservations: their free
+// places, and the report `kubectl karpx` reads (Provider.Handler).
+func (c *CloudProvider) Reservations() *capacityreservation.Provider {
+	return c.reservations
+}
+
 // GetInstanceTypes implements cloudprovider.CloudProvider.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	ref := nodePool.Spec.Template.Spec.NodeClassRef

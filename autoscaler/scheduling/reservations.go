@@ -102,11 +102,18 @@ func isReservation(o cloudprovider.Offering) bool {
 }
 
 // addReservations records, for the type just appended to p.types, which
-// of its usable offerings (mask) are in a reservation of the ledger.
+// of its usable offerings (mask) are in a reservation of the ledger;
+// nothing when the Solve call has no ledger.
 func (p *pool) addReservations(it *cloudprovider.InstanceType, mask uint64) {
+	l := p.ledger
+	if l == nil {
+		// No reservation in the Solve call: nothing to index (anyReserved
+		// stays false, so reservedMask is never read).
+		return
+	}
 	var reserved uint64
 	var idx []int
-	if l := p.ledger; l != nil {
+	{
 		for k, o := range it.Offerings {
 			if k >= maxOfferings || mask&(1<<k) == 0 || !isReservation(o) {
 				continue

@@ -237,13 +237,15 @@ func TestReservationReleasedWhenNarrowed(t *testing.T) {
 	}
 }
 
-// BenchmarkSolveReserved is BenchmarkSolve with ten reservations of 20
-// places each on m5, c5 and r5 types in us-east-1a (a NodePool allowing
-// reserved, on-demand and spot): the cost of the reservation ledger.
+// BenchmarkSolveReserved is BenchmarkSolve with a reservation of one
+// place on each of ten types in us-east-1a that BenchmarkSolve's
+// plans end up on, so that plans hold, release and find
+// reservations full: the cost of the reservation ledger.
 func BenchmarkSolveReserved(b *testing.B) {
 	var rs []reservation
-	for k, name := range []string{"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "r5.large", "r5.xlarge", "r5.2xlarge", "m5.4xlarge"} {
-		rs = append(rs, reservation{ID: fmt.Sprintf("cr-%d", k), Type: name, Places: 20})
+	for k, name := range []string{"m8i.96xlarge", "r8i.96xlarge", "m8g.48xlarge", "c8g.48xlarge", "m9g.48xlarge", "r8g.48xlarge",
+		"m6a.12xlarge", "m7g.12xlarge", "c6g.4xlarge", "c6a.4xlarge"} {
+		rs = append(rs, reservation{ID: fmt.Sprintf("cr-%d", k), Type: name, Places: 1})
 	}
 	var names []string
 	for _, it := range allTypes() {

@@ -33,6 +33,12 @@ type Offering struct {
 	// offering (label karpenter.k8s.aws/capacity-reservation-type), ""
 	// otherwise.
 	ReservationType string `json:",omitempty"`
+	// ReservationCapacity is, for a "reserved" offering, how many more
+	// instances its reservation takes (EC2's AvailableInstanceCount as
+	// last described, less launches since); 0 otherwise. The scheduler
+	// plans at most that many NodeClaims onto the reservation per pass
+	// (Karpenter's Offering.ReservationCapacity@v1.14.0).
+	ReservationCapacity int `json:",omitempty"`
 	// PriceUSDPerHour is the hourly price in USD.
 	PriceUSDPerHour float64
 	// Available is false while the offering is known to be out of capacity

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/smithy-go/middleware"
@@ -20,6 +21,8 @@ import (
 	"github.com/karpx/karpx/autoscaler/aws/clusterinfo"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
 	"github.com/karpx/karpx/autoscaler/aws/hydration"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation/reservationreport"
 	"github.com/karpx/karpx/autoscaler/aws/providers/instance"
 	awsinstancestatus "github.com/karpx/karpx/autoscaler/aws/providers/instancestatus"
 	"github.com/karpx/karpx/autoscaler/aws/providers/sqs"
@@ -75,9 +78,20 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 	reg := hydration.NewRegistry()
 	opts.hydration = reg
 	capCache := capacity.New()
-	opts.statusHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler()}
+	// The capacity reservations' counts, once the cloud provider exists
+	// (an empty report until then).
+	var reservations atomic.Pointer[capacityreservation.Provider]
+	opts.statusHandlers = map[string]http.Handler{budget.HandlerPath: limiter.Handler(), hydration.HandlerPath: reg.Handler(), capacity.HandlerPath: capCache.Handler(),
+		reservationreport.HandlerPath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := reservations.Load(); p != nil {
+				p.Handler().ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"reservations":[]}` + "\n"))
+		})}
 	return New(ctx, cfg, opts, func(ctx context.Context, kube client.Client) (cloudprovider.CloudProvider, error) {
-		return awscloud.New(awscloud.Options{
+		cp, err := awscloud.New(awscloud.Options{
 			ClusterName:       opts.ClusterName,
 			ClusterEndpoint:   opts.ClusterEndpoint,
 			ClusterCABundle:   opts.ClusterCABundle,
@@ -93,6 +107,11 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 			Clock:             opts.clock(),
 			ReservedCapacity:  opts.ReservedCapacity,
 		})
+		if err != nil {
+			return nil, err
+		}
+		reservations.Store(cp.CapacityReservations())
+		return cp, nil
 	})
 }
 

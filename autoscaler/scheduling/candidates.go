@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -89,12 +90,23 @@ type pool struct {
 	// per topology key.
 	topo       *topology
 	keyDomains map[int][]int
+
+	// ledger is the Solve call's capacity reservation places (nil when
+	// no NodePool has a reserved offering). reservedMask[i] marks the
+	// offerings of types[i] in a reservation of the ledger and
+	// reservationOf[i][o] is offering o's ledger index (reservations.go);
+	// anyReserved is whether any type has one.
+	ledger        *reservationLedger
+	reservedMask  []uint64
+	reservationOf [][]int
+	anyReserved   bool
 }
 
 // newPool prepares one NodePool (step 1).
-func newPool(in NodePoolInput, d *dims, t *topology) *pool {
+func newPool(in NodePoolInput, d *dims, t *topology, l *reservationLedger) *pool {
 	np := in.NodePool
 	p := &pool{
+		ledger:       l,
 		nodePool:     np,
 		name:         np.Name,
 		dims:         d,
@@ -203,6 +215,7 @@ func (p *pool) addInstanceTypes(types []*cloudprovider.InstanceType, concrete []
 		}
 		p.types = append(p.types, it)
 		p.offerings = append(p.offerings, mask)
+		p.addReservations(it, mask)
 		p.capacity = append(p.capacity, capVec)
 		p.prices = append(p.prices, prices)
 		alloc := p.dims.vector(it.Allocatable)
@@ -301,6 +314,10 @@ func (p *pool) explainNoTypes(all []*cloudprovider.InstanceType, concrete []requ
 		if !anyTypeAllows(all, r) { // even counting unavailable offerings
 			return fmt.Errorf("NodePool %q can launch no node: no instance type satisfies its %s", p.name, r.Origin)
 		}
+	}
+	if full := fullUnavailableReservations(all, concrete); len(full) > 0 {
+		return fmt.Errorf("NodePool %q can launch no node: the only offerings that satisfy its requirements are in capacity reservations that are full or expiring: %s "+
+			"(the pod stays pending until a place frees; to fall back, allow on-demand or spot in the NodePool's karpenter.sh/capacity-type requirement)", p.name, strings.Join(full, ", "))
 	}
 	return fmt.Errorf("NodePool %q can launch no node: none of its %d instance types has an available offering that satisfies all its requirements together", p.name, len(all))
 }

@@ -39,7 +39,8 @@ const apiVersion = apis.Group + "/v1"
 //     karpenter.sh/price-overlay-applied or
 //     karpenter.sh/capacity-overlay-applied: "true" when a candidate
 //     instance type has an offering a NodeOverlay priced or capacity a
-//     NodeOverlay added;
+//     NodeOverlay added; ReservationsAnnotationKey with Reservations,
+//     when it holds any;
 //   - an owner reference to the NodePool, so deleting it deletes the
 //     NodeClaim;
 //   - spec: Requirements, Requests (as resources.requests), and the
@@ -74,6 +75,9 @@ func (p NodeClaimPlan) NodeClaim() *karpv1.NodeClaim {
 	annotations[karpv1.NodePoolHashAnnotationKey] = np.Hash()
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
 	annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(p.MinValuesRelaxed)
+	if len(p.Reservations) > 0 {
+		annotations[ReservationsAnnotationKey] = strings.Join(p.Reservations, ",")
+	}
 	// NodeOverlays (Karpenter's NodeClaimTemplate.ToNodeClaim@v1.14.0):
 	// the cloud provider launches such a NodeClaim by the overlaid prices.
 	for _, it := range p.InstanceTypes {

@@ -77,6 +77,9 @@ type plan struct {
 	// accounted is the capacity counted against the NodePool's Remaining:
 	// that of the cheapest candidate. nil when the NodePool is unlimited.
 	accounted vector
+	// held are the ledger indexes, sorted, of the capacity reservations
+	// the plan holds a place in (reservations.go).
+	held []int
 }
 
 // candidates are the instance types a plan may still launch: indexes into
@@ -92,25 +95,34 @@ type candidates struct {
 type misfit int
 
 const (
-	fits            misfit = iota
-	misfitResources        // no candidate has room for the requests
-	misfitLimits           // every candidate with room exceeds the NodePool's limits
-	misfitMinValues        // too few values of a minValues key would be left
+	fits               misfit = iota
+	misfitResources           // no candidate has room for the requests
+	misfitLimits              // every candidate with room exceeds the NodePool's limits
+	misfitMinValues           // too few values of a minValues key would be left
+	misfitReservations        // every candidate with room is only in full capacity reservations
 )
 
 // narrow returns the candidates of from that the pod term accepts
 // (termMasks), whose allocatable holds requests and whose capacity fits in
 // budget (nil: unlimited), and whether they still satisfy minValues.
-func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname]uint64, requests, budget vector) (candidates, misfit) {
+// Reserved offerings of a capacity reservation with no free place are
+// dropped unless held (the plan's ledger indexes, sorted) has it.
+func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname]uint64, requests, budget vector, held []int) (candidates, misfit) {
 	out := candidates{cheapest: -1, types: make([]int, 0, len(from.types)), masks: make([]uint64, 0, len(from.types))}
 	best := math.Inf(1)
-	hasRoom := false
+	hasRoom, full := false, false
 	for k, i := range from.types {
 		m := from.masks[k] & termMasks[i] & p.offeringsIn(i, restrict)
 		if m == 0 || !requests.fitsIn(p.avail[i]) {
 			continue
 		}
 		hasRoom = true
+		if p.anyReserved && m&p.reservedMask[i] != 0 {
+			if m = p.withoutFullReservations(i, m, held); m == 0 {
+				full = true
+				continue
+			}
+		}
 		if budget != nil && !p.capacity[i].fitsInLimited(budget, p.limited) {
 			continue
 		}
@@ -123,6 +135,8 @@ func (p *pool) narrow(from candidates, termMasks []uint64, restrict [keyHostname
 	switch {
 	case !hasRoom:
 		return out, misfitResources
+	case len(out.types) == 0 && full:
+		return out, misfitReservations
 	case len(out.types) == 0:
 		return out, misfitLimits
 	case !p.relaxMinValues && p.checkMinValues(out) != nil:
@@ -231,15 +245,21 @@ func (s *solver) newPlan(p *pool, pi *podInfo, tf *termFit, plc *placement) (*pl
 		}
 		for _, z := range zones {
 			for _, ct := range capacityTypes {
-				if c, why = p.narrow(all, masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil)); why == fits {
+				var w misfit
+				if c, w = p.narrow(all, masks, [keyHostname]uint64{z, ct}, requests, p.budget(nil), nil); w == fits {
 					pl := &plan{pool: p, requests: requests, abstract: abs, pins: pins, host: s.newHost()}
 					pl.commit(pi, tf, c)
 					return pl, nil
+				}
+				if why != misfitReservations {
+					why = w
 				}
 			}
 		}
 	}
 	switch why {
+	case misfitReservations:
+		return nil, p.errReservationsFull(p.fullReservations(tf.masks))
 	case misfitLimits:
 		return nil, fmt.Errorf("NodePool %q limits reached: every instance type that fits would exceed the remaining %s (raise spec.limits)", p.name, p.dims.format(p.budget(nil).onlyLimited(p.limited)))
 	case misfitMinValues:
@@ -289,7 +309,7 @@ func (pl *plan) tryAdd(pi *podInfo, tf *termFit, plc *placement) bool {
 		}
 		for _, z := range zones {
 			for _, ct := range capacityTypes {
-				c, why := p.narrow(pl.candidates, masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted))
+				c, why := p.narrow(pl.candidates, masks, [keyHostname]uint64{z, ct}, requests, p.budget(pl.accounted), pl.held)
 				if why == fits {
 					pl.requests, pl.abstract = requests, abs
 					pl.pins = append(pl.pins, pins...)
@@ -334,6 +354,7 @@ func (pl *plan) commit(pi *podInfo, tf *termFit, c candidates) {
 		pl.terms = append(pl.terms, tf)
 	}
 	pl.candidates = c
+	pl.hold(p.reservationsOf(c))
 	pl.ports = pl.ports.add(pi.ports)
 	pl.maxAvail = make(vector, len(p.dims.names))
 	pl.values = [keyHostname]uint64{}

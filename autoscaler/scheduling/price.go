@@ -41,7 +41,7 @@ func (pl *plan) finish() NodeClaimPlan {
 	}
 	order = p.truncate(order, mask)
 
-	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]]}
+	out := NodeClaimPlan{NodePool: p.nodePool, PriceUSDPerHour: price[order[0]], Reservations: pl.heldIDs()}
 	requests := []corev1.ResourceList{p.minOverhead(order)}
 	for _, pi := range pl.pods {
 		out.Pods = append(out.Pods, pi.pod)

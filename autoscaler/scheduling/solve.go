@@ -44,6 +44,7 @@ func Solve(in Input) Result {
 	s.registerTopology(in, todo)
 	pods, d := s.podInfos(in, todo, daemonSets)
 	s.existing = s.newExisting(in.ExistingNodes, d)
+	s.ledger = newReservationLedger(in)
 	s.addPools(in, d, daemonSets) // step 1
 
 	result := Result{ExistingPlacements: map[string][]*corev1.Pod{}, Unschedulable: map[types.UID]error{}}
@@ -123,7 +124,7 @@ func (s *solver) podInfos(in Input, todo []pending, daemonSets []*podInfo) ([]*p
 // explains unschedulable pods.
 func (s *solver) addPools(in Input, d *dims, daemonSets []*podInfo) {
 	for _, np := range orderNodePools(in.NodePools) {
-		p := newPool(np, d, s.topo)
+		p := newPool(np, d, s.topo, s.ledger)
 		p.addDaemonSetOverhead(daemonSets)
 		s.pools = append(s.pools, p)
 	}
@@ -135,7 +136,7 @@ func (s *solver) addPools(in Input, d *dims, daemonSets []*podInfo) {
 		if reason == "" {
 			reason = "it is not available"
 		}
-		s.unavailable = append(s.unavailable, newPool(NodePoolInput{NodePool: u.NodePool, unavailable: reason}, d, s.topo))
+		s.unavailable = append(s.unavailable, newPool(NodePoolInput{NodePool: u.NodePool, unavailable: reason}, d, s.topo, nil))
 	}
 }
 
@@ -153,6 +154,8 @@ type solver struct {
 	hosts int
 	// bestEffort is MinValuesPolicy BestEffort.
 	bestEffort bool
+	// ledger counts capacity reservation places (nil: none offered).
+	ledger *reservationLedger
 }
 
 // placeRelaxingMinValues retries a pod that fits nowhere with minValues

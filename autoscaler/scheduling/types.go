@@ -139,6 +139,12 @@ type ExistingNode struct {
 	// count for pod affinity and anti-affinity (both ways), topology spread
 	// domains and host ports.
 	Pods []*corev1.Pod
+	// Reservations (optional) are the ids of the capacity reservations an
+	// in-flight NodeClaim not launched yet holds a place in (its
+	// ReservationsAnnotationKey): each takes one place of the
+	// reservation's Offering.ReservationCapacity, which counts only
+	// launched instances. Leave it empty once the NodeClaim is launched.
+	Reservations []string
 }
 
 // Result is what Solve decided. Every input pod appears in exactly one of
@@ -190,4 +196,11 @@ type NodeClaimPlan struct {
 	// the karpenter.sh/nodeclaim-min-values-relaxed: "true" annotation
 	// ("false" when not set), as Karpenter does.
 	MinValuesRelaxed bool
+	// Reservations are the ids, sorted, of the capacity reservations the
+	// plan holds a place in: those of the reserved offerings its
+	// instance types may launch into, each counted once against the
+	// reservation's Offering.ReservationCapacity for the other plans of
+	// the Solve call (Karpenter v1.14.0's ReservationManager). NodeClaim
+	// records them in ReservationsAnnotationKey.
+	Reservations []string
 }

@@ -23,5 +23,9 @@
 // from karpx's built-in catalogue (package catalog), zones from the
 // EC2NodeClass's status.subnets (else the cluster's nodes), and every
 // offering is assumed available with spot priced at the on-demand price (an
-// upper bound). The output says so.
+// upper bound). The output says so. Capacity reservations listed in an
+// EC2NodeClass's status.capacityReservations are reserved offerings with
+// the free places the karpx controller reports (reservationreport), less
+// the NodeClaims not launched yet that hold one; the explanation lists
+// them and says when one is full.
 package explain

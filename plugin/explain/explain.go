@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,9 +22,12 @@ import (
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation/reservationreport"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/plugin/cluster"
 	"github.com/karpx/karpx/plugin/runner"
+	"github.com/karpx/karpx/plugin/status"
+	"github.com/karpx/karpx/plugin/throttle"
 )
 
 // formatWide is the -o value that adds the priority-1 columns.
@@ -47,6 +51,13 @@ The plugin has no EC2 access: instance types and on-demand prices come from
 karpx's built-in catalogue, zones from each EC2NodeClass's status.subnets
 (else the cluster's nodes), every offering is assumed available, and spot is
 priced at the on-demand price (an upper bound). The output says so.
+
+Capacity reservations: an EC2NodeClass's status.capacityReservations
+become reserved offerings (preferred, as in the autoscaler), with their
+free places read from the karpx controller (its status port, through the
+API server's service proxy or --controller-endpoint) less the NodeClaims
+not launched yet that hold one. A pod that only a full reservation can take
+is told which reservation, its free and total places, and the fixes.
 
 NodePools whose node class karpx cannot model (anything but a
 karpenter.k8s.aws EC2NodeClass, such as upstream Karpenter's kwok provider's
@@ -83,6 +94,11 @@ type Options struct {
 
 	// PodName and PodNamespace identify the pod (arguments and -n).
 	PodName, PodNamespace string
+	// Controller reads the karpx controller's capacity reservation counts
+	// (reservationreport.HandlerPath) through the API server's service
+	// proxy to Service throttle.DefaultService in throttle.DefaultNamespace,
+	// or from --controller-endpoint; nil reads none.
+	Controller *throttle.Options
 
 	client  client.Reader
 	printer printers.ResourcePrinter
@@ -91,7 +107,7 @@ type Options struct {
 
 // NewOptions returns Options reading through f and writing to streams.
 func NewOptions(f cluster.Factory, ns NamespaceFunc, streams genericiooptions.IOStreams) *Options {
-	return &Options{IOStreams: streams, Factory: f, Namespace: ns, PrintFlags: genericclioptions.NewPrintFlags("")}
+	return &Options{IOStreams: streams, Factory: f, Namespace: ns, PrintFlags: genericclioptions.NewPrintFlags(""), Controller: throttle.NewOptions(f, streams)}
 }
 
 // NewCmd returns the `explain` command.
@@ -122,6 +138,8 @@ func NewCmd(f cluster.Factory, ns NamespaceFunc, streams genericiooptions.IOStre
 	o.PrintFlags.JSONYamlPrintFlags.AddFlags(cmd)
 	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", *o.PrintFlags.OutputFormat, "Output format. One of: (json, yaml, name, wide).")
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "When using the default or wide output format, don't print headers.")
+	cmd.Flags().StringVar(&o.Controller.Endpoint, "controller-endpoint", o.Controller.Endpoint,
+		"Read the capacity reservations' free places from this karpx controller status URL instead of the API server's service proxy.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml", "name", formatWide}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -255,6 +273,7 @@ func (o *Options) read(ctx context.Context) (*Snapshot, error) {
 	if optional("DaemonSets", &ds) {
 		snap.DaemonSetPods = clusterstate.DaemonSetTemplatePods(ds.Items)
 	}
+	snap.Reservations = o.reservationCounts(ctx, snap.EC2NodeClasses)
 	// The pod's own events only (the API server filters on
 	// involvedObject.uid), for the autoscaler's nominations and failures.
 	var events corev1.EventList
@@ -293,4 +312,34 @@ func (o *Options) pendingPodNames(cmd *cobra.Command) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// controllerTimeout bounds the read of the controller's reservation
+// counts, so that a slow controller cannot hold up the explanation.
+const controllerTimeout = 5 * time.Second
+
+// reservationCounts reads the controller's capacity reservation counts
+// when some EC2NodeClass lists a reservation; nil when none does or the
+// controller does not answer (the explanation then notes
+// ReservationsNote).
+func (o *Options) reservationCounts(ctx context.Context, classes []karpxv1.EC2NodeClass) *reservationreport.Report {
+	if o.Controller == nil || !slices.ContainsFunc(classes, func(c karpxv1.EC2NodeClass) bool { return len(c.Status.CapacityReservations) > 0 }) {
+		return nil
+	}
+	if o.Controller.Namespace == "" {
+		o.Controller.Namespace = throttle.DefaultNamespace
+	}
+	if o.Controller.Endpoint != "" {
+		if err := o.Controller.ValidateSource(); err != nil {
+			fmt.Fprintf(o.ErrOut, "capacity reservation counts unavailable: %v\n", err)
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, controllerTimeout)
+	defer cancel()
+	rep := &reservationreport.Report{}
+	if err := status.FetchJSON(ctx, o.Controller, reservationreport.HandlerPath, rep); err != nil {
+		return nil
+	}
+	return rep
 }

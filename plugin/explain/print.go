@@ -66,6 +66,7 @@ func (o *Options) print(ex *Explanation) error {
 	default:
 		fmt.Fprintf(o.Out, "No NodePool can launch a node for this pod.\n")
 	}
+	printReservations(o.Out, ex.Reservations)
 	if len(ex.NodeOverlays) > 0 {
 		fmt.Fprintf(o.Out, "\nNodeOverlays (weight descending, then name descending; the first that selects an offering sets its price):\n")
 		w := printers.GetNewTabWriter(o.Out)

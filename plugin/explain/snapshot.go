@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	karpxv1 "github.com/karpx/karpx/apis/v1"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation/reservationreport"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
 	"github.com/karpx/karpx/autoscaler/nodeoverlay"
 	"github.com/karpx/karpx/autoscaler/scheduling"
@@ -52,6 +53,9 @@ type Snapshot struct {
 	// Events are the pod's events (any source); Explain keeps the
 	// autoscalers' (AutoscalerSources).
 	Events []corev1.Event
+	// Reservations are the karpx controller's capacity reservation
+	// counts (reservationreport.HandlerPath); nil when it did not answer.
+	Reservations *reservationreport.Report
 	// Notes are added to the Explanation (parts of the cluster that could
 	// not be read).
 	Notes []string
@@ -151,6 +155,10 @@ type Explanation struct {
 	// NodeOverlays is one result per NodeOverlay, in the order they are
 	// evaluated (weight descending, then name descending).
 	NodeOverlays []NodeOverlayResult `json:"nodeOverlays,omitempty"`
+	// Reservations are the capacity reservations of the NodePools'
+	// EC2NodeClasses (status.capacityReservations) with their free and
+	// total places.
+	Reservations []ReservationResult `json:"reservations,omitempty"`
 	// Notes say which inputs were assumed or unavailable.
 	Notes []string `json:"notes"`
 }
@@ -325,6 +333,13 @@ func Explain(s *Snapshot) *Explanation {
 	if len(s.NodePools) == 0 {
 		ex.Notes = append(ex.Notes, "the cluster has no NodePool: nothing can launch a node")
 	}
+	ex.Reservations = s.usedReservations()
+	for _, r := range ex.Reservations {
+		if !r.Known {
+			ex.Notes = append(ex.Notes, ReservationsNote)
+			break
+		}
+	}
 	slices.SortStableFunc(ex.NodePools, func(a, b NodePoolResult) int {
 		if a.Weight != b.Weight {
 			return int(b.Weight) - int(a.Weight)
@@ -410,7 +425,7 @@ func (s *Snapshot) nodePoolInput(np *karpv1.NodePool, zones func(class *karpxv1.
 	if c := findCondition(class.Status.Conditions, "Ready"); c != nil && c.Status != metav1.ConditionTrue {
 		return scheduling.NodePoolInput{}, fmt.Sprintf("EC2NodeClass %q is not Ready (%s: %s)", class.Name, c.Reason, c.Message)
 	}
-	types := catalogTypes(zones(class))
+	types := withReservations(catalogTypes(zones(class)), s.reservations(class))
 	if ev != nil {
 		types = ev.Apply(np, types)
 	}

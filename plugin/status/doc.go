@@ -9,4 +9,8 @@
 // printer, or, with -o json|yaml|name|jsonpath=…, as a v1 List holding the
 // NodePools followed by the NodeClaims, like `kubectl get
 // nodepools,nodeclaims -o json`.
+//
+// Under the tables, a "Capacity reservations" table lists each
+// EC2NodeClass's status.capacityReservations (id, type, instance type,
+// zone, free/total places from the controller's report, end, state).
 package status

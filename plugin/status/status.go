@@ -331,6 +331,9 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if err := o.printReservations(ctx); err != nil {
+		return err
+	}
 	o.fromController(ctx, o.printBudget)
 	o.fromController(ctx, o.printDataSets)
 	o.fromController(ctx, o.printInstanceStatus)

@@ -202,9 +202,9 @@ func (c *CloudProvider) UnavailableOfferings() *instancetype.UnavailableOffering
 }
 
 // CapacityReservations is the capacity reservation provider the
-// EC2NodeClass status and the launches use, for the Capacity Block
-// expiration controller (its cache and its counts of free places are
-// shared).
+// EC2NodeClass status and the launches use: its cache and its counts of
+// free places are shared with the Capacity Block expiration controller
+// and the report `kubectl karpx` reads (Provider.Handler).
 func (c *CloudProvider) CapacityReservations() *capacityreservation.Provider { return c.reservations }
 
 // GetInstanceTypes implements cloudprovider.CloudProvider.

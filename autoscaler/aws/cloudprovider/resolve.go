@@ -13,6 +13,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/providers/ami"
 	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation/reservationreport"
 	"github.com/karpx/karpx/autoscaler/aws/providers/securitygroup"
 	"github.com/karpx/karpx/autoscaler/aws/providers/subnet"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -98,11 +99,10 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 }
 
 // ReservedPriceDivisor divides a type's on-demand price into the price of
-// its reserved offerings, so that reserved capacity, already paid for, is
-// preferred over on-demand and spot while consolidation keeps the types'
-// relative order (Karpenter's ReservedCapacityResolver@v1.14.0 uses the
-// same 10,000,000).
-const ReservedPriceDivisor = 10_000_000.0
+// its reserved offerings (reservationreport.ReservedPriceDivisor, which
+// `kubectl karpx explain` shares: 10,000,000 as in Karpenter's
+// ReservedCapacityResolver@v1.14.0).
+const ReservedPriceDivisor = reservationreport.ReservedPriceDivisor
 
 // addReservedOfferings adds one "reserved" offering per capacity
 // reservation of r.class.Status.CapacityReservations to the instance type
@@ -148,11 +148,12 @@ func (c *CloudProvider) addReservedOfferings(r *resolved) {
 				end = cr.EndTime.Time
 			}
 			expiring := cr.State == capacityreservation.StateExpiring || capacityreservation.Expiring(rtype, end, now)
+			free := c.reservations.Available(cr.ID)
 			it.Offerings = append(it.Offerings, cloudprovider.Offering{
 				Zone: cr.AvailabilityZone, CapacityType: cloudprovider.CapacityTypeReserved, PriceUSDPerHour: price,
-				Available: !expiring && c.reservations.Available(cr.ID) > 0 &&
+				Available: !expiring && free > 0 &&
 					!unavailable.IsUnavailable(it.Name, cr.AvailabilityZone, cloudprovider.CapacityTypeReserved),
-				ReservationID: cr.ID, ReservationType: rtype,
+				ReservationID: cr.ID, ReservationType: rtype, ReservationCapacity: free,
 			})
 		}
 	}

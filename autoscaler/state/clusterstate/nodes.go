@@ -3,6 +3,7 @@ package clusterstate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -171,7 +172,13 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 		for k, v := range nc.Labels {
 			labels[k] = v
 		}
-		out = append(out, scheduling.ExistingNode{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints, Available: allocatable.DeepCopy()})
+		en := scheduling.ExistingNode{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints, Available: allocatable.DeepCopy()}
+		if ids := nc.Annotations[scheduling.ReservationsAnnotationKey]; ids != "" && nc.Status.ProviderID == "" {
+			// Not launched yet: its planned reservation places are not
+			// in the cloud provider's count.
+			en.Reservations = strings.Split(ids, ",")
+		}
+		out = append(out, en)
 	}
 	return out
 }

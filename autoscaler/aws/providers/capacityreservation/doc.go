@@ -13,4 +13,8 @@
 // terms for cache.DefaultTTL, and stripped of reservations whose end has
 // passed. A term naming an unknown id selects nothing (EC2 answers
 // InvalidCapacityReservationId.NotFound).
+//
+// Provider.Handler serves each described reservation's total and free
+// places (package reservationreport) for `kubectl karpx status` and
+// `explain`, since status.capacityReservations carries no counts.
 package capacityreservation

@@ -2,8 +2,10 @@ package capacityreservation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -18,6 +20,7 @@ import (
 	v1 "github.com/karpx/karpx/apis/v1"
 	"github.com/karpx/karpx/autoscaler/aws/cache"
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
+	"github.com/karpx/karpx/autoscaler/aws/providers/capacityreservation/reservationreport"
 )
 
 // Reservation types (EC2 API Reference, CapacityReservation.ReservationType;
@@ -66,6 +69,8 @@ type Reservation struct {
 	Interruptible bool
 	// Available is AvailableInstanceCount when it was described.
 	Available int
+	// Total is TotalInstanceCount when it was described.
+	Total int
 }
 
 // Provider resolves capacity reservation selector terms and tracks the
@@ -80,12 +85,20 @@ type Provider struct {
 	// description, less the launches since (MarkLaunched), or 0 once a
 	// launch found it full (MarkUnavailable) until it is described again.
 	available map[string]int
+	// described is each reservation as last described, and when.
+	described map[string]described
+}
+
+// described is a reservation as last described, and when.
+type described struct {
+	r  Reservation
+	at time.Time
 }
 
 // NewProvider returns a Provider describing through api, each set of terms
 // cached for ttls.Default, expiry judged by clk.
 func NewProvider(api ec2api.API, ttls cache.TTLs, clk clock.PassiveClock) *Provider {
-	return &Provider{api: api, clk: clk, available: map[string]int{},
+	return &Provider{api: api, clk: clk, available: map[string]int{}, described: map[string]described{},
 		terms: cache.NewTermResolver[v1.CapacityReservationSelectorTerm](ttls.Default, func(r Reservation) string { return r.ID },
 			func(a, b Reservation) bool { return a.ID < b.ID })}
 }
@@ -164,7 +177,8 @@ func isNotFound(err error) bool {
 func fromEC2(cr ec2types.CapacityReservation) Reservation {
 	r := Reservation{ID: aws.ToString(cr.CapacityReservationId), InstanceType: aws.ToString(cr.InstanceType),
 		Zone: aws.ToString(cr.AvailabilityZone), OwnerID: aws.ToString(cr.OwnerId), InstanceMatchCriteria: string(cr.InstanceMatchCriteria),
-		Type: string(cr.ReservationType), Interruptible: aws.ToBool(cr.Interruptible), Available: int(aws.ToInt32(cr.AvailableInstanceCount))}
+		Type: string(cr.ReservationType), Interruptible: aws.ToBool(cr.Interruptible), Available: int(aws.ToInt32(cr.AvailableInstanceCount)),
+		Total: int(aws.ToInt32(cr.TotalInstanceCount))}
 	if r.Type == "" {
 		r.Type = TypeDefault
 	}
@@ -175,11 +189,44 @@ func fromEC2(cr ec2types.CapacityReservation) Reservation {
 }
 
 func (p *Provider) sync(rs []Reservation) {
+	now := p.clk.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range rs {
 		p.available[r.ID] = r.Available
+		p.described[r.ID] = described{r: r, at: now}
 	}
+}
+
+// Report returns every reservation described so far whose end has not
+// passed, with its free places as Available counts them, sorted by id.
+func (p *Provider) Report() reservationreport.Report {
+	now := p.clk.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := reservationreport.Report{Reservations: []reservationreport.Reservation{}}
+	for id, d := range p.described {
+		if !d.r.End.IsZero() && !d.r.End.After(now) {
+			continue
+		}
+		out.Reservations = append(out.Reservations, reservationreport.Reservation{ID: id, InstanceType: d.r.InstanceType, Zone: d.r.Zone,
+			Type: d.r.Type, Total: d.r.Total, Available: p.available[id], Described: d.at, End: d.r.End})
+	}
+	sort.Slice(out.Reservations, func(i, j int) bool { return out.Reservations[i].ID < out.Reservations[j].ID })
+	return out
+}
+
+// Handler serves Report as JSON (GET only), for the operator to mount at
+// reservationreport.HandlerPath.
+func (p *Provider) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(p.Report())
+	})
 }
 
 // Available returns the free places of reservation id as last known: 0

@@ -188,7 +188,7 @@ type PassResult struct {
 // Pass runs one disruption pass from the current cluster state: it moves
 // replacement-first commands along, keeps the Consolidatable and Drifted
 // conditions, deletes expired NodeClaims (forced, see expire), then tries
-// interruption (forced, see interruption), drift, emptiness, multi-node and
+// interruption (forced, see interruption), emptiness, drift, multi-node and
 // single-node consolidation in that order and starts the first command
 // one of them finds (emptiness may cover many nodes). It returns an error
 // when the state cannot be read or a command cannot be started.
@@ -213,7 +213,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+	// Karpenter v1.14's order after interruption: emptiness, drift,
+	// multi-node and single-node consolidation (NewMethods,
+	// pkg/controllers/disruption/controller.go@v1.14.3), so an empty
+	// drifted node is deleted as Empty.
+	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.emptiness, c.drift, c.multiNodeConsolidation, c.singleNodeConsolidation} {
 		cmd, err := method(ctx, s)
 		if err != nil {
 			return res, err
@@ -343,7 +347,7 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 		pods := s.cluster.Pods[node.Name]
 		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
-		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
+		cand.blocked, cand.blockedByPods = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
 		for _, p := range cand.pods {
 			if _, _, err := podset.DoNotDisruptActive(p, s.now); err != nil {
 				c.invalidDoNotDisrupt(p, err)

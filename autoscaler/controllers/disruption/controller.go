@@ -309,14 +309,21 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 }
 
 // count fills s.total and s.disrupting from the NodeClaims and returns the
-// NodeClaims some live NodeClaim replaces.
+// NodeClaims some live NodeClaim replaces. A NodeClaim whose instance is
+// already terminating (InstanceTerminating=True: drained, the
+// TerminateInstances call made) counts neither way, as in Karpenter's
+// BuildDisruptionBudgetMapping (pkg/controllers/disruption/helpers.go@v1.14.3):
+// with budget nodes "1" the next node's disruption starts once the
+// previous one is drained, not once its instance is gone.
 func (s *state) count() map[string]bool {
 	replacing := map[string]bool{}
 	for _, nc := range s.cluster.NodeClaims {
 		pool := nc.Labels[karpv1.NodePoolLabelKey]
-		s.total[pool]++
-		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
-			s.disrupting[pool]++
+		if !nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue() {
+			s.total[pool]++
+			if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
+				s.disrupting[pool]++
+			}
 		}
 		// A replacement stays out of reach until the node it replaces is
 		// completely gone: while that one drains, the replacement looks

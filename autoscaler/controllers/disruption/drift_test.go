@@ -218,3 +218,35 @@ func TestEmptyDriftedNodeIsDeletedAsEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetFreedOnceInstanceTerminating: with budget nodes "1", a
+// NodeClaim being deleted holds the budget until its instance is
+// terminating (InstanceTerminating=True), as Karpenter v1.14 counts it
+// (BuildDisruptionBudgetMapping, pkg/controllers/disruption/helpers.go@v1.14.3);
+// the control, still draining, holds it.
+func TestBudgetFreedOnceInstanceTerminating(t *testing.T) {
+	for name, tc := range map[string]struct {
+		terminating bool
+		want        int
+	}{
+		"previous node's instance terminating": {terminating: true, want: 1},
+		"previous node draining (control)":     {want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 30*time.Second, "1")
+			c.node("leaving", "p", time.Hour, nil)
+			leaving := c.objs[len(c.objs)-2].(*karpv1.NodeClaim)
+			now := metav1.NewTime(c.now)
+			leaving.DeletionTimestamp = &now
+			leaving.Finalizers = []string{karpv1.TerminationFinalizer}
+			if tc.terminating {
+				leaving.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
+			}
+			c.node("empty", "p", time.Hour, nil)
+			if res := c.pass(); len(res.Decisions) != tc.want {
+				t.Fatalf("decisions %v, want %d", res.Decisions, tc.want)
+			}
+		})
+	}
+}

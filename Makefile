@@ -83,8 +83,10 @@ UNIT_FLAGS ?=
 # in `make test` again. The field problems P1-P5 run on the real
 # Karpenter AWS provider (test/upstream TestUpstreamProblem*, each its own
 # control plane, 3-8 minutes together) are their own tier too: `make
-# problems-upstream`, a step of its own in .ci/run.
-TEST_SKIP ?= ^TestChaos|^TestUpstreamProblem
+# problems-upstream`, a step of its own in .ci/run. So are the
+# differential tests (test/upstream TestDifferential*: karpx and the real
+# Karpenter side by side, two control planes each): `make differential`.
+TEST_SKIP ?= ^TestChaos|^TestUpstreamProblem|^TestDifferential
 
 # TEST_BUILD_FLAGS: how `make test` and `make unit` build test binaries.
 # -vet=off: `make vet` runs go vet on every package (.ci/run runs it
@@ -524,6 +526,17 @@ problems-upstream: tools karpenter-aws ## Run P1-P5 against the real Karpenter A
 	PATH="$(BIN):$$PATH" KARPX_SCENARIO_LOG=$(ROOT)/_output/problems-upstream.log KARPX_PREBUILT_BIN=$(BIN) \
 		go test -json -count=1 $(TEST_BUILD_FLAGS) -timeout 30m -run '^TestUpstreamProblem' ./test/upstream | $(TESTTIMES) -report $(ROOT)/_output/problems-upstream-times.txt
 	@cat _output/problems-upstream.log 2>/dev/null || true
+
+# differential: drift, expiry, drain order and consolidation decisions of
+# karpx compared with the real Karpenter AWS provider's in the same
+# scenario, both run at once, each on its own control plane and ec2sim
+# (test/upstream TestDifferential*; results and accepted differences in
+# docs/karpenter-differences.md).
+.PHONY: differential
+differential: tools build karpenter-aws ## Run drift, expiry, drain order and consolidation on karpx and the real Karpenter AWS provider side by side and compare their decisions.
+	@mkdir -p _output
+	PATH="$(BIN):$$PATH" KARPX_PREBUILT_BIN=$(BIN) \
+		go test -json -count=1 $(TEST_BUILD_FLAGS) -timeout 40m -run '^TestDifferential' ./test/upstream | $(TESTTIMES) -report $(ROOT)/_output/differential-times.txt
 
 # The chaos suite, long version (five times the pods and faults of the
 # short version `make chaos-short` runs); figures in docs/reliability.md.

@@ -44,8 +44,13 @@
 // use (package test/problems) and assert what Karpenter does: the
 // problem where it reproduces (P3, P4: the controls of karpx's
 // scenarios), its behaviour where it does not (docs/problems.md); they
-// are their own tier, `make problems-upstream`, which `make test` skips. The
-// kwok test skips, naming the fix, without bin/karpenter-kwok; the AWS
+// are their own tier, `make problems-upstream`, which `make test` skips.
+// TestDifferentialConsolidation, TestDifferentialDrift,
+// TestDifferentialExpiry and TestDifferentialDrainOrder run one scenario
+// on karpx and on the AWS provider at once, each on its own control plane
+// and ec2sim, and compare the two sides' decisions normalised to the
+// nodes' pods (docs/karpenter-differences.md); they are a tier of their
+// own too, `make differential`. The kwok test skips, naming the fix, without bin/karpenter-kwok; the AWS
 // provider's tests fail without bin/karpenter-aws, which `make test`
 // builds.
 package upstream

@@ -288,6 +288,10 @@ func (e *problemEnv) startKarpx() string {
 		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00",
 		"AWS_SECRET_ACCESS_KEY=karpx-simulator-secret",
 		"AWS_EC2_METADATA_DISABLED=true",
+		// The status endpoints (default :8082) off, as metrics: two
+		// controllers on one machine (the differential tests, parallel
+		// test binaries) would fight over the port.
+		"STATUS_BIND_ADDRESS=0",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -50,6 +50,11 @@ type candidate struct {
 	price float64
 	// blocked says why no method may disrupt the node ("" when none).
 	blocked string
+	// blockedByPods is true when blocked names a pod (its
+	// karpenter.sh/do-not-disrupt or a PodDisruptionBudget), not the Node
+	// or the NodeClaim: drift disregards such a block on a NodeClaim with
+	// a terminationGracePeriod (eventualBlock).
+	blockedByPods bool
 	// unmodelled says why consolidation may not move its pods.
 	unmodelled string
 	// consolidatableAt is when consolidateAfter has passed since the last
@@ -92,29 +97,43 @@ func doNotDisrupt(obj metav1.Object) bool {
 	return obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey] == "true"
 }
 
+// eventualBlock returns why an eventual disruption (drift) may not start
+// on the candidate now, or "": its block (blocked), except that a block
+// by a pod (blockedByPods) does not hold a NodeClaim with a
+// spec.terminationGracePeriod, as in Karpenter's NewCandidate for the
+// eventual disruption class (pkg/controllers/disruption/types.go@v1.14.3):
+// the node is replaced, and its drain waits for that pod until the
+// terminationGracePeriod deadline (package termination).
+func (c *candidate) eventualBlock() string {
+	if c.blockedByPods && c.nc.Spec.TerminationGracePeriod != nil {
+		return ""
+	}
+	return c.blocked
+}
+
 // blockedBy returns why the node must not be disrupted by any method at
 // now, or "": do-not-disrupt on the NodeClaim, the Node or one of its pods
 // (podDoNotDisrupt), or a pod that a PodDisruptionBudget allowing no
-// disruption covers.
-func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now time.Time) string {
+// disruption covers. byPods is true when the reason is a pod.
+func blockedBy(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now time.Time) (why string, byPods bool) {
 	switch {
 	case doNotDisrupt(nc):
-		return fmt.Sprintf("NodeClaim has %s", karpv1.DoNotDisruptAnnotationKey)
+		return fmt.Sprintf("NodeClaim has %s", karpv1.DoNotDisruptAnnotationKey), false
 	case doNotDisrupt(node):
-		return fmt.Sprintf("Node has %s", karpv1.DoNotDisruptAnnotationKey)
+		return fmt.Sprintf("Node has %s", karpv1.DoNotDisruptAnnotationKey), false
 	}
 	for _, pod := range pods {
 		if active, until, _ := podset.DoNotDisruptActive(pod, now); active {
 			if !until.IsZero() {
-				return fmt.Sprintf("pod %s/%s has %s until %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, until.UTC().Format(time.RFC3339))
+				return fmt.Sprintf("pod %s/%s has %s until %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey, until.UTC().Format(time.RFC3339)), true
 			}
-			return fmt.Sprintf("pod %s/%s has %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)
+			return fmt.Sprintf("pod %s/%s has %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey), true
 		}
 		if pdb := blockingPDB(pod, pdbs); pdb != "" {
-			return fmt.Sprintf("PodDisruptionBudget %s allows no disruption of pod %s/%s", pdb, pod.Namespace, pod.Name)
+			return fmt.Sprintf("PodDisruptionBudget %s allows no disruption of pod %s/%s", pdb, pod.Namespace, pod.Name), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // blockingPDB returns the PodDisruptionBudget ("namespace/name") that would

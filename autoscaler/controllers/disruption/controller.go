@@ -188,7 +188,7 @@ type PassResult struct {
 // Pass runs one disruption pass from the current cluster state: it moves
 // replacement-first commands along, keeps the Consolidatable and Drifted
 // conditions, deletes expired NodeClaims (forced, see expire), then tries
-// interruption (forced, see interruption), drift, emptiness, multi-node and
+// interruption (forced, see interruption), emptiness, drift, multi-node and
 // single-node consolidation in that order and starts the first command
 // one of them finds (emptiness may cover many nodes). It returns an error
 // when the state cannot be read or a command cannot be started.
@@ -213,7 +213,11 @@ func (c *Controller) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.drift, c.emptiness, c.multiNodeConsolidation, c.singleNodeConsolidation} {
+	// Karpenter v1.14's order after interruption: emptiness, drift,
+	// multi-node and single-node consolidation (NewMethods,
+	// pkg/controllers/disruption/controller.go@v1.14.3), so an empty
+	// drifted node is deleted as Empty.
+	for _, method := range []func(context.Context, *state) (*command, error){c.interruption, c.emptiness, c.drift, c.multiNodeConsolidation, c.singleNodeConsolidation} {
 		cmd, err := method(ctx, s)
 		if err != nil {
 			return res, err
@@ -305,14 +309,21 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 }
 
 // count fills s.total and s.disrupting from the NodeClaims and returns the
-// NodeClaims some live NodeClaim replaces.
+// NodeClaims some live NodeClaim replaces. A NodeClaim whose instance is
+// already terminating (InstanceTerminating=True: drained, the
+// TerminateInstances call made) counts neither way, as in Karpenter's
+// BuildDisruptionBudgetMapping (pkg/controllers/disruption/helpers.go@v1.14.3):
+// with budget nodes "1" the next node's disruption starts once the
+// previous one is drained, not once its instance is gone.
 func (s *state) count() map[string]bool {
 	replacing := map[string]bool{}
 	for _, nc := range s.cluster.NodeClaims {
 		pool := nc.Labels[karpv1.NodePoolLabelKey]
-		s.total[pool]++
-		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
-			s.disrupting[pool]++
+		if !nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue() {
+			s.total[pool]++
+			if !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
+				s.disrupting[pool]++
+			}
 		}
 		// A replacement stays out of reach until the node it replaces is
 		// completely gone: while that one drains, the replacement looks
@@ -343,7 +354,7 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 		pods := s.cluster.Pods[node.Name]
 		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
 			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
-		cand.blocked = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
+		cand.blocked, cand.blockedByPods = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
 		for _, p := range cand.pods {
 			if _, _, err := podset.DoNotDisruptActive(p, s.now); err != nil {
 				c.invalidDoNotDisrupt(p, err)

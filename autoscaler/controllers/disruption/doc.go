@@ -36,7 +36,10 @@
 // duration, reasons), karpenter.sh/do-not-disrupt on pods, Nodes and
 // NodeClaims, PodDisruptionBudgets that allow no disruption, and the
 // NodePool limits (a replacement is planned by the same scheduling code as
-// provisioning). Pods whose constraints that code does not model block
+// provisioning). Drift, an eventual disruption in Karpenter v1.14, is not
+// held by a pod's do-not-disrupt or PodDisruptionBudget when the NodeClaim
+// has a spec.terminationGracePeriod: the node is replaced and its drain
+// waits for such pods until that deadline. Pods whose constraints that code does not model block
 // their node's consolidation. Consolidation simulates scheduling with every
 // pending pod included, and with the pods still on nodes being deleted or
 // tainted karpenter.sh/disrupted, which need room elsewhere, as Karpenter's

@@ -51,10 +51,10 @@ func TestPodDoNotDisrupt(t *testing.T) {
 	// blockedBy holds the node for an active duration, not after it.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default",
 		Annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: "30m"}}, Status: corev1.PodStatus{StartTime: &started}}
-	if why := blockedBy(&karpv1.NodeClaim{}, &corev1.Node{}, []*corev1.Pod{pod}, nil, now); why == "" {
+	if why, _ := blockedBy(&karpv1.NodeClaim{}, &corev1.Node{}, []*corev1.Pod{pod}, nil, now); why == "" {
 		t.Error("a pod protected for 10 more minutes does not hold its node")
 	}
-	if why := blockedBy(&karpv1.NodeClaim{}, &corev1.Node{}, []*corev1.Pod{pod}, nil, now.Add(11*time.Minute)); why != "" {
+	if why, _ := blockedBy(&karpv1.NodeClaim{}, &corev1.Node{}, []*corev1.Pod{pod}, nil, now.Add(11*time.Minute)); why != "" {
 		t.Errorf("a pod whose protection ended still holds its node: %s", why)
 	}
 }

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"context"
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 )
 
 // TestDriftReasons: the Drifted condition a pass writes carries the reason
@@ -145,5 +147,106 @@ func TestDisruptionEventsAreKarpenters(t *testing.T) {
 		if !contains(got, want) {
 			t.Errorf("drifted node replaced: events %q; want %q", got, want)
 		}
+	}
+}
+
+// TestDriftOfDoNotDisruptPodWithTerminationGracePeriod: drift is an
+// eventual disruption in Karpenter v1.14 (NewCandidate,
+// pkg/controllers/disruption/types.go@v1.14.3): a pod's
+// karpenter.sh/do-not-disrupt (or a PodDisruptionBudget) does not hold a
+// drifted NodeClaim that has a spec.terminationGracePeriod, whose drain
+// is bounded by it; the node is replaced first. The control: the same
+// node without terminationGracePeriod waits, and do-not-disrupt on the
+// NodeClaim holds it either way. TestDifferentialDrift compares it with
+// the real Karpenter.
+func TestDriftOfDoNotDisruptPodWithTerminationGracePeriod(t *testing.T) {
+	drifted := map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
+		karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}
+	for name, tc := range map[string]struct {
+		grace       *metav1.Duration
+		nodeClaimDo bool
+		replaced    bool
+	}{
+		"terminationGracePeriod set":                 {grace: &metav1.Duration{Duration: time.Minute}, replaced: true},
+		"no terminationGracePeriod (control)":        {},
+		"do-not-disrupt on the NodeClaim, grace set": {grace: &metav1.Duration{Duration: time.Minute}, nodeClaimDo: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
+			annotations := maps.Clone(drifted)
+			if tc.nodeClaimDo {
+				annotations[karpv1.DoNotDisruptAnnotationKey] = "true"
+			}
+			n := c.node("old", "p", 3*time.Hour, annotations)
+			c.objs[len(c.objs)-2].(*karpv1.NodeClaim).Spec.TerminationGracePeriod = tc.grace
+			c.pod("web", n, "1500m", map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"})
+			res := c.pass()
+			var got karpv1.NodeClaim
+			if err := c.kube.Get(context.Background(), client.ObjectKey{Name: "old"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if replaced := got.Annotations[disruption.ReplacementsAnnotationKey] != ""; replaced != tc.replaced {
+				t.Errorf("replaced %v (decisions %v), want %v", replaced, res.Decisions, tc.replaced)
+			}
+		})
+	}
+}
+
+// TestEmptyDriftedNodeIsDeletedAsEmpty: Karpenter v1.14 tries emptiness
+// before drift (NewMethods, pkg/controllers/disruption/controller.go@v1.14.3),
+// so a node that is both empty (and consolidatable) and drifted is deleted
+// with reason Empty, not Drifted; the control, the same drifted node not
+// yet consolidatable, is disrupted as Drifted.
+func TestEmptyDriftedNodeIsDeletedAsEmpty(t *testing.T) {
+	drifted := map[string]string{karpv1.NodePoolHashAnnotationKey: "launched-from-an-older-template",
+		karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}
+	for name, tc := range map[string]struct {
+		consolidateAfter time.Duration
+		want             string
+	}{
+		"consolidatable":                   {consolidateAfter: 30 * time.Second, want: "emptiness/delete: old"},
+		"not yet consolidatable (control)": {consolidateAfter: 5 * time.Hour, want: "drift/delete: old"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, tc.consolidateAfter, "100%")
+			c.node("old", "p", time.Hour, maps.Clone(drifted))
+			if res := c.pass(); len(res.Decisions) != 1 || res.Decisions[0] != tc.want {
+				t.Fatalf("decisions %v, want [%s]", res.Decisions, tc.want)
+			}
+		})
+	}
+}
+
+// TestBudgetFreedOnceInstanceTerminating: with budget nodes "1", a
+// NodeClaim being deleted holds the budget until its instance is
+// terminating (InstanceTerminating=True), as Karpenter v1.14 counts it
+// (BuildDisruptionBudgetMapping, pkg/controllers/disruption/helpers.go@v1.14.3);
+// the control, still draining, holds it.
+func TestBudgetFreedOnceInstanceTerminating(t *testing.T) {
+	for name, tc := range map[string]struct {
+		terminating bool
+		want        int
+	}{
+		"previous node's instance terminating": {terminating: true, want: 1},
+		"previous node draining (control)":     {want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 30*time.Second, "1")
+			c.node("leaving", "p", time.Hour, nil)
+			leaving := c.objs[len(c.objs)-2].(*karpv1.NodeClaim)
+			now := metav1.NewTime(c.now)
+			leaving.DeletionTimestamp = &now
+			leaving.Finalizers = []string{karpv1.TerminationFinalizer}
+			if tc.terminating {
+				leaving.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
+			}
+			c.node("empty", "p", time.Hour, nil)
+			if res := c.pass(); len(res.Decisions) != tc.want {
+				t.Fatalf("decisions %v, want %d", res.Decisions, tc.want)
+			}
+		})
 	}
 }

@@ -68,7 +68,7 @@ func (c *Controller) recordPassMetrics(s *state) {
 
 	drifted, empty, underutilized := 0, 0, 0
 	for _, cand := range s.candidates {
-		if cond := cand.nc.StatusConditions().Get(karpv1.ConditionTypeDrifted); cond != nil && cond.IsTrue() && cand.blocked == "" {
+		if cond := cand.nc.StatusConditions().Get(karpv1.ConditionTypeDrifted); cond != nil && cond.IsTrue() && cand.eventualBlock() == "" {
 			drifted++
 		}
 		if len(cand.pods) == 0 && cand.blocked == "" && cand.consolidatable(s.now) {

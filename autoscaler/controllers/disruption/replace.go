@@ -69,8 +69,8 @@ func (c *Controller) replaceFirst(_ context.Context, s *state, method, reason st
 		if cause == "" {
 			continue
 		}
-		if cand.blocked != "" {
-			c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: %s", reason, cause, cand.blocked))
+		if block := cand.eventualBlock(); block != "" {
+			c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: %s", reason, cause, block))
 			continue
 		}
 		if c.allowed(s, cand.pool, reason) < 1 {

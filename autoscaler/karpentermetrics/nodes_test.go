@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -163,47 +164,60 @@ func TestNodeGauges(t *testing.T) {
 }
 
 // BenchmarkStateCollectorScrape collects every family of the state
-// collector over 2,000 nodes (10 pods each, one a DaemonSet's) and 20,000
-// pods, read through a podcache.Lister as the controller reads them.
+// collector over 2,000 nodes (10 pods each, one a DaemonSet's, 200 of
+// them Pending) and 20,000 pods. Nodes, NodeClaims and NodePools are
+// listed as controller-runtime's cache lists them (a deep copy of each
+// object), pods through a podcache.Lister as the controller reads them
+// (pointers, no copy). Sub-benchmarks: the whole scrape (Collect), and
+// the per-node and per-pod families alone.
 func BenchmarkStateCollectorScrape(b *testing.B) {
 	const nodes, podsPerNode = 2000, 10
-	var objs []client.Object
-	var pods []*corev1.Pod
+	r := &memReader{}
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Limits: karpv1.Limits(rl("cpu", "10000"))},
+		Status: karpv1.NodePoolStatus{Resources: rl("cpu", "8000", "memory", "30000Gi")}}
+	r.pools = []karpv1.NodePool{*pool}
 	for i := range nodes {
 		name := fmt.Sprintf("n%d", i)
-		objs = append(objs, &corev1.Node{
+		r.nodes = append(r.nodes, corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "default",
-				corev1.LabelTopologyZone: "us-east-1a", corev1.LabelInstanceTypeStable: "m5.xlarge", karpv1.CapacityTypeLabelKey: "spot"}},
+				corev1.LabelTopologyZone: "us-east-1a", corev1.LabelInstanceTypeStable: "m5.xlarge", karpv1.CapacityTypeLabelKey: "spot",
+				corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", "karpenter.k8s.aws/instance-family": "m5"}},
 			Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
 			Status: corev1.NodeStatus{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "58", "ephemeral-storage", "20Gi"),
 				Allocatable: rl("cpu", "3920m", "memory", "15Gi", "pods", "58", "ephemeral-storage", "18Gi")},
 		})
 		nc := claim("c"+name, "default", "spot")
 		nc.Status.ProviderID = "aws:///us-east-1a/i-" + name
-		objs = append(objs, nc)
+		nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+		r.claims = append(r.claims, *nc)
 		for j := range podsPerNode {
 			p := boundPod(fmt.Sprintf("%s-p%d", name, j), name, rl("cpu", "250m", "memory", "512Mi"), rl("memory", "1Gi"))
-			if j == 0 {
-				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u"}}
+			p.UID = types.UID(p.Name)
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d4", UID: "u"}}
+			switch j {
+			case 0:
+				p.OwnerReferences[0].Kind, p.OwnerReferences[0].Name = "DaemonSet", "agent"
+			case 1:
+				p.Spec.NodeName, p.Status.Phase = "", corev1.PodPending
 			}
-			pods = append(pods, p)
+			r.pods = append(r.pods, p)
 		}
 	}
-	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
-	c := &StateCollector{Reader: podLister{kube, pods}}
+	c := &StateCollector{Reader: r}
 	c.Synced.Store(true)
-	var nodeList corev1.NodeList
-	if err := kube.List(context.Background(), &nodeList); err != nil {
-		b.Fatal(err)
-	}
 	managed := map[string]bool{}
-	for i := range nodeList.Items {
-		managed[nodeList.Items[i].Spec.ProviderID] = true
+	byName := map[string]*corev1.Node{}
+	for i := range r.nodes {
+		managed[r.nodes[i].Spec.ProviderID] = true
+		byName[r.nodes[i].Name] = &r.nodes[i]
 	}
 	now := time.Now()
 	b.Run("Collect", func(b *testing.B) { benchCollect(b, c.Collect) })
 	b.Run("collectNodes", func(b *testing.B) {
-		benchCollect(b, func(ch chan<- prometheus.Metric) { collectNodes(ch, nodeList.Items, pods, managed, now) })
+		benchCollect(b, func(ch chan<- prometheus.Metric) { collectNodes(ch, r.nodes, r.pods, managed, now) })
+	})
+	b.Run("collectPods", func(b *testing.B) {
+		benchCollect(b, func(ch chan<- prometheus.Metric) { collectPods(ch, r.pods, byName, nil, now) })
 	})
 }
 
@@ -229,11 +243,38 @@ func benchCollect(b *testing.B, collect func(chan<- prometheus.Metric)) {
 	b.ReportMetric(float64(<-done)/float64(b.N), "series/op")
 }
 
-// podLister is a client.Reader whose pods are a fixed slice of pointers,
-// as podcache.Client serves the informer store's.
-type podLister struct {
+// memReader lists NodePools, NodeClaims and Nodes as deep copies of its
+// slices (as controller-runtime's cache copies each object it lists) and
+// pods as the pointers it holds (podcache.Lister).
+type memReader struct {
 	client.Reader
-	pods []*corev1.Pod
+	pools  []karpv1.NodePool
+	claims []karpv1.NodeClaim
+	nodes  []corev1.Node
+	pods   []*corev1.Pod
 }
 
-func (p podLister) ListPods(ctx context.Context) ([]*corev1.Pod, error) { return p.pods, nil }
+func (r *memReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	switch l := list.(type) {
+	case *karpv1.NodePoolList:
+		l.Items = make([]karpv1.NodePool, len(r.pools))
+		for i := range r.pools {
+			r.pools[i].DeepCopyInto(&l.Items[i])
+		}
+	case *karpv1.NodeClaimList:
+		l.Items = make([]karpv1.NodeClaim, len(r.claims))
+		for i := range r.claims {
+			r.claims[i].DeepCopyInto(&l.Items[i])
+		}
+	case *corev1.NodeList:
+		l.Items = make([]corev1.Node, len(r.nodes))
+		for i := range r.nodes {
+			r.nodes[i].DeepCopyInto(&l.Items[i])
+		}
+	default:
+		return fmt.Errorf("memReader cannot list %T", list)
+	}
+	return nil
+}
+
+func (r *memReader) ListPods(context.Context) ([]*corev1.Pod, error) { return r.pods, nil }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +66,7 @@ func Register(ctx context.Context, mgr manager.Manager) error {
 		pod, ok2 := newObj.(*corev1.Pod)
 		if ok1 && ok2 {
 			ObservePodStartup(old, pod)
+			ObservePodBound(old, pod)
 		}
 	}})
 	return err
@@ -102,8 +105,9 @@ func podReady(pod *corev1.Pod) *corev1.PodCondition {
 // StateCollector is a prometheus.Collector that reports, at each scrape,
 // karpenter_cluster_state_synced, and once synced
 // karpenter_cluster_state_node_count, karpenter_nodepools_usage and
-// _limit, karpx_nodeclaims, the per-node families (collectNodes) and
-// karpenter_cluster_utilization_percent, read from Reader (the manager's
+// _limit, karpx_nodeclaims, the per-node families (collectNodes),
+// karpenter_cluster_utilization_percent, karpenter_pods_state and the
+// pods' unstarted and unbound times (collectPods), read from Reader (the manager's
 // cache: no API request).
 type StateCollector struct {
 	// Reader lists NodePools, NodeClaims, Nodes and Pods; when it is a
@@ -114,6 +118,11 @@ type StateCollector struct {
 	Clock clock.PassiveClock
 	// Synced is true once Reader's caches have synced.
 	Synced atomic.Bool
+
+	// mu guards seenPending, the UIDs of pods the last scrape saw Pending
+	// and not started since (karpenter_pods_unstarted_time_seconds).
+	mu          sync.Mutex
+	seenPending map[types.UID]bool
 }
 
 // Describe implements prometheus.Collector.
@@ -124,7 +133,8 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStateNodeCountDesc
 	ch <- nodeClaimsDesc
 	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodeTotalPodRequestsDesc, nodeTotalPodLimitsDesc,
-		nodeTotalDaemonRequestsDesc, nodeTotalDaemonLimitsDesc, nodeSystemOverheadDesc, nodeCurrentLifetimeDesc, clusterUtilizationDesc} {
+		nodeTotalDaemonRequestsDesc, nodeTotalDaemonLimitsDesc, nodeSystemOverheadDesc, nodeCurrentLifetimeDesc, clusterUtilizationDesc,
+		podStateDesc, podUnstartedDesc, podUnboundDesc} {
 		ch <- d
 	}
 }
@@ -160,7 +170,15 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			managed[id] = true
 		}
 	}
-	collectNodes(ch, nodes.Items, pods, managed, clk.Now())
+	now := clk.Now()
+	collectNodes(ch, nodes.Items, pods, managed, now)
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	c.mu.Lock()
+	c.seenPending = collectPods(ch, pods, byName, c.seenPending, now)
+	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(clusterStateSyncedDesc, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(clusterStateNodeCountDesc, prometheus.GaugeValue, float64(NodeCount(claims.Items, nodes.Items)))
 	type poolPhase struct{ pool, phase string }

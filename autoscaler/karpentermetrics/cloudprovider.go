@@ -23,7 +23,9 @@ const (
 // karpenter_cloudprovider_duration_seconds and every error counted in
 // karpenter_cloudprovider_errors_total, labelled controller (the caller,
 // one of the Controller* names), the method name and provider (for example
-// "aws"). The result implements only cloudprovider.CloudProvider: type
+// "aws"). GetInstanceTypes' answers also set the instance type families
+// (karpenter_cloudprovider_instance_type_*, recordInstanceTypes). The
+// result implements only cloudprovider.CloudProvider: type
 // assertions for optional interfaces must be made on cloud itself. Calls
 // are timed on the wall clock; DecorateWithClock takes another.
 func Decorate(cloud cloudprovider.CloudProvider, controller, provider string) cloudprovider.CloudProvider {
@@ -98,6 +100,9 @@ func (d *decorator) GetInstanceTypes(ctx context.Context, np *karpv1.NodePool) (
 	start := d.clk.Now()
 	out, err := d.cloud.GetInstanceTypes(ctx, np)
 	d.observe("GetInstanceTypes", start, err)
+	if err == nil && np != nil {
+		recordInstanceTypes(np.Name, out, d.clk.Now())
+	}
 	return out, err
 }
 

@@ -19,9 +19,13 @@
 // Controllers record through the functions of this package
 // (NodeClaimCreated, NodeClaimTerminated, NodeClaimDisrupted,
 // NodeClaimRepaired, ObserveScheduling; for node termination NodeDrained, NodeTerminated,
-// EvictionRequest, PodsDrained) and a Decorate-d CloudProvider; Register
-// adds the families that are read from the API server (NodePool usage and
-// limits, cluster state, pod startup) to a manager. docs/metrics.md lists
+// EvictionRequest, PodsDrained) and a Decorate-d CloudProvider (whose
+// GetInstanceTypes answers also set the karpenter_cloudprovider_instance_type_*
+// gauges); Register adds the families that are read from the manager's
+// cache at each scrape (NodePool usage and limits, cluster state, the
+// per-node karpenter_nodes_* gauges and karpenter_cluster_utilization_percent,
+// karpenter_pods_state and the pods' unstarted and unbound times) and
+// those observed from the pod informer (pod startup and bound durations). docs/metrics.md lists
 // every Karpenter v1.14 family, exported or why not;
 // TestEveryKarpenterMetricFamilyListed keeps that list complete.
 package karpentermetrics

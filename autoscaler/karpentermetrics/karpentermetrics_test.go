@@ -268,7 +268,7 @@ karpx_nodeclaims{nodepool="default",phase="Launched"} 0
 karpx_nodeclaims{nodepool="default",phase="Pending"} 1
 karpx_nodeclaims{nodepool="default",phase="Registered"} 1
 karpx_nodeclaims{nodepool="default",phase="Terminating"} 0
-`)); err != nil {
+`), MetricClusterStateNodeCount, MetricClusterStateSynced, MetricNodePoolLimit, MetricNodePoolUsage, MetricNodeClaims); err != nil {
 		t.Errorf("after sync: %v", err)
 	}
 }

@@ -4,27 +4,39 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/state/podcache"
 )
 
 // Register adds to mgr what reports the families read from the API
 // server: karpenter_nodepools_usage and _limit, karpenter_cluster_state_synced
-// and _node_count (computed from the manager's cache at each scrape) and
+// and _node_count, the per-node families (karpenter_nodes_allocatable,
+// _total_pod_requests, ...) and karpenter_cluster_utilization_percent
+// (computed from the manager's cache at each scrape, pods read as
+// pointers from the informer store) and
 // karpenter_pods_startup_duration_seconds (from the pod informer). A
 // second Register in the same process (tests run several managers)
 // replaces the previous state collector. It returns the informer's error.
 func Register(ctx context.Context, mgr manager.Manager) error {
-	c := &StateCollector{Reader: mgr.GetCache()}
+	reader, err := podcache.New(ctx, mgr.GetClient(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	c := &StateCollector{Reader: reader}
 	if err := mgr.Add(syncWatcher(func(ctx context.Context) error {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			c.Synced.Store(true)
@@ -54,6 +66,7 @@ func Register(ctx context.Context, mgr manager.Manager) error {
 		pod, ok2 := newObj.(*corev1.Pod)
 		if ok1 && ok2 {
 			ObservePodStartup(old, pod)
+			ObservePodBound(old, pod)
 		}
 	}})
 	return err
@@ -92,13 +105,24 @@ func podReady(pod *corev1.Pod) *corev1.PodCondition {
 // StateCollector is a prometheus.Collector that reports, at each scrape,
 // karpenter_cluster_state_synced, and once synced
 // karpenter_cluster_state_node_count, karpenter_nodepools_usage and
-// _limit, and karpx_nodeclaims, read from Reader (the manager's cache: no
-// API request).
+// _limit, karpx_nodeclaims, the per-node families (collectNodes),
+// karpenter_cluster_utilization_percent, karpenter_pods_state and the
+// pods' unstarted and unbound times (collectPods), read from Reader (the manager's
+// cache: no API request).
 type StateCollector struct {
-	// Reader lists NodePools, NodeClaims and Nodes.
+	// Reader lists NodePools, NodeClaims, Nodes and Pods; when it is a
+	// podcache.Lister the pods are read as pointers to the informer
+	// store's objects, without copying them.
 	Reader client.Reader
+	// Clock is the time node lifetimes are measured to; nil is the real clock.
+	Clock clock.PassiveClock
 	// Synced is true once Reader's caches have synced.
 	Synced atomic.Bool
+
+	// mu guards seenPending, the UIDs of pods the last scrape saw Pending
+	// and not started since (karpenter_pods_unstarted_time_seconds).
+	mu          sync.Mutex
+	seenPending map[types.UID]bool
 }
 
 // Describe implements prometheus.Collector.
@@ -108,6 +132,11 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStateSyncedDesc
 	ch <- clusterStateNodeCountDesc
 	ch <- nodeClaimsDesc
+	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodeTotalPodRequestsDesc, nodeTotalPodLimitsDesc,
+		nodeTotalDaemonRequestsDesc, nodeTotalDaemonLimitsDesc, nodeSystemOverheadDesc, nodeCurrentLifetimeDesc, clusterUtilizationDesc,
+		podStateDesc, podUnstartedDesc, podUnboundDesc} {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector. A failed list reports synced 0
@@ -126,6 +155,30 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(clusterStateSyncedDesc, prometheus.GaugeValue, 0)
 		return
 	}
+	pods, err := podcache.List(ctx, c.Reader)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(clusterStateSyncedDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if c.Clock != nil {
+		clk = c.Clock
+	}
+	managed := make(map[string]bool, len(claims.Items))
+	for i := range claims.Items {
+		if id := claims.Items[i].Status.ProviderID; id != "" {
+			managed[id] = true
+		}
+	}
+	now := clk.Now()
+	collectNodes(ch, nodes.Items, pods, managed, now)
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	c.mu.Lock()
+	c.seenPending = collectPods(ch, pods, byName, c.seenPending, now)
+	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(clusterStateSyncedDesc, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(clusterStateNodeCountDesc, prometheus.GaugeValue, float64(NodeCount(claims.Items, nodes.Items)))
 	type poolPhase struct{ pool, phase string }

@@ -48,7 +48,8 @@ const (
 	// throttle well below the rate that caused it.
 	DefaultAdaptiveRecovery = 2 * time.Minute
 	// DefaultAdaptiveStart is the factor a bucket starts at, growing to 1
-	// over the recovery time: a client that has just started does not
+	// over the recovery time, or sooner with unthrottled answers
+	// (onAnswered): a client that has just started does not
 	// know how much of the account's buckets its neighbours use, so, like
 	// TCP's slow start, it begins below its configured share. Half of the
 	// default fraction is a quarter of AWS's bucket, which fits beside

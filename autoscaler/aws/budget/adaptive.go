@@ -48,7 +48,8 @@ const (
 	// throttle well below the rate that caused it.
 	DefaultAdaptiveRecovery = 2 * time.Minute
 	// DefaultAdaptiveStart is the factor a bucket starts at, growing to 1
-	// over the recovery time: a client that has just started does not
+	// over the recovery time, or sooner with unthrottled answers
+	// (onAnswered): a client that has just started does not
 	// know how much of the account's buckets its neighbours use, so, like
 	// TCP's slow start, it begins below its configured share. Half of the
 	// default fraction is a quarter of AWS's bucket, which fits beside
@@ -69,6 +70,10 @@ type adaptState struct {
 	// throttled is true once AWS throttled the bucket's action (before,
 	// decreasedAt is the start of the slow start).
 	throttled bool
+	// grown is the factor the slow start earned from answers AWS gave
+	// without throttling (onAnswered), on top of its growth with time;
+	// unused once throttled.
+	grown float64
 }
 
 // startAdaptation starts b at the start factor, growing from now.
@@ -109,6 +114,47 @@ func (b *bucket) onThrottled(now time.Time) bool {
 	return true
 }
 
+// onAnswered grows a bucket in its slow start after AWS answered one of
+// its calls without throttling it at now, as TCP's slow start widens its
+// window with every acknowledgement: each such answer adds 1/Size of the
+// way from the start factor to the configured share, and the tokens the
+// larger size makes room for, so that once a configured bucket's worth
+// of calls went through unthrottled the bucket runs at its configured
+// share (the time-based growth alone takes AdaptiveRecovery, 2 minutes,
+// during which a burst of launches right after the controller starts
+// waited for a quarter of AWS's CreateFleet rate). A bucket AWS has
+// throttled, or at its share, or with adaptation off, is left alone: its
+// recovery stays time-based.
+func (b *bucket) onAnswered(now time.Time) {
+	if b.adaptOff {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.adapt.throttled || b.adapt.factor >= 1 {
+		return
+	}
+	b.recoverLocked(now)
+	before, _ := b.effectiveLocked()
+	b.adapt.grown += (1 - b.adapt.low) / b.spec.Size
+	b.recoverLocked(now)
+	after, _ := b.effectiveLocked()
+	if after <= before {
+		return
+	}
+	b.setTokensLocked(now, min(after, b.lim.TokensAt(now)+after-before))
+	b.scheduleLocked(now) // waiting calls may be served now
+}
+
+// setTokensLocked makes b's limiter hold tokens (rounded down, within its
+// burst) at now, keeping its rate and burst: rate.Limiter has no way to
+// add tokens, so a new one replaces it. b.mu is held.
+func (b *bucket) setTokensLocked(now time.Time, tokens float64) {
+	lim := rate.NewLimiter(b.lim.Limit(), b.lim.Burst())
+	lim.AllowN(now, lim.Burst()-int(max(0, math.Floor(tokens))))
+	b.lim = lim
+}
+
 // recoverLocked grows b's factor linearly from its last decrease back to 1
 // over the recovery time.
 func (b *bucket) recoverLocked(now time.Time) {
@@ -117,7 +163,11 @@ func (b *bucket) recoverLocked(now time.Time) {
 	}
 	f := 1.0
 	if b.adaptRecovery > 0 {
-		f = min(1, b.adapt.low+(1-b.adapt.low)*now.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds())
+		f = b.adapt.low + (1-b.adapt.low)*now.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds()
+		if !b.adapt.throttled {
+			f += b.adapt.grown
+		}
+		f = min(1, f)
 	}
 	if f != b.adapt.factor {
 		b.adapt.factor = f

@@ -211,3 +211,56 @@ func TestAdaptiveSlowStart(t *testing.T) {
 		t.Errorf("after the recovery time: %+v, want all 25 tokens", a.Adaptive)
 	}
 }
+
+// TestAdaptiveSlowStartGrowsWithAnswers: in its slow start a bucket grows
+// with every answer AWS gives without throttling, tokens included, so a
+// burst right after the start is not held to the slow start's quarter of
+// AWS's rate for the whole recovery time (issue 29: a hundred CreateFleet
+// calls waited up to 28 s for it); a throttled answer ends that growth.
+// The clock never moves: every token here comes from answers.
+func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
+	clk := newFakeClock()
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := newLimited(t, e, budget.Options{Clock: clk, AdaptiveRecovery: time.Hour})
+	a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
+	if a.Adaptive.Factor != budget.DefaultAdaptiveStart || a.Tokens != 25 {
+		t.Fatalf("new DescribeSubnets bucket %+v, want the slow start's 25 of 50 tokens", a)
+	}
+	// 25 tokens at the start and half a token more per answer: 48 calls
+	// go without waiting on a clock that does not move (without the
+	// growth, the 26th would wait).
+	const calls = 48
+	for i := range calls {
+		if a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating); a.Tokens < 1 {
+			t.Fatalf("call %d of %d would wait: %+v", i+1, calls, a)
+		}
+		if _, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a = actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
+	if math.Abs(a.Adaptive.Factor-0.98) > 1e-9 || a.Adaptive.Size != 49 || a.Adaptive.Slowdowns != 0 {
+		t.Errorf("after %d unthrottled answers: %+v, want factor 0.98 (0.5 + 48 × 0.5/50), 49 tokens, no slow-down", calls, a.Adaptive)
+	}
+	if a := actionOf(t, api.Snapshot(), "DescribeImages", awsquota.NonMutating).Adaptive; a.Factor != budget.DefaultAdaptiveStart {
+		t.Errorf("DescribeImages adaptive %+v, want its own slow start untouched", a)
+	}
+
+	// A throttled answer ends the growth: the retry's unthrottled answer
+	// leaves the halved factor as it is.
+	pc := newPacedClock()
+	throttled := newLimited(t, e, budget.Options{Clock: pc, AdaptiveRecovery: time.Hour})
+	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.run(func() error {
+		_, err := throttled.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(3))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// An hour's recovery moves the factor by about 1e-4 per second.
+	if a := actionOf(t, throttled.Snapshot(), "DescribeSubnets", awsquota.NonMutating).Adaptive; math.Abs(a.Factor-0.25) > 0.01 || a.Slowdowns != 1 {
+		t.Errorf("after a throttled answer and its retry: %+v, want factor 0.25 (the slow start's 0.5 halved) and 1 slow-down", a)
+	}
+}

@@ -24,7 +24,8 @@ type bucket struct {
 	category   awsquota.Category
 	unfiltered bool
 	spec       awsquota.Bucket // effective size and refill, after Options.Fraction
-	lim        *rate.Limiter
+	// lim holds the tokens; guarded by mu (onAnswered replaces it).
+	lim *rate.Limiter
 	// reserve is the number of tokens a Speculative call must leave.
 	reserve float64
 	// specWait is the longest a Speculative call queues.
@@ -66,7 +67,11 @@ func newBucket(action string, cat awsquota.Category, unfiltered bool, aws awsquo
 }
 
 // tokens returns the tokens in the bucket now.
-func (b *bucket) tokens() float64 { return b.lim.TokensAt(b.clock.Now()) }
+func (b *bucket) tokens() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lim.TokensAt(b.clock.Now())
+}
 
 // need is the number of tokens the bucket must hold to serve p.
 func (b *bucket) need(p cloudprovider.Priority) float64 {

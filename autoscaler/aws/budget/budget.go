@@ -65,8 +65,9 @@ type Options struct {
 	AdaptiveRecovery time.Duration
 	// AdaptiveStart, in (0, 1], is the share of its configured size and
 	// rate a bucket starts at, growing linearly to all of it over
-	// AdaptiveRecovery (a slow start). Zero means DefaultAdaptiveStart; 1
-	// starts at the configured rate.
+	// AdaptiveRecovery and, until AWS first throttles its action, by
+	// 1/size of the way with every unthrottled answer (a slow start).
+	// Zero means DefaultAdaptiveStart; 1 starts at the configured rate.
 	AdaptiveStart float64
 	// Clock tells the time for the buckets' refill, waits and adaptation
 	// (a k8s.io/utils/clock testing.FakeClock makes them deterministic in

@@ -105,8 +105,12 @@ func (attempts) HandleFinalize(ctx context.Context, in middleware.FinalizeInput,
 		}
 	}
 	out, md, err := next.HandleFinalize(ctx, in)
-	if code := ec2api.Code(err); isThrottle(code) {
+	switch code := ec2api.Code(err); {
+	case isThrottle(code):
 		c.throttled(code)
+	case err == nil || code != "":
+		// AWS answered without throttling: its bucket had room.
+		c.b.onAnswered(c.b.clock.Now())
 	}
 	return out, md, err
 }

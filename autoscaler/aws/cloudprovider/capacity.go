@@ -57,13 +57,3 @@ func (c *CloudProvider) ObserveNode(ctx context.Context, node *corev1.Node) (cap
 	c.capacity.Observe(key, node.Name, node.Status.Allocatable)
 	return key, true, nil
 }
-
-// findType returns the instance type named name among its.
-func findType(its []*cloudprovider.InstanceType, name string) (*cloudprovider.InstanceType, bool) {
-	for _, it := range its {
-		if it.Name == name {
-			return it, true
-		}
-	}
-	return nil, false
-}

@@ -81,8 +81,9 @@ func (c *CloudProvider) resolve(ctx context.Context, name string) (*resolved, er
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: listing instance types: %w", name, err)
 	}
+	sel := ami.NewSelector(r.amis)
 	for _, it := range types {
-		if a, ok := ami.Select(r.amis, it.Labels); ok {
+		if a, ok := sel.Select(it.Labels); ok {
 			// Problem P3: what the type offers depends on its AMI and
 			// the class's kubelet settings, and is learned from Nodes.
 			it.Allocatable = c.allocatable(it, a.ID, class)

@@ -419,30 +419,40 @@ func startAWSEnv(t *testing.T, timeout time.Duration, gates string, seed func(*e
 	if testing.Short() {
 		t.Skip("needs a real control plane and bin/karpenter-aws; skipped with -short")
 	}
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	kube, err := client.New(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// EKS DescribeCluster answers with the control plane's endpoint and
-	// CA, as Karpenter resolves AL2023's cluster CIDR and bootstrap from it.
-	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
+	e, endpoint := startSimEnv(t, timeout)
 	if seed != nil {
-		seed(sim)
+		seed(e.sim)
 	}
 	opts := AWSOptions{Endpoint: endpoint}
 	if gates != "" {
 		opts.Env = []string{"FEATURE_GATES=" + gates}
 	}
-	k := StartAWSForTest(t, c, opts)
+	k := StartAWSForTest(t, e.cluster, opts)
 	t.Logf("control plane, ec2sim and Karpenter AWS %s (FEATURE_GATES %q) ready in %s (Karpenter log: %s)",
 		AWSVersion, gates, time.Since(start).Round(time.Millisecond), k.LogPath)
-	return &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}
+	return e
+}
+
+// startSimEnv starts, for t, a control plane and an ec2sim with its
+// default settings whose EKS DescribeCluster answers with the control
+// plane's endpoint and CA (as Karpenter resolves AL2023's cluster CIDR and
+// bootstrap from it), and returns them with ec2sim's URL; no autoscaler
+// runs yet. The env's context ends after timeout or with t; its client
+// can watch. It fails t when a part cannot start.
+func startSimEnv(t *testing.T, timeout time.Duration) (*awsEnv, string) {
+	t.Helper()
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.StartForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	kube, err := client.NewWithWatch(c.RESTConfig, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
+	return &awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: sim}, endpoint
 }

@@ -17,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/ec2sim"
-	"github.com/karpx/karpx/test/cluster"
 )
 
 // The differential tests (TestDifferential*, `make differential`) run one
@@ -95,20 +93,14 @@ func runDiff[R any](t *testing.T, timeout time.Duration, scenario func(e *diffEn
 // "default" (AL2023). The env's context ends after timeout or with t.
 func startDiffEnv(t *testing.T, side string, timeout time.Duration) *diffEnv {
 	t.Helper()
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	c := cluster.StartForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	kube, err := client.NewWithWatch(c.RESTConfig, client.Options{Scheme: NewScheme()})
-	if err != nil {
-		t.Fatal(err)
+	env, endpoint := startSimEnv(t, timeout)
+	e := &diffEnv{side: side, problemEnv: problemEnv{awsEnv: *env, endpoint: endpoint}}
+	c, ctx := e.cluster, e.ctx
+	kube, ok := e.kube.(client.WithWatch)
+	if !ok {
+		t.Fatalf("startSimEnv's client %T cannot watch", e.kube)
 	}
-	s, endpoint := StartSimForTest(t, c, ec2sim.Config{Kube: kube})
-	e := &diffEnv{side: side, problemEnv: problemEnv{awsEnv: awsEnv{upstreamEnv: upstreamEnv{t: t, ctx: ctx, root: filepath.Dir(bin), cluster: c, kube: kube}, sim: s}, endpoint: endpoint}}
 	switch side {
 	case sideKarpenter:
 		opts := AWSOptions{Endpoint: endpoint, Workdir: t.TempDir()}

@@ -217,11 +217,15 @@ karpenter-aws: $(KARPENTER_AWS_STAMP) ## Build the real Karpenter AWS provider (
 # version, go.sum verifies every module the build reads (-mod=readonly),
 # the stamp names the version so a bump rebuilds, and the binary carries it
 # in its build info (`go version -m bin/karpenter-aws`) and in the version
-# Karpenter logs and puts in its User-Agent (operator.Version).
+# Karpenter logs and puts in its User-Agent (operator.Version). It compiles
+# into a build cache of its own, removed after the build: compiled by
+# another toolchain, none of its packages serves any later build, and they
+# would keep about 2 GiB of disk (docs/performance.md, "Disk").
 $(KARPENTER_AWS_STAMP): export GOTOOLCHAIN := $(KARPENTER_AWS_TOOLCHAIN)
 $(KARPENTER_AWS_STAMP): hack/karpenter-aws/go.mod hack/karpenter-aws/go.sum
 	@echo "building Karpenter AWS provider $(KARPENTER_AWS_VERSION) with $(KARPENTER_AWS_TOOLCHAIN) from the Go module proxy (383-405 s of CPU: about 4 minutes on 2 idle cores, 8-13 on busy ones; once)"
-	cd hack/karpenter-aws && CGO_ENABLED=0 go build -mod=readonly \
+	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
+	cd hack/karpenter-aws && GOCACHE=$$cache CGO_ENABLED=0 go build -mod=readonly \
 		-ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$(patsubst v%,%,$(KARPENTER_AWS_VERSION))" \
 		-o $(BIN)/karpenter-aws github.com/aws/karpenter-provider-aws/cmd/controller
 	rm -f $(BIN)/.karpenter-aws-* && touch $@

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	testingclock "k8s.io/utils/clock/testing"
@@ -68,28 +69,47 @@ func TestBurstAboveTheDefaultBucketIsThrottled(t *testing.T) {
 }
 
 // TestSDKRetryerRetriesThrottling checks that RequestLimitExceeded is a
-// retryable throttling error for aws-sdk-go-v2's standard retryer.
+// retryable throttling error for aws-sdk-go-v2's standard retryer: the
+// retryer (retry quota included) classifies every throttled CreateFleet as
+// a throttle and retries it. Time is a fake Config.Clock that moves only
+// in the retryer's backoff, by the one second the bucket needs for one
+// token, so the counts are exact: a bucket of 3 passes the first 3 calls,
+// and each of the other 9 is throttled once and passes on its retry.
 func TestSDKRetryerRetriesThrottling(t *testing.T) {
-	env := newTestEnv(t, Config{Throttle: ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
-		awsquota.Mutating: {Size: 3, RefillPerSecond: 50}}}})
+	clk := testingclock.NewFakeClock(t0)
+	env := newTestEnv(t, Config{Clock: clk, Throttle: ThrottleConfig{Categories: map[ThrottleCategory]Bucket{
+		awsquota.Mutating: {Size: 3, RefillPerSecond: 1}}}})
 	ctx := context.Background()
 	env.launchTemplate(t, "retry", env.al2023(t, "x86_64"), "")
-	client := env.ec2Client(20)
-	const calls = 12
+	backoffs := 0
+	client := env.ec2Client(20, func(o *ec2.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 20
+			so.Backoff = retry.BackoffDelayerFunc(func(_ int, err error) (time.Duration, error) {
+				if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) != aws.TrueTernary {
+					t.Errorf("retried an error the SDK does not count as throttling: %v", err)
+				}
+				backoffs++
+				clk.Step(time.Second) // one token at 1/s
+				return 0, nil
+			})
+		})
+	})
+	const calls, size = 12, 3
 	for i := range calls {
 		out, err := client.CreateFleet(ctx, fleetInput("retry", types.DefaultTargetCapacityTypeOnDemand, 1, nil, ov("m5.large", "")))
 		if err != nil || len(out.Instances) != 1 {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
+	const throttled = calls - size
 	st := env.sim.Stats()["CreateFleet"]
-	if st.Throttled == 0 || st.Requests != calls+st.Throttled || st.Errors != st.Throttled {
-		t.Fatalf("want retried throttling: %+v", st)
+	if st.Throttled != throttled || st.Requests != calls+throttled || st.Errors != throttled || backoffs != throttled {
+		t.Fatalf("stats %+v after %d backoffs; want %d requests, %d throttled, each retried once", st, backoffs, calls+throttled, throttled)
 	}
 	if n := len(env.sim.Instances()); n != calls {
 		t.Fatalf("retries launched %d instances, want %d", n, calls)
 	}
-	t.Logf("%d calls took %d attempts", calls, st.Requests)
 }
 
 func TestUnfilteredDescribeHasItsOwnBucket(t *testing.T) {

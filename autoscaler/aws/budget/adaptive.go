@@ -55,6 +55,17 @@ const (
 	// default fraction is a quarter of AWS's bucket, which fits beside
 	// neighbours using up to 75% of it.
 	DefaultAdaptiveStart = 0.5
+	// AdaptiveAnswerCeiling is the highest factor a slow start reaches
+	// through unthrottled answers alone (onAnswered); the rest of the way
+	// to the configured share comes with time. An unthrottled answer shows
+	// that AWS's bucket held a token for that call, not how much of the
+	// bucket the account's other clients use: at the default fraction, 3/4
+	// of the share is 37.5% of AWS's bucket, which fits beside neighbours
+	// using up to 62.5% of it. With the whole share as ceiling, scenario P1
+	// (neighbours using 60% of every bucket) took CreateTags to half of
+	// AWS's bucket within seconds and was throttled (4 of 369 calls, above
+	// the scenario's 1%).
+	AdaptiveAnswerCeiling = 0.75
 )
 
 // adaptState is a bucket's adaptation, guarded by bucket.mu.
@@ -118,12 +129,13 @@ func (b *bucket) onThrottled(now time.Time) bool {
 // its calls without throttling it at now, as TCP's slow start widens its
 // window with every acknowledgement: each such answer adds 1/Size of the
 // way from the start factor to the configured share, and the tokens the
-// larger size makes room for, so that once a configured bucket's worth
-// of calls went through unthrottled the bucket runs at its configured
-// share (the time-based growth alone takes AdaptiveRecovery, 2 minutes,
-// during which a burst of launches right after the controller starts
-// waited for a quarter of AWS's CreateFleet rate). A bucket AWS has
-// throttled, or at its share, or with adaptation off, is left alone: its
+// larger size makes room for, up to AdaptiveAnswerCeiling of the share
+// (reached once half a configured bucket's worth of calls went through
+// unthrottled); time takes it the rest of the way (the time-based growth
+// alone takes AdaptiveRecovery, 2 minutes, during which a burst of
+// launches right after the controller starts waited for a quarter of
+// AWS's CreateFleet rate). A bucket AWS has throttled, or whose answers
+// took it to the ceiling, or with adaptation off, is left alone: its
 // recovery stays time-based.
 func (b *bucket) onAnswered(now time.Time) {
 	if b.adaptOff {
@@ -131,7 +143,7 @@ func (b *bucket) onAnswered(now time.Time) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.adapt.throttled || b.adapt.factor >= 1 {
+	if b.adapt.throttled || b.adapt.factor >= 1 || b.adapt.low+b.adapt.grown >= AdaptiveAnswerCeiling {
 		return
 	}
 	b.recoverLocked(now)
@@ -165,7 +177,9 @@ func (b *bucket) recoverLocked(now time.Time) {
 	if b.adaptRecovery > 0 {
 		f = b.adapt.low + (1-b.adapt.low)*now.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds()
 		if !b.adapt.throttled {
-			f += b.adapt.grown
+			// Answers and time do not add up: whichever took the
+			// slow start further counts.
+			f = max(f, min(AdaptiveAnswerCeiling, b.adapt.low+b.adapt.grown))
 		}
 		f = min(1, f)
 	}

@@ -216,8 +216,9 @@ func TestAdaptiveSlowStart(t *testing.T) {
 // with every answer AWS gives without throttling, tokens included, so a
 // burst right after the start is not held to the slow start's quarter of
 // AWS's rate for the whole recovery time (issue 29: a hundred CreateFleet
-// calls waited up to 28 s for it); a throttled answer ends that growth.
-// The clock never moves: every token here comes from answers.
+// calls waited up to 28 s for it), up to the answers' ceiling; a
+// throttled answer ends that growth. The clock never moves: every token
+// here comes from answers.
 func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
 	clk := newFakeClock()
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
@@ -226,10 +227,11 @@ func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
 	if a.Adaptive.Factor != budget.DefaultAdaptiveStart || a.Tokens != 25 {
 		t.Fatalf("new DescribeSubnets bucket %+v, want the slow start's 25 of 50 tokens", a)
 	}
-	// 25 tokens at the start and half a token more per answer: 48 calls
-	// go without waiting on a clock that does not move (without the
-	// growth, the 26th would wait).
-	const calls = 48
+	// 25 tokens at the start and half a token more per answer, up to the
+	// answers' ceiling (0.75 of 50 tokens): 37 calls go without waiting on
+	// a clock that does not move (without the growth, the 26th would wait;
+	// without the ceiling, the 49th), and the 38th would wait.
+	const calls = 37
 	for i := range calls {
 		if a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating); a.Tokens < 1 {
 			t.Fatalf("call %d of %d would wait: %+v", i+1, calls, a)
@@ -239,8 +241,8 @@ func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
 		}
 	}
 	a = actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
-	if math.Abs(a.Adaptive.Factor-0.98) > 1e-9 || a.Adaptive.Size != 49 || a.Adaptive.Slowdowns != 0 {
-		t.Errorf("after %d unthrottled answers: %+v, want factor 0.98 (0.5 + 48 × 0.5/50), 49 tokens, no slow-down", calls, a.Adaptive)
+	if a.Tokens >= 1 || math.Abs(a.Adaptive.Factor-budget.AdaptiveAnswerCeiling) > 1e-9 || a.Adaptive.Size != 37 || a.Adaptive.Slowdowns != 0 {
+		t.Errorf("after %d unthrottled answers: %+v, want no token left, factor 0.75 (the answers' ceiling), 37 tokens, no slow-down", calls, a)
 	}
 	if a := actionOf(t, api.Snapshot(), "DescribeImages", awsquota.NonMutating).Adaptive; a.Factor != budget.DefaultAdaptiveStart {
 		t.Errorf("DescribeImages adaptive %+v, want its own slow start untouched", a)

@@ -10,6 +10,10 @@ import (
 // kube-scheduler's and kwok's, which are the same binaries on every side
 // but queue more when a side's Nodes come Ready closer together.
 const (
+	// bindStepRegistered is, per launched Node, from Ready to the first
+	// time it carried no karpenter.sh/unregistered taint: the
+	// autoscaler's registration alone.
+	bindStepRegistered = "Node Ready → karpenter.sh/unregistered gone"
 	// bindStepTaints is, per launched Node, from Ready to the first time
 	// it carried no NoSchedule or NoExecute taint: the autoscaler's
 	// registration (karpenter.sh/unregistered) and kube-controller-
@@ -25,23 +29,28 @@ const (
 )
 
 // bindSteps are the bind steps in the table's order.
-var bindSteps = []string{bindStepTaints, bindStepScheduler, bindStepKubelet}
+var bindSteps = []string{bindStepRegistered, bindStepTaints, bindStepScheduler, bindStepKubelet}
 
 // SplitBind returns, per bind step (bindSteps), its seconds for the pods
 // of workload on the Nodes named in launched (the Nodes of NodeClaims the
 // burst created), from the recorder's watch times. A Node counts once
-// Ready and without blocking taints; a pod once bound and Running on such
-// a Node. Steps that ended before they began (a Node whose taints were
-// gone before Ready) count as 0.
+// Ready and without the taint of the step; a pod once bound and Running on
+// a Node without blocking taints. Steps that ended before they began (a
+// Node whose taints were gone before Ready) count as 0.
 func SplitBind(pods []podRecord, nodes map[string]nodeRecord, launched map[string]bool, workload string) map[string][]float64 {
 	out := map[string][]float64{}
 	since := func(from, to time.Time) float64 { return max(0, to.Sub(from).Seconds()) }
 	for name := range launched {
 		n, ok := nodes[name]
-		if !ok || n.ready.IsZero() || n.schedulable.IsZero() {
+		if !ok || n.ready.IsZero() {
 			continue
 		}
-		out[bindStepTaints] = append(out[bindStepTaints], since(n.ready, n.schedulable))
+		if !n.registered.IsZero() {
+			out[bindStepRegistered] = append(out[bindStepRegistered], since(n.ready, n.registered))
+		}
+		if !n.schedulable.IsZero() {
+			out[bindStepTaints] = append(out[bindStepTaints], since(n.ready, n.schedulable))
+		}
 	}
 	for _, p := range pods {
 		if p.workload != workload || !launched[p.nodeName] || p.bound.IsZero() || p.running.IsZero() {

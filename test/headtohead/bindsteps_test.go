@@ -11,11 +11,12 @@ func TestSplitBind(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	nodes := map[string]nodeRecord{
-		"node-a": {name: "node-a", ready: at(10), schedulable: at(11)},
+		"node-a": {name: "node-a", ready: at(10), registered: at(10.5), schedulable: at(11)},
 		// Untainted before the watch saw it Ready: 0, not negative.
-		"node-b": {name: "node-b", ready: at(20), schedulable: at(19.5)},
-		// Never untainted: left out, and so are its pods.
-		"node-c": {name: "node-c", ready: at(30)},
+		"node-b": {name: "node-b", ready: at(20), registered: at(19), schedulable: at(19.5)},
+		// Registered, but never without blocking taints: left out of
+		// the later steps, and so are its pods.
+		"node-c": {name: "node-c", ready: at(30), registered: at(32)},
 		// Not launched in the burst: left out.
 		"node-d": {name: "node-d", ready: at(1), schedulable: at(1)},
 	}
@@ -34,9 +35,10 @@ func TestSplitBind(t *testing.T) {
 	}
 	got := SplitBind(pods, nodes, launched, "burst")
 	want := map[string][]float64{
-		bindStepTaints:    {0, 1},
-		bindStepScheduler: {2, 3},
-		bindStepKubelet:   {1, 6},
+		bindStepRegistered: {0, 0.5, 2},
+		bindStepTaints:     {0, 1},
+		bindStepScheduler:  {2, 3},
+		bindStepKubelet:    {1, 6},
 	}
 	for _, step := range bindSteps {
 		g := slices.Sorted(slices.Values(got[step]))
@@ -54,6 +56,9 @@ func TestSplitBind(t *testing.T) {
 	addBindSplit(res, got)
 	if f, ok := res.find("burst: pod bound → Running (launched nodes) p99"); !ok || f.Value != 6 {
 		t.Errorf("pod bound → Running p99: %+v, %v; want 6", f, ok)
+	}
+	if f, ok := res.find("burst: Node Ready → karpenter.sh/unregistered gone (launched nodes) p99"); !ok || f.Value != 2 {
+		t.Errorf("unregistered gone p99: %+v, %v; want 2", f, ok)
 	}
 	if f, ok := res.find("burst: Node Ready → taints gone (launched nodes) p50"); !ok || f.Value != 0 {
 		t.Errorf("taints gone p50: %+v, %v; want 0", f, ok)

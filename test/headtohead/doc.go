@@ -15,7 +15,8 @@
 // decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
 // running, Node registered, Node Ready) from their simulator's instance
 // records (Decompose), and every side the split of Node Ready → pod
-// Running into taints gone, pod bound and pod Running (SplitBind). Every
+// Running into karpenter.sh/unregistered gone, every blocking taint gone,
+// pod bound and pod Running (SplitBind). Every
 // side gets the same NodePool (only its nodeClassRef differs: the
 // EC2NodeClass "default" on both AWS sides, a KWOKNodeClass for the kwok
 // provider), the same instance types, zones and prices, and the same

@@ -50,6 +50,10 @@ type nodeRecord struct {
 	name                                   string
 	nodePool, instanceType, capacity, zone string
 	created, ready, deleted                time.Time
+	// registered is when it was first seen without the
+	// karpenter.sh/unregistered taint, which the autoscaler's
+	// registration removes (zero: not yet).
+	registered time.Time
 	// schedulable is when it was first seen without a NoSchedule or
 	// NoExecute taint (zero: not yet); the burst's pods tolerate none.
 	schedulable time.Time
@@ -184,6 +188,11 @@ func (r *Recorder) onNode(obj any, gone bool) {
 				rec.ready = now
 			}
 		}
+	}
+	if rec.registered.IsZero() && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == karpv1.UnregisteredTaintKey
+	}) {
+		rec.registered = now
 	}
 	if rec.schedulable.IsZero() && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute

@@ -14,11 +14,14 @@
 // every side is measured the same way; the two ec2sim sides add the
 // decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
 // running, Node registered, Node Ready) from their simulator's instance
-// records (Decompose). Every side gets the same NodePool (only its
-// nodeClassRef differs: the EC2NodeClass "default" on both AWS sides, a
-// KWOKNodeClass for the kwok provider), the same instance types, zones and
-// prices, and the same simulated boot delay (ec2sim's BootDelay; the
-// KWOKNodeClass's nodeRegistrationDelay). The AWS sides' simulators share
+// records (Decompose), and every side the split of Node Ready → pod
+// Running into karpenter.sh/unregistered gone, every blocking taint gone,
+// pod bound and pod Running (SplitBind). Every
+// side gets the same NodePool (only its nodeClassRef differs: the
+// EC2NodeClass "default" on both AWS sides, a KWOKNodeClass for the kwok
+// provider), the same instance types, zones and prices, and the same
+// simulated boot delay (ec2sim's BootDelay; the KWOKNodeClass's
+// nodeRegistrationDelay). The AWS sides' simulators share
 // one SimConfig, so their throttling buckets are ec2sim's defaults on both.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's

@@ -3,6 +3,7 @@ package headtohead
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,7 +32,10 @@ type podRecord struct {
 	// running is when it was first seen Running and Ready (zero: not yet).
 	running time.Time
 	// deleted is when it was first seen terminating or gone.
-	deleted  time.Time
+	deleted time.Time
+	// bound is when it was first seen with spec.nodeName set (zero: not
+	// yet).
+	bound    time.Time
 	nodeName string
 }
 
@@ -46,6 +50,13 @@ type nodeRecord struct {
 	name                                   string
 	nodePool, instanceType, capacity, zone string
 	created, ready, deleted                time.Time
+	// registered is when it was first seen without the
+	// karpenter.sh/unregistered taint, which the autoscaler's
+	// registration removes (zero: not yet).
+	registered time.Time
+	// schedulable is when it was first seen without a NoSchedule or
+	// NoExecute taint (zero: not yet); the burst's pods tolerate none.
+	schedulable time.Time
 }
 
 // Recorder watches pods, Nodes and NodeClaims with the admin's client and
@@ -134,6 +145,9 @@ func (r *Recorder) onPod(obj any, gone bool) {
 	wasReady := !rec.running.IsZero() && rec.deleted.IsZero()
 	if p.Spec.NodeName != "" {
 		rec.nodeName = p.Spec.NodeName
+		if rec.bound.IsZero() {
+			rec.bound = now
+		}
 	}
 	if rec.running.IsZero() && podRunning(p) {
 		rec.running = now
@@ -174,6 +188,16 @@ func (r *Recorder) onNode(obj any, gone bool) {
 				rec.ready = now
 			}
 		}
+	}
+	if rec.registered.IsZero() && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == karpv1.UnregisteredTaintKey
+	}) {
+		rec.registered = now
+	}
+	if rec.schedulable.IsZero() && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}) {
+		rec.schedulable = now
 	}
 	if rec.deleted.IsZero() && (gone || n.DeletionTimestamp != nil) {
 		rec.deleted = now

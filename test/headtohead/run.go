@@ -238,6 +238,11 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	}
 	r.res.add("burst: Node Ready → pod Running (launched nodes) p50", "s", percentile(bind, 50), "")
 	r.res.add("burst: Node Ready → pod Running (launched nodes) p99", "s", percentile(bind, 99), "")
+	launchedNodes := map[string]bool{}
+	for name := range ncByNode {
+		launchedNodes[name] = true
+	}
+	addBindSplit(r.res, SplitBind(s.Pods, nodes, launchedNodes, "burst"))
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")

@@ -1,8 +1,6 @@
 package headtohead
 
 import (
-	"math"
-	"slices"
 	"testing"
 	"time"
 )
@@ -40,18 +38,10 @@ func TestSplitBind(t *testing.T) {
 		bindStepScheduler:  {2, 3},
 		bindStepKubelet:    {1, 6},
 	}
-	for _, step := range bindSteps {
-		g := slices.Sorted(slices.Values(got[step]))
-		w := want[step]
-		if len(g) != len(w) {
-			t.Fatalf("%s: %v, want %v", step, g, w)
-		}
-		for i := range w {
-			if math.Abs(g[i]-w[i]) > 1e-9 {
-				t.Errorf("%s: %v, want %v", step, g, w)
-			}
-		}
+	if len(want) != len(bindSteps) {
+		t.Fatalf("the test wants %d steps, SplitBind has %d", len(want), len(bindSteps))
 	}
+	checkSteps(t, got, want)
 	res := &Results{}
 	addBindSplit(res, got)
 	if f, ok := res.find("burst: pod bound → Running (launched nodes) p99"); !ok || f.Value != 6 {

@@ -2,6 +2,7 @@ package headtohead
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,17 +38,7 @@ func TestDecompose(t *testing.T) {
 		"Node registered":    {6, 10},
 		"Node Ready":         {7, 12},
 	}
-	for step, w := range want {
-		got := d[step]
-		if len(got) != len(w) {
-			t.Fatalf("%s: %v, want %v", step, got, w)
-		}
-		for i := range w {
-			if math.Abs(got[i]-w[i]) > 1e-9 {
-				t.Errorf("%s: %v, want %v", step, got, w)
-			}
-		}
-	}
+	checkSteps(t, d, want)
 	res := &Results{}
 	addDecomposition(res, d)
 	if f, ok := res.find("burst: NodeClaim created → Node Ready p99"); !ok || f.Value != 12 {
@@ -58,5 +49,24 @@ func TestDecompose(t *testing.T) {
 	}
 	if len(res.Figures) != 2*len(launchSteps) {
 		t.Errorf("%d figures, want %d", len(res.Figures), 2*len(launchSteps))
+	}
+}
+
+// checkSteps fails t unless got holds, for every step of want, the same
+// durations (seconds, within 1e-9) in any order: percentiles do not
+// depend on it.
+func checkSteps(t *testing.T, got, want map[string][]float64) {
+	t.Helper()
+	for step, w := range want {
+		g := slices.Sorted(slices.Values(got[step]))
+		w = slices.Sorted(slices.Values(w))
+		if len(g) != len(w) {
+			t.Fatalf("%s: %v, want %v", step, g, w)
+		}
+		for i := range w {
+			if math.Abs(g[i]-w[i]) > 1e-9 {
+				t.Errorf("%s: %v, want %v", step, g, w)
+			}
+		}
 	}
 }

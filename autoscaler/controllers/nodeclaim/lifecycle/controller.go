@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -38,6 +39,14 @@ const MaxConcurrentReconciles = 256
 // the first steps of controller-runtime's default per-item backoff (5 ms
 // doubling), without its deprecated Result.Requeue.
 const conflictRequeue = 100 * time.Millisecond
+
+// cacheLagLimit bounds how long a reconcile trusts the controller's own
+// record of a phase it wrote (Controller.written) over an informer cache
+// that does not show it yet. The watch event of the write normally wakes
+// the NodeClaim within milliseconds, seconds on an API server under load;
+// past the limit the cache is believed again, so a status that someone
+// else rolled back is recorded again rather than never.
+const cacheLagLimit = 10 * time.Second
 
 // Options configure the lifecycle controller.
 type Options struct {
@@ -84,6 +93,81 @@ type Controller struct {
 	// condition the informer cache may not show yet: a reconcile that
 	// reads a stale NodeClaim must not launch a second instance.
 	launched map[types.UID]*karpv1.NodeClaim
+	// written remembers the furthest phase this controller recorded on
+	// each NodeClaim, and when, until the informer cache shows it: a
+	// reconcile woken (by a Node event) before the cache caught up with
+	// that write must neither write the phase again from its stale copy
+	// (a merge patch from it would replace the newer conditions list) nor
+	// count the Node again in karpenter_nodes_created_total.
+	written map[types.UID]writtenPhase
+}
+
+// phase is how far a NodeClaim's status has come: its Launched, Registered
+// and Initialized conditions, in that order.
+type phase int
+
+const (
+	phaseNone phase = iota
+	phaseLaunched
+	phaseRegistered
+	phaseInitialized
+)
+
+// writtenPhase is a phase this controller wrote and when (Options.Clock).
+type writtenPhase struct {
+	phase phase
+	at    time.Time
+}
+
+// recordedPhase returns the furthest phase nc's status shows.
+func recordedPhase(nc *karpv1.NodeClaim) phase {
+	switch conds := nc.StatusConditions(); {
+	case conds.Get(karpv1.ConditionTypeInitialized).IsTrue():
+		return phaseInitialized
+	case conds.Get(karpv1.ConditionTypeRegistered).IsTrue():
+		return phaseRegistered
+	case conds.Get(karpv1.ConditionTypeLaunched).IsTrue():
+		return phaseLaunched
+	}
+	return phaseNone
+}
+
+// wrote records that nc's status now shows p, as written by this
+// controller.
+func (c *Controller) wrote(nc *karpv1.NodeClaim, p phase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[nc.UID] = writtenPhase{phase: p, at: c.opts.Clock.Now()}
+}
+
+// cacheLags reports whether nc, as read from the cache, is older than a
+// phase this controller wrote less than cacheLagLimit ago, and how long
+// until that limit. Once the cache shows the phase, or the limit has
+// passed, the record is dropped.
+func (c *Controller) cacheLags(nc *karpv1.NodeClaim) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.written[nc.UID]
+	if !ok {
+		return 0, false
+	}
+	left := cacheLagLimit - c.opts.Clock.Now().Sub(w.at)
+	if recordedPhase(nc) >= w.phase || left <= 0 {
+		delete(c.written, nc.UID)
+		return 0, false
+	}
+	return left, true
+}
+
+// patchStatus writes nc's status as a JSON merge patch from stored, the
+// copy it was read as, and writes nothing when the status did not change:
+// a reconcile woken by every Node update would otherwise send an empty
+// PATCH each time. It returns the API server's error.
+func (c *Controller) patchStatus(ctx context.Context, nc, stored *karpv1.NodeClaim, opts ...client.MergeFromOption) error {
+	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		return nil
+	}
+	return c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, opts...))
 }
 
 // New returns a lifecycle Controller with defaults filled in. health
@@ -98,7 +182,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{kube: kube, reader: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}}
+	return &Controller{kube: kube, reader: kube, cloud: cloud, recorder: recorder, health: health, opts: opts, failures: map[types.UID]launchFailures{}, launched: map[types.UID]*karpv1.NodeClaim{}, written: map[types.UID]writtenPhase{}}
 }
 
 // Register adds the controller to mgr: it reconciles NodeClaims and is woken
@@ -153,6 +237,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
+	if left, lags := c.cacheLags(nc); lags {
+		// This controller already recorded a later phase; the watch event
+		// of that write wakes the NodeClaim again once the cache has it.
+		log.V(1).Info("cache does not show the phase written yet; waiting for it", "within", left.String())
+		return reconcile.Result{RequeueAfter: left}, nil
+	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
 		// Status writes and Node events wake the reconciler too; only the
 		// backoff decides when a failed launch is tried again.
@@ -202,7 +292,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
 	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-		return c.initialize(ctx, nc)
+		return c.initialize(ctx, nc, node)
 	}
 	return c.watchReady(ctx, nc, node)
 }
@@ -263,7 +353,7 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			}
 			stored := nc.DeepCopy()
 			nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
-			if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := c.patchStatus(ctx, nc, stored, client.MergeFromWithOptimisticLock{}); err != nil {
 				if apierrors.IsConflict(err) {
 					// A stale copy: the next read asks the cloud again,
 					// which answers shutting-down without a terminate.
@@ -279,6 +369,7 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	c.mu.Lock()
 	delete(c.failures, nc.UID)
 	delete(c.launched, nc.UID)
+	delete(c.written, nc.UID)
 	c.mu.Unlock()
 	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -21,7 +21,10 @@
 // once. A registered NodeClaim whose condition the cache does not show yet
 // is read once from the API server first (so the controller's RBAC grants
 // get on nodeclaims). TTLs, backoffs and the NotReady threshold run on
-// Options.Clock. Launch errors become Warning events on the
+// Options.Clock. A status that would not change is not written, and a
+// reconcile that reads a NodeClaim older than a phase the controller itself
+// recorded (its informer cache lags its own write) waits for the cache
+// instead of writing that phase again, for at most 10 s. Launch errors become Warning events on the
 // NodeClaim and a backoff, never a hot loop; only ICE (insufficient
 // capacity) deletes the NodeClaim at once, so the provisioner re-plans with
 // other offerings.

@@ -44,7 +44,7 @@ func (c *Controller) watchReady(ctx context.Context, nc *karpv1.NodeClaim, node 
 		logr.FromContextOrDiscard(ctx).Info("Node NotReady too long; reported, not replaced", "Node", node.Name, "since", since.UTC().Format(time.RFC3339))
 		c.recorder.Event(nc, corev1.EventTypeWarning, "NodeNotReady", msg)
 	}
-	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)))
+	return reconcile.Result{}, client.IgnoreNotFound(c.patchStatus(ctx, nc, stored))
 }
 
 // notReadySince returns when node's Ready condition left True, and whether

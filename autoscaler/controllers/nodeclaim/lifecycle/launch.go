@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,7 +55,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	for k, v := range launched.Annotations {
 		metav1.SetMetaDataAnnotation(&nc.ObjectMeta, k, v)
 	}
-	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+	if err := c.patchMetadata(ctx, nc, stored); err != nil {
 		// The instance exists and is tagged with this NodeClaim's name; the
 		// next attempt finds it through Create's idempotency or garbage
 		// collection, so nothing leaks.
@@ -67,9 +68,10 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	nc.Status.Allocatable = launched.Status.Allocatable
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
 	nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeRegistered, "AwaitingNode", "waiting for the Node to join")
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+	if err := c.patchStatus(ctx, nc, stored); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording launch of %s: %w", launched.Status.ProviderID, err)
 	}
+	c.wrote(nc, phaseLaunched)
 	log.Info("launched", "providerID", nc.Status.ProviderID,
 		"instanceType", nc.Labels[corev1.LabelInstanceTypeStable], "zone", nc.Labels[corev1.LabelTopologyZone],
 		"capacityType", nc.Labels[karpv1.CapacityTypeLabelKey])
@@ -120,13 +122,23 @@ func (c *Controller) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		c.recordFailure(ctx, nc, cause, err.Error())
 		stored := nc.DeepCopy()
 		nc.StatusConditions().SetFalse(karpv1.ConditionTypeLaunched, reason, truncate(err.Error(), 1024))
-		if perr := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); perr != nil {
+		if perr := c.patchStatus(ctx, nc, stored); perr != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(perr)
 		}
 		return reconcile.Result{RequeueAfter: wait}, nil
 	default:
 		return reconcile.Result{}, fmt.Errorf("launching: %w", err)
 	}
+}
+
+// patchMetadata writes nc's labels and annotations as a JSON merge patch
+// from stored, and writes nothing when neither changed. It returns the API
+// server's error.
+func (c *Controller) patchMetadata(ctx context.Context, nc, stored *karpv1.NodeClaim) error {
+	if equality.Semantic.DeepEqual(stored.Labels, nc.Labels) && equality.Semantic.DeepEqual(stored.Annotations, nc.Annotations) {
+		return nil
+	}
+	return c.kube.Patch(ctx, nc, client.MergeFrom(stored))
 }
 
 func truncate(s string, n int) string {

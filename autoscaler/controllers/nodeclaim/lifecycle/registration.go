@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -69,54 +70,69 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if err := controllerutil.SetOwnerReference(nc, node, c.kube.Scheme()); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			// Another writer (kwok or kubelet, the termination
-			// controller) changed the Node since it was read: try again
-			// soon from a fresh read.
-			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	if !equality.Semantic.DeepEqual(stored, node) {
+		if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// Another writer (kwok or kubelet, the termination
+				// controller) changed the Node since it was read: try
+				// again soon from a fresh read.
+				return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 
+	// One status write for both phases' news: Registered, and why the
+	// Node is not initialised yet, judged on the Node as just written.
 	storedNC := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
-	nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "AwaitingReady", "waiting for the Node to be Ready without startup taints")
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+	if reason := notInitialized(nc, node); reason != "" {
+		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", reason)
+	}
+	if err := c.patchStatus(ctx, nc, storedNC); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	c.wrote(nc, phaseRegistered)
 	log.Info("registered", "Node", node.Name)
 	karpentermetrics.NodeRegistered(nc)
 	if key, _, ok := c.healthKey(ctx, nc); ok {
 		c.health.Success(key)
 	}
-	return c.initialize(ctx, nc)
+	return c.initialize(ctx, nc, node)
 }
 
-func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
-	node, err := c.nodeFor(ctx, nc)
-	if err != nil || node == nil {
-		return reconcile.Result{}, err
-	}
+// initialize records Initialized=True on nc, and the
+// karpenter.sh/initialized label on node, once node is Ready without
+// startup or known ephemeral taints and with every requested extended
+// resource allocatable; until then it records why not
+// (Initialized=Unknown, reason NotInitialized), writing only when that
+// reason changes.
+func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (reconcile.Result, error) {
 	if reason := notInitialized(nc, node); reason != "" {
 		stored := nc.DeepCopy()
 		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", reason)
-		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		if err := c.patchStatus(ctx, nc, stored); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		return reconcile.Result{}, nil // the Node watch wakes us
 	}
-	stored := node.DeepCopy()
-	node.Labels[karpv1.NodeInitializedLabelKey] = "true"
-	if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if node.Labels[karpv1.NodeInitializedLabelKey] != "true" {
+		stored := node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[karpv1.NodeInitializedLabelKey] = "true"
+		if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	storedNC := nc.DeepCopy()
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+	if err := c.patchStatus(ctx, nc, storedNC); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	c.wrote(nc, phaseInitialized)
 	logr.FromContextOrDiscard(ctx).Info("initialized", "Node", node.Name)
 	return reconcile.Result{}, nil
 }

@@ -97,6 +97,13 @@ type Options struct {
 	// kwokctlConfig. Only the control of the test that shows why it is off
 	// sets it.
 	LeaderElection bool
+	// KwokPodWorkers is how many pods kwok's controller plays through
+	// their stages at once (kwok v0.8.0's podPlayStageParallelism): each
+	// worker waits on one pod status PATCH, so with kwok's default of 4 a
+	// wave of pods bound to newly Ready Nodes queues in kwok, where real
+	// kubelets, one per Node, would start them side by side. 0 keeps
+	// kwok's default; the head-to-head sets it for every side alike.
+	KwokPodWorkers uint
 }
 
 // kwokctlConfig is the KwokctlConfiguration (kwok v0.8.0's
@@ -114,7 +121,13 @@ type Options struct {
 // kwok.x-k8s.io/status=custom, which ec2sim sets while it plays a kubelet
 // that is not ready (ec2sim.KwokStatusAnnotation): without it kwok's
 // node-initialize stage turns such a Node's Ready back to True at once.
-func kwokctlConfig(leaderElect bool, ports Ports) string {
+//
+// With kwokPodWorkers > 0 a KwokConfiguration document follows, which
+// kwokctl hands to the kwok controller as it is: kwok then applies no
+// defaults to its options, so it carries kwok v0.8.0's defaults
+// (pkg/apis/config/v1alpha1/zz_generated.defaults.go) for every field the
+// controller reads besides podPlayStageParallelism.
+func kwokctlConfig(leaderElect bool, ports Ports, kwokPodWorkers uint) string {
 	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
@@ -136,7 +149,29 @@ componentsPatches:
   - {key: disregard-status-with-annotation-selector, value: "%[8]s=%[9]s"}
 `, leaderElect, ports.Etcd, ports.EtcdPeer, ports.APIServer,
 		ports.ControllerManager, ports.Scheduler, ports.KwokController,
-		"kwok.x-k8s.io/status", "custom") // ec2sim.KwokStatusAnnotation, ec2sim.KwokStatusCustom
+		"kwok.x-k8s.io/status", "custom") + // ec2sim.KwokStatusAnnotation, ec2sim.KwokStatusCustom
+		kwokConfig(kwokPodWorkers)
+}
+
+// kwokConfig returns the KwokConfiguration document of kwokctlConfig, or ""
+// for kwok's defaults.
+func kwokConfig(podWorkers uint) string {
+	if podWorkers == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true
+  podPlayStageParallelism: %d
+`, podWorkers)
 }
 
 // Start creates and starts a cluster. It returns an error naming the
@@ -189,7 +224,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		audit = []string{"--kube-audit-policy", policy}
 	}
 	config := filepath.Join(opts.Workdir, opts.Name+"-kwokctl.yaml")
-	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection, ports)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection, ports, opts.KwokPodWorkers)), 0o600); err != nil {
 		return nil, err
 	}
 	_, err = c.kwokctl(ctx, append([]string{"create", "cluster",
@@ -415,12 +450,20 @@ func StartForTest(t testing.TB) *Cluster {
 // "system:serviceaccount:karpx:karpx"; see Cluster.AuditLog.
 func StartForTestAudited(t testing.TB, auditUsers ...string) *Cluster {
 	t.Helper()
+	return StartForTestWith(t, Options{AuditUsers: auditUsers})
+}
+
+// StartForTestWith is StartForTestAudited with opts (Name and BinDir are
+// set from t and SkipWithoutControlPlane).
+func StartForTestWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
 	dir := SkipWithoutControlPlane(t)
 	name := "karpx-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	c, err := StartProbed(context.Background(), Options{Name: strings.TrimRight(name, "-"), BinDir: dir, AuditUsers: auditUsers}, t.Logf)
+	opts.Name, opts.BinDir = strings.TrimRight(name, "-"), dir
+	c, err := StartProbed(context.Background(), opts, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,10 @@
 // simulated boot delay (ec2sim's BootDelay; the KWOKNodeClass's
 // nodeRegistrationDelay). The AWS sides' simulators share
 // one SimConfig, so their throttling buckets are ec2sim's defaults on both.
+// Every side's kwok controller plays 32 pods at once (flag
+// -karpx.h2h-kwok-pod-workers; kwok's default is 4), so that a wave of pods
+// bound to newly Ready Nodes does not queue in the simulator where real
+// kubelets, one per Node, would start them side by side.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's
 // scheduling-benchmark pod mix), consolidation (70% of the pods deleted),

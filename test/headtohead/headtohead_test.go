@@ -25,6 +25,7 @@ var (
 	h2hWindow  = flag.Duration("karpx.h2h-consolidation-window", 2*time.Minute, "TestHeadToHead: time after deleting 70% of the pods at which nodes and $/h are counted")
 	h2hTimeout = flag.Duration("karpx.h2h-timeout", 10*time.Minute, "TestHeadToHead: bound of each wait (pods Running, nodes replaced, NodeClaims gone)")
 	h2hSides   = flag.String("karpx.h2h-sides", "karpx,karpenter-aws,karpenter-kwok", "TestHeadToHead: comma-separated sides to run, in order: karpx, karpenter-aws (bin/karpenter-aws on its own ec2sim), karpenter-kwok (bin/karpenter-kwok; \"karpenter\" is accepted for it)")
+	h2hKwok    = flag.Uint("karpx.h2h-kwok-pod-workers", 32, "TestHeadToHead: pods the kwok controller plays at once on every side's control plane (kwok's podPlayStageParallelism; its default 4 queues a wave of pods that real kubelets, one per Node, would start side by side; 0 keeps kwok's default)")
 	h2hOut     = flag.String("karpx.h2h-out", "", "TestHeadToHead: also write the table (Markdown) to this file (a relative path is the repository root's)")
 )
 
@@ -47,7 +48,7 @@ func TestHeadToHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(bin)
-	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, Timeout: *h2hTimeout}
+	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, Timeout: *h2hTimeout, KwokPodWorkers: *h2hKwok}
 	results := map[string]*Results{}
 	// The table's columns, karpx first: the ratios are karpx / each other.
 	columns := []string{"karpx", "Karpenter AWS", "Karpenter kwok"}
@@ -79,7 +80,7 @@ func TestHeadToHead(t *testing.T) {
 		}
 	}
 	table.WriteString("Karpenter AWS " + upstream.AWSVersion + ", Karpenter kwok " + upstream.Version + "; ")
-	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on every side\n\n")
+	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on every side, kwok pod workers " + kwokWorkers(cfg.KwokPodWorkers) + "\n\n")
 	if err := WriteTable(&table, columns, results); err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +97,12 @@ func TestHeadToHead(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// kwokWorkers names the kwok pod workers of a run for the table's header.
+func kwokWorkers(n uint) string {
+	if n == 0 {
+		return "4 (kwok's default)"
+	}
+	return strconv.FormatUint(uint64(n), 10)
 }

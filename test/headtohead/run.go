@@ -36,6 +36,10 @@ type Config struct {
 	// Timeout bounds each wait (all pods Running, every node replaced,
 	// every NodeClaim gone).
 	Timeout time.Duration
+	// KwokPodWorkers is the kwok controller's pod workers
+	// (cluster.Options.KwokPodWorkers) on every side's control plane; 0
+	// keeps kwok's 4.
+	KwokPodWorkers uint
 }
 
 // consolidationFraction is the share of burst pods consolidation deletes.
@@ -77,7 +81,7 @@ func Run(tb testing.TB, side Autoscaler, cfg Config) *Results {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	c := cluster.StartForTestAudited(tb, side.User())
+	c := cluster.StartForTestWith(tb, cluster.Options{AuditUsers: []string{side.User()}, KwokPodWorkers: cfg.KwokPodWorkers})
 	dir := tb.TempDir()
 	side.Install(ctx, tb, c, dir, cfg.BootDelay)
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})

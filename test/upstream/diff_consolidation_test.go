@@ -37,9 +37,11 @@ const (
 	// decisions are taken as final: Karpenter's disruption poll (10 s)
 	// plus its consolidation validation delay (15 s) plus slack.
 	diffQuiet = 45 * time.Second
-	// diffPodEventDedupe is karpx's disruption.PodEventDedupe and
-	// Karpenter's dedupeTimeout
-	// (pkg/controllers/nodeclaim/podevents/controller.go@v1.14.3).
+	// diffPodEventDedupe is karpx's disruption.PodEventDedupe, the
+	// longer lateness of the two sides: Karpenter's dedupeTimeout (10 s,
+	// pkg/controllers/nodeclaim/podevents/controller.go@v1.14.3) drops a
+	// pod event inside it, so Karpenter's lastPodEventTime is never later
+	// than the event.
 	diffPodEventDedupe = 5 * time.Second
 )
 

@@ -24,7 +24,11 @@ import (
 
 // PodEventDedupe is the shortest time between two writes of one
 // NodeClaim's status.lastPodEventTime; events inside it are folded into
-// one write at its end. Karpenter uses 5 s.
+// one write at its end. Karpenter's dedupeTimeout is 10 s
+// (pkg/controllers/nodeclaim/podevents/controller.go, v1.13.0 to v1.15.0),
+// and it drops such events instead; karpx keeps 5 s, as it writes the
+// time at the window's end: consolidateAfter then counts from at most 5 s
+// after the last pod event, never from before it.
 const PodEventDedupe = 5 * time.Second
 
 // PodEvents keeps status.lastPodEventTime of each NodeClaim: the last time a

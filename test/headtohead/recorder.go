@@ -308,3 +308,18 @@ func (s Snapshot) WorkloadPods(workload string) (live, running int) {
 	}
 	return live, running
 }
+
+// OldestNotRunning returns how long before at the oldest live pod of
+// workload that is not Running was created, and 0 when every live pod
+// is Running: it tells a pod that consolidation has just moved (created
+// a second or two before) from one that is stuck.
+func (s Snapshot) OldestNotRunning(workload string, at time.Time) time.Duration {
+	var oldest time.Duration
+	for _, p := range s.Pods {
+		if p.workload != workload || !p.deleted.IsZero() || !p.running.IsZero() {
+			continue
+		}
+		oldest = max(oldest, at.Sub(p.created))
+	}
+	return oldest
+}

@@ -307,7 +307,11 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 		perNode = float64(evicted) / float64(removed)
 	}
 	r.res.add("consolidation: pods evicted per node removed", "", perNode, fmt.Sprintf("%d evicted, %d removed", evicted, removed))
-	r.res.add("consolidation: pods not Running at the end", "", float64(livePods-running), "")
+	var age string
+	if livePods > running {
+		age = fmt.Sprintf("oldest created %.1f s before the end", s.OldestNotRunning("burst", end).Seconds())
+	}
+	r.res.add("consolidation: pods not Running at the end", "", float64(livePods-running), age)
 	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted)})
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
 	return rest

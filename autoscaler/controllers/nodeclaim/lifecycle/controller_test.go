@@ -23,13 +23,19 @@ import (
 
 func newTestController(t *testing.T, now time.Time, objs ...client.Object) (*Controller, client.Client) {
 	t.Helper()
-	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(&karpv1.NodeClaim{}).
-		WithIndex(&corev1.Node{}, clusterstate.NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
-		Build()
+	kube := fakeAPI(objs...)
 	health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
 	c := New(kube, nil, record.NewFakeRecorder(100), health, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 	return c, kube
+}
+
+// fakeAPI returns a fake API server holding objs, with the NodeClaim status
+// subresource and the Node providerID index the controller reads.
+func fakeAPI(objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&karpv1.NodeClaim{}).
+		WithIndex(&corev1.Node{}, clusterstate.NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+		Build()
 }
 
 func gpuClaim(created time.Time) *karpv1.NodeClaim {

@@ -11,13 +11,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpx/karpx/apis/scheme"
-	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
@@ -37,10 +34,7 @@ type lagging struct {
 func newLagging(t *testing.T, now time.Time, objs ...client.Object) (*Controller, *lagging) {
 	t.Helper()
 	l := &lagging{writes: map[string]int{}}
-	l.store = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(&karpv1.NodeClaim{}).
-		WithIndex(&corev1.Node{}, clusterstate.NodeProviderIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
-		Build()
+	l.store = fakeAPI(objs...)
 	l.Client = interceptor.NewClient(l.store, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if nc, ok := obj.(*karpv1.NodeClaim); ok && l.stale != nil && key.Name == l.stale.Name {

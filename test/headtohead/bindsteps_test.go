@@ -44,15 +44,9 @@ func TestSplitBind(t *testing.T) {
 	checkSteps(t, got, want)
 	res := &Results{}
 	addBindSplit(res, got)
-	if f, ok := res.find("burst: pod bound → Running (launched nodes) p99"); !ok || f.Value != 6 {
-		t.Errorf("pod bound → Running p99: %+v, %v; want 6", f, ok)
-	}
-	if f, ok := res.find("burst: Node Ready → karpenter.sh/unregistered gone (launched nodes) p99"); !ok || f.Value != 2 {
-		t.Errorf("unregistered gone p99: %+v, %v; want 2", f, ok)
-	}
-	if f, ok := res.find("burst: Node Ready → taints gone (launched nodes) p50"); !ok || f.Value != 0 {
-		t.Errorf("taints gone p50: %+v, %v; want 0", f, ok)
-	}
+	checkFigure(t, res, "burst: pod bound → Running (launched nodes) p99", 6)
+	checkFigure(t, res, "burst: Node Ready → karpenter.sh/unregistered gone (launched nodes) p99", 2)
+	checkFigure(t, res, "burst: Node Ready → taints gone (launched nodes) p50", 0)
 	if len(res.Figures) != 2*len(bindSteps) {
 		t.Errorf("%d figures, want %d", len(res.Figures), 2*len(bindSteps))
 	}

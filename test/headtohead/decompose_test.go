@@ -41,12 +41,8 @@ func TestDecompose(t *testing.T) {
 	checkSteps(t, d, want)
 	res := &Results{}
 	addDecomposition(res, d)
-	if f, ok := res.find("burst: NodeClaim created → Node Ready p99"); !ok || f.Value != 12 {
-		t.Errorf("Node Ready p99: %+v, %v; want 12", f, ok)
-	}
-	if f, ok := res.find("burst: NodeClaim created → CreateFleet issued p50"); !ok || f.Value != 1 {
-		t.Errorf("CreateFleet issued p50: %+v, %v; want 1", f, ok)
-	}
+	checkFigure(t, res, "burst: NodeClaim created → Node Ready p99", 12)
+	checkFigure(t, res, "burst: NodeClaim created → CreateFleet issued p50", 1)
 	if len(res.Figures) != 2*len(launchSteps) {
 		t.Errorf("%d figures, want %d", len(res.Figures), 2*len(launchSteps))
 	}
@@ -68,5 +64,13 @@ func checkSteps(t *testing.T, got, want map[string][]float64) {
 				t.Errorf("%s: %v, want %v", step, g, w)
 			}
 		}
+	}
+}
+
+// checkFigure fails t unless res has the figure named name with value want.
+func checkFigure(t *testing.T, res *Results, name string, want float64) {
+	t.Helper()
+	if f, ok := res.find(name); !ok || f.Value != want {
+		t.Errorf("%s: %+v, found %v; want %v", name, f, ok, want)
 	}
 }

@@ -312,6 +312,11 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 		age = fmt.Sprintf("oldest created %.1f s before the end", s.OldestNotRunning("burst", end).Seconds())
 	}
 	r.res.add("consolidation: pods not Running at the end", "", float64(livePods-running), age)
+	for _, p := range s.Pods {
+		if p.workload == "burst" && p.deleted.IsZero() && p.running.IsZero() {
+			r.tb.Logf("%s: consolidation: pod %s (%s) not Running at the end: created %.1f s before, bound %v to %q", r.side.Name(), p.name, p.owner, end.Sub(p.created).Seconds(), !p.bound.IsZero(), p.nodeName)
+		}
+	}
 	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted)})
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
 	return rest

@@ -37,12 +37,14 @@ const (
 	// decisions are taken as final: Karpenter's disruption poll (10 s)
 	// plus its consolidation validation delay (15 s) plus slack.
 	diffQuiet = 45 * time.Second
-	// diffPodEventDedupe is karpx's disruption.PodEventDedupe, the
-	// longer lateness of the two sides: Karpenter's dedupeTimeout (10 s,
+	// diffPodEventLateness bounds how much later than the last pod event
+	// either side counts consolidateAfter from, with room to spare: karpx
+	// stores the event's time rounded up to the second
+	// (disruption.PodEventDedupe) and Karpenter's dedupeTimeout (10 s,
 	// pkg/controllers/nodeclaim/podevents/controller.go@v1.14.3) drops a
 	// pod event inside it, so Karpenter's lastPodEventTime is never later
 	// than the event.
-	diffPodEventDedupe = 5 * time.Second
+	diffPodEventLateness = 5 * time.Second
 )
 
 // TestDifferentialConsolidation compares karpx's and Karpenter's
@@ -105,11 +107,9 @@ func (e *diffEnv) consolidationScenario() map[string]string {
 		return err == nil && len(pods.Items) == 0, nil
 	})
 	// Every node has been without pod events for consolidateAfter when it
-	// is set, so both sides see all four consolidatable at once. karpx
-	// stamps a pod event that comes within 5 s of the last one at the end
-	// of those 5 s (disruption.PodEventDedupe), where Karpenter drops it
-	// (docs/karpenter-differences.md): the wait covers both.
-	time.Sleep(diffConsolidateAfter + diffPodEventDedupe + 2*time.Second)
+	// is set, so both sides see all four consolidatable at once
+	// (docs/karpenter-differences.md: how each side stamps pod events).
+	time.Sleep(diffConsolidateAfter + diffPodEventLateness + 2*time.Second)
 	patch := fmt.Sprintf(`{"spec":{"disruption":{"consolidateAfter":%q}}}`, diffConsolidateAfter.String())
 	for _, name := range []string{pool, emptyPool} {
 		var np karpv1.NodePool

@@ -70,21 +70,25 @@ func (c *candidate) consolidatable(now time.Time) bool {
 }
 
 // consolidatableAt returns when nc becomes consolidatable in pool: its
-// spec.disruption.consolidateAfter after the later of its initialisation
-// and its status.lastPodEventTime. It returns the zero time for
+// spec.disruption.consolidateAfter after the latest of its initialisation,
+// its status.lastPodEventTime and podEvent (the newest pod event seen on
+// its Node, which PodEvents may not have written yet; zero for none). It
+// returns the zero time for
 // consolidateAfter: Never, for a NodeClaim not Initialized and for a
 // static NodePool (spec.replicas), whose nodes are never emptied or
 // consolidated (Karpenter v1.14's Emptiness and consolidation skip
 // OwnedByStaticNodePool candidates, pkg/controllers/disruption).
-func consolidatableAt(nc *karpv1.NodeClaim, pool *karpv1.NodePool) time.Time {
+func consolidatableAt(nc *karpv1.NodeClaim, pool *karpv1.NodePool, podEvent time.Time) time.Time {
 	after := pool.Spec.Disruption.ConsolidateAfter.Duration
 	init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
 	if pool.Spec.Replicas != nil || after == nil || init == nil || !init.IsTrue() {
 		return time.Time{}
 	}
 	base := init.LastTransitionTime.Time
-	if t := nc.Status.LastPodEventTime.Time; t.After(base) {
-		base = t
+	for _, t := range []time.Time{nc.Status.LastPodEventTime.Time, podEvent} {
+		if t.After(base) {
+			base = t
+		}
 	}
 	return base.Add(*after)
 }

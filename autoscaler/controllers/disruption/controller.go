@@ -81,6 +81,10 @@ type Controller struct {
 	opts     Options
 	// trigger wakes Start for a pass.
 	trigger *trigger.Trigger
+	// podEvents is the PodEvents controller Register adds beside this one
+	// (nil until then): consolidateAfter counts from the newest pod event
+	// it has seen, even one not yet written to lastPodEventTime.
+	podEvents *PodEvents
 
 	mu    sync.Mutex
 	timer clock.Timer
@@ -353,7 +357,7 @@ func (c *Controller) addCandidates(ctx context.Context, s *state, replacing map[
 		}
 		pods := s.cluster.Pods[node.Name]
 		cand := &candidate{nc: nc, node: node, pool: pool, pods: reschedulable(pods),
-			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool)}
+			price: priceOf(types, node.Labels), consolidatableAt: consolidatableAt(nc, pool, c.podEvents.Newest(node.Name))}
 		cand.blocked, cand.blockedByPods = blockedBy(nc, node, cand.pods, s.pdbs, s.now)
 		for _, p := range cand.pods {
 			if _, _, err := podset.DoNotDisruptActive(p, s.now); err != nil {

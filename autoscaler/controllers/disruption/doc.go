@@ -21,7 +21,11 @@
 // annotation on the node being replaced together with the
 // karpenter.sh/disrupted taint on its Node. A restarted or newly elected
 // controller therefore resumes at once, and no missed event can wedge it
-// (problem P5).
+// (problem P5). The one thing kept in memory is the newest pod event of
+// each Node that PodEvents has not written yet (it writes at most once per
+// PodEventDedupe, 10 s): a restart loses it, and consolidateAfter then
+// counts from up to 10 s before the last pod event, as Karpenter's always
+// may.
 //
 // Interruption (a NodeClaim marked by package interruption: a spot
 // interruption warning, a scheduled change, an instance stopping or

@@ -14,10 +14,12 @@ import (
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
-// Register adds to mgr the Controller, the PodEvents controller and the
-// watches that trigger a pass: pod deletions and completions, NodeClaim,
-// Node and NodePool changes.
+// Register adds to mgr the Controller, the PodEvents controller (whose
+// newest pod events the Controller then reads) and the watches that
+// trigger a pass: pod deletions and completions, NodeClaim, Node and
+// NodePool changes.
 func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
+	c.podEvents = podEvents
 	if err := mgr.Add(c); err != nil {
 		return err
 	}

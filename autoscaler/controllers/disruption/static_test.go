@@ -17,11 +17,11 @@ func TestStaticNodePoolNeverConsolidatable(t *testing.T) {
 	pool := &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Disruption: karpv1.Disruption{
 		ConsolidateAfter: karpv1.MustParseNillableDuration("0s")}}}
 	now := metav1.Now().Add(time.Hour)
-	if at := consolidatableAt(nc, pool); at.IsZero() || now.Before(at) {
+	if at := consolidatableAt(nc, pool, time.Time{}); at.IsZero() || now.Before(at) {
 		t.Fatalf("dynamic NodePool: consolidatableAt = %v; want a time before %v", at, now)
 	}
 	pool.Spec.Replicas = ptr.To[int64](3)
-	if at := consolidatableAt(nc, pool); !at.IsZero() {
+	if at := consolidatableAt(nc, pool, time.Time{}); !at.IsZero() {
 		t.Errorf("static NodePool: consolidatableAt = %v; want zero (never)", at)
 	}
 }

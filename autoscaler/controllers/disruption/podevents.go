@@ -46,8 +46,8 @@ type PodEvents struct {
 
 	mu sync.Mutex
 	// newest is the time of the newest pod event seen on each Node, by
-	// Node name; an entry goes when the Node or its NodeClaim is gone or
-	// being deleted.
+	// Node name; an entry goes when the Node is deleted, or when a
+	// reconcile finds the Node or its NodeClaim gone or being deleted.
 	newest map[string]time.Time
 }
 
@@ -121,6 +121,13 @@ func (p *PodEvents) Register(mgr manager.Manager) error {
 				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && podset.Evictable(pod) {
 					enqueue(q, pod.Spec.NodeName)
 				}
+			},
+		}).
+		// A Node deleted with no pod left on it wakes no reconcile: what
+		// PodEvents remembers of it goes here.
+		Watches(&corev1.Node{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				p.forget(e.Object.GetName())
 			},
 		}).Complete(p)
 }

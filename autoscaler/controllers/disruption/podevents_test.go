@@ -154,3 +154,19 @@ func TestConsolidatableAtCountsFromUnwrittenEvent(t *testing.T) {
 		t.Fatalf("unwritten event at %s: consolidatableAt = %s, want %s", unwritten, got, want)
 	}
 }
+
+// A Node gone takes what PodEvents remembers of it along.
+func TestPodEventsForgetsGoneNode(t *testing.T) {
+	f := newPodEventsFixture(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f.event(t)
+	if f.p.Newest("n1").IsZero() {
+		t.Fatal("Newest is zero right after a pod event")
+	}
+	if err := f.kube.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if got := f.p.Newest("n1"); !got.IsZero() {
+		t.Fatalf("Newest = %s after the Node was deleted, want zero (forgotten)", got)
+	}
+}

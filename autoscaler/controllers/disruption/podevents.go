@@ -25,14 +25,14 @@ import (
 )
 
 // PodEventDedupe is the shortest time between a NodeClaim's
-// status.lastPodEventTime and the next value written over it: 10 s, Karpenter's dedupeTimeout
-// (pkg/controllers/nodeclaim/podevents/controller.go, v1.13.0 to v1.15.0).
-// Karpenter drops the pod events inside the window; karpx writes the time
-// of the newest one at the window's end, so the stored time is that of the
-// last pod event rounded up to a whole second (the API server keeps
-// seconds), never earlier, and the disruption
-// Controller counts consolidateAfter from the newest event this process
-// has seen even before it is written.
+// status.lastPodEventTime and the next value written over it: 10 s,
+// Karpenter's dedupeTimeout (pkg/controllers/nodeclaim/podevents/
+// controller.go, v1.13.0 to v1.15.0). Karpenter drops the pod events
+// inside the window; karpx writes the time of the newest one at the
+// window's end, so the stored time is that of the last pod event rounded
+// up to a whole second (the API server keeps seconds), never earlier, and
+// the disruption Controller counts consolidateAfter from the newest event
+// this process has seen even before it is written.
 const PodEventDedupe = 10 * time.Second
 
 // PodEvents keeps status.lastPodEventTime of each NodeClaim: the last time a
@@ -99,14 +99,21 @@ func (p *PodEvents) Register(mgr manager.Manager) error {
 		p.observe(node)
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
 	}
+	// enqueueBound is enqueue for a created or deleted pod: one bound to a
+	// Node that consolidation would move.
+	enqueueBound := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], pod *corev1.Pod) {
+		if pod.Spec.NodeName != "" && podset.Evictable(pod) {
+			enqueue(q, pod.Spec.NodeName)
+		}
+	}
 	return builder.ControllerManagedBy(mgr).Named("nodeclaim.podevents").
 		Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				// Informer start-up lists every pod as created; only pods
 				// created bound (static or pre-bound) count, and those
 				// are rare. The binding itself is an update.
-				if pod := e.Object.(*corev1.Pod); p.clock.Since(pod.CreationTimestamp.Time) < time.Minute && pod.Spec.NodeName != "" && podset.Evictable(pod) {
-					enqueue(q, pod.Spec.NodeName)
+				if pod := e.Object.(*corev1.Pod); p.clock.Since(pod.CreationTimestamp.Time) < time.Minute {
+					enqueueBound(q, pod)
 				}
 			},
 			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -118,8 +125,8 @@ func (p *PodEvents) Register(mgr manager.Manager) error {
 				}
 			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && podset.Evictable(pod) {
-					enqueue(q, pod.Spec.NodeName)
+				if pod, ok := e.Object.(*corev1.Pod); ok {
+					enqueueBound(q, pod)
 				}
 			},
 		}).

@@ -179,6 +179,9 @@ type state struct {
 	// total counts, per NodePool, all its NodeClaims (budgets' percentages
 	// are of this).
 	total map[string]int
+	// moving names a pod moving between nodes now ("" when none), which
+	// holds consolidation (see moving).
+	moving string
 }
 
 // PassResult summarises one pass, for tests and logs.
@@ -309,6 +312,7 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 	})
 	replacing := s.count()
 	c.addCandidates(ctx, s, replacing)
+	s.moving = moving(s)
 	return s, nil
 }
 

@@ -49,7 +49,12 @@
 // tainted karpenter.sh/disrupted, which need room elsewhere, as Karpenter's
 // SimulateScheduling does: a node that pending pods will land on is no
 // candidate, and a command is a plain delete only when no
-// pod, pending ones included, would need a new node. Replacements are
+// pod, pending ones included, would need a new node. Consolidation also
+// starts no command while a pod is moving between nodes (on a draining
+// node still to be evicted, or not judged by kube-scheduler yet; each for
+// at most PodMoveWindow): kube-scheduler places moving pods by its own
+// scores, not where the simulation did, so the next command is simulated
+// from where they have landed. Replacements are
 // launched and Initialized before the old node is deleted; deletion goes
 // through package termination's drain. Each decision is an event on the NodeClaim and the
 // Node naming the method and reason, and a karpx_disruption_decisions_total

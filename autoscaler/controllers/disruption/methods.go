@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -109,6 +110,9 @@ func (c *Controller) consolidationCandidates(s *state) []*candidate {
 // other nodes (delete) or on other nodes plus one cheaper new node
 // (replace).
 func (c *Controller) singleNodeConsolidation(ctx context.Context, s *state) (*command, error) {
+	if held(ctx, s) {
+		return nil, nil
+	}
 	for _, cand := range c.consolidationCandidates(s) {
 		if c.allowed(s, cand.pool, ReasonUnderutilized) < 1 {
 			continue
@@ -124,6 +128,9 @@ func (c *Controller) singleNodeConsolidation(ctx context.Context, s *state) (*co
 // candidates, within budgets, that can be replaced by at most one cheaper
 // node, by binary search as Karpenter does.
 func (c *Controller) multiNodeConsolidation(ctx context.Context, s *state) (*command, error) {
+	if held(ctx, s) {
+		return nil, nil
+	}
 	var cands []*candidate
 	taken := map[string]int{}
 	for _, cand := range c.consolidationCandidates(s) {
@@ -150,6 +157,16 @@ func (c *Controller) multiNodeConsolidation(ctx context.Context, s *state) (*com
 		}
 	}
 	return best, nil
+}
+
+// held reports whether consolidation waits this pass because a pod is
+// moving between nodes (see moving), and logs which one.
+func held(ctx context.Context, s *state) bool {
+	if s.moving == "" {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("consolidation waits for pods to land", "reason", s.moving)
+	return true
 }
 
 // consolidate simulates removing cands and returns the command when it

@@ -11,13 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	podset "github.com/karpx/karpx/autoscaler/state/pods"
 	"github.com/karpx/karpx/autoscaler/trigger"
 )
 
 // Register adds to mgr the Controller, the PodEvents controller (whose
 // newest pod events the Controller then reads) and the watches that
-// trigger a pass: pod deletions and completions, NodeClaim, Node and
-// NodePool changes.
+// trigger a pass: pod deletions, completions and landings (bound, or
+// judged unschedulable), NodeClaim, Node and NodePool changes.
 func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 	c.podEvents = podEvents
 	if err := mgr.Add(c); err != nil {
@@ -26,10 +27,14 @@ func Register(mgr manager.Manager, c *Controller, podEvents *PodEvents) error {
 	if err := podEvents.Register(mgr); err != nil {
 		return err
 	}
-	// Pods that leave (deleted) or finish (phase changes).
+	// Pods that leave (deleted), finish (phase changes), or land: bound or
+	// judged unschedulable by kube-scheduler (consolidation waits for
+	// moving pods, see moving).
 	podGone := trigger.Deletions
 	podGone.UpdateFunc = func(e event.UpdateEvent) bool {
-		return e.ObjectNew.(*corev1.Pod).Status.Phase != e.ObjectOld.(*corev1.Pod).Status.Phase
+		old, pod := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return pod.Status.Phase != old.Status.Phase ||
+			podset.AwaitingScheduler(old) && !podset.AwaitingScheduler(pod)
 	}
 	return builder.ControllerManagedBy(mgr).Named("disruption.trigger").
 		For(&corev1.Pod{}, builder.WithPredicates(podGone)).

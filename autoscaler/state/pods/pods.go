@@ -75,3 +75,22 @@ func DoNotDisruptActive(pod *corev1.Pod, now time.Time) (active bool, until time
 	until = pod.Status.StartTime.Add(d)
 	return now.Before(until), until, nil
 }
+
+// AwaitingScheduler reports whether pod is waiting for kube-scheduler's
+// first verdict: not bound to a Node, not being deleted, not finished, and
+// without a PodScheduled=False condition (kube-scheduler sets one, reason
+// Unschedulable or SchedulingGated, as soon as it cannot bind the pod).
+// Such a pod is about to be bound to a node of kube-scheduler's choosing,
+// or marked unschedulable within moments.
+func AwaitingScheduler(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return false
+		}
+	}
+	return true
+}

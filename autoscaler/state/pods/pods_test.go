@@ -53,3 +53,28 @@ func TestReschedulable(t *testing.T) {
 		}
 	}
 }
+
+func TestAwaitingScheduler(t *testing.T) {
+	now := metav1.Now()
+	pending := func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }
+	judged := func(reason string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason}}
+		}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"new, no condition":         {pod("a", pending), true},
+		"bound":                     {pod("b", pending, func(p *corev1.Pod) { p.Spec.NodeName = "n" }), false},
+		"unschedulable":             {pod("c", pending, judged(corev1.PodReasonUnschedulable)), false},
+		"scheduling gated":          {pod("d", pending, judged(corev1.PodReasonSchedulingGated)), false},
+		"terminating":               {pod("e", pending, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
+		"failed before any binding": {pod("f", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+	} {
+		if got := AwaitingScheduler(tc.pod); got != tc.want {
+			t.Errorf("%s: AwaitingScheduler = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -60,10 +60,7 @@ func TestConsolidationWaitsForMovingPods(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t)
 			c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
-			a := c.node("a", "p", time.Hour, nil)
-			b := c.node("b", "p", time.Hour, nil)
-			c.pod("a1", a, "500m", nil)
-			c.pod("b1", b, "600m", nil)
+			c.halfEmptyPair("p")
 			if tc.draining != nil {
 				d := c.node("d", "p", time.Hour, nil)
 				c.pod("d1", d, "100m", nil)

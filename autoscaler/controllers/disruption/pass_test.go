@@ -117,6 +117,14 @@ func (c *cluster) pass() disruption.PassResult {
 	return res
 }
 
+// halfEmptyPair adds to pool the m5.large nodes a and b, Initialized an
+// hour ago, with pods a1 (500m) and b1 (600m): either pod fits beside the
+// other, so consolidation deletes one of the two when nothing holds it.
+func (c *cluster) halfEmptyPair(pool string) {
+	c.pod("a1", c.node("a", pool, time.Hour, nil), "500m", nil)
+	c.pod("b1", c.node("b", pool, time.Hour, nil), "600m", nil)
+}
+
 func (c *cluster) exists(name string) bool {
 	err := c.kube.Get(context.Background(), client.ObjectKey{Name: name}, &karpv1.NodeClaim{})
 	return err == nil
@@ -185,10 +193,7 @@ func TestEmptinessBudgetLimitsNodesPerPass(t *testing.T) {
 func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 	c := newCluster(t)
 	c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
-	a := c.node("a", "p", time.Hour, nil)
-	b := c.node("b", "p", time.Hour, nil)
-	c.pod("a1", a, "500m", nil)
-	c.pod("b1", b, "600m", nil)
+	c.halfEmptyPair("p")
 	res := c.pass()
 	if c.exists("a") == c.exists("b") {
 		t.Fatalf("decisions %v: want exactly one of two half-empty m5.large nodes deleted", res.Decisions)
@@ -198,10 +203,7 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 func TestConsolidationRespectsUnmodelledConstraintsAndWhenEmpty(t *testing.T) {
 	c := newCluster(t)
 	c.pool("p", karpv1.ConsolidationPolicyWhenEmpty, 0, "100%")
-	a := c.node("a", "p", time.Hour, nil)
-	b := c.node("b", "p", time.Hour, nil)
-	c.pod("a1", a, "500m", nil)
-	c.pod("b1", b, "600m", nil)
+	c.halfEmptyPair("p")
 	res := c.pass()
 	if !c.exists("a") || !c.exists("b") {
 		t.Fatalf("decisions %v: a WhenEmpty NodePool must not consolidate nodes with pods", res.Decisions)
@@ -321,10 +323,7 @@ func TestConsolidationLeavesRoomForPendingPods(t *testing.T) {
 	for _, pending := range []bool{false, true} {
 		c := newCluster(t)
 		c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, 0, "100%")
-		a := c.node("a", "p", time.Hour, nil)
-		b := c.node("b", "p", time.Hour, nil)
-		c.pod("a1", a, "500m", nil)
-		c.pod("b1", b, "600m", nil)
+		c.halfEmptyPair("p")
 		if pending {
 			c.pod("waiting", "", "1300m", nil)
 		}

@@ -11,13 +11,14 @@ import (
 	podset "github.com/karpx/karpx/autoscaler/state/pods"
 )
 
-// PodMoveWindow is how long after it started a pod's move holds
-// consolidation (see moving): from the eviction of a pod on a draining
-// node, or from the creation of a pod kube-scheduler has not judged yet.
-// The ReplicaSet controller recreates an evicted pod and kube-scheduler
-// judges a new one within moments; a pod still unjudged after this long
-// waits for something else (another scheduler, one that is down) and
-// would otherwise hold consolidation for good. 30 s is karpx's own
+// PodMoveWindow is how long a terminating pod on a draining node, or a
+// pod kube-scheduler has not judged yet, holds consolidation (see
+// moving), counted from the request to delete the first and from the
+// creation of the second. The ReplicaSet controller recreates an evicted
+// pod and kube-scheduler judges a new one within moments; a pod still
+// unjudged after this long waits for something else (another scheduler,
+// one that is down), and a pod with a long grace period would otherwise
+// hold consolidation for that long. 30 s is karpx's own
 // choice: Karpenter v1.14 has no such wait (it waits 15 s before every
 // consolidation command instead, commandValidationDelay,
 // pkg/controllers/disruption/controller.go).

@@ -384,10 +384,7 @@ func leaving(s *state) []*corev1.Pod {
 		if node == nil {
 			continue
 		}
-		nc := s.cluster.NodeClaimOf[name]
-		gone := !node.DeletionTimestamp.IsZero() || (nc != nil && !nc.DeletionTimestamp.IsZero()) ||
-			slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
-		if !gone {
+		if !s.draining(name) && !hasDisruptedTaint(node) {
 			continue
 		}
 		for _, p := range s.cluster.Pods[name] {

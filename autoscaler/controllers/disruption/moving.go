@@ -48,12 +48,7 @@ const PodMoveWindow = 30 * time.Second
 // simulation counts them as leaving.
 func moving(s *state) string {
 	for _, name := range slices.Sorted(maps.Keys(s.cluster.Pods)) {
-		node := s.cluster.Nodes[name]
-		if node == nil {
-			continue
-		}
-		nc := s.cluster.NodeClaimOf[name]
-		if node.DeletionTimestamp.IsZero() && (nc == nil || nc.DeletionTimestamp.IsZero()) {
+		if !s.draining(name) {
 			continue
 		}
 		for _, p := range s.cluster.Pods[name] {
@@ -77,6 +72,13 @@ func moving(s *state) string {
 		}
 	}
 	return ""
+}
+
+// draining reports whether Node name is being drained: the Node or its
+// NodeClaim is being deleted. false for a Node s does not hold.
+func (s *state) draining(name string) bool {
+	node, nc := s.cluster.Nodes[name], s.cluster.NodeClaimOf[name]
+	return node != nil && (!node.DeletionTimestamp.IsZero() || (nc != nil && !nc.DeletionTimestamp.IsZero()))
 }
 
 // deletionRequested returns when pod's deletion was requested: its

@@ -25,6 +25,11 @@
 //     termination controller does;
 //  6. removes the finalizer.
 //
+// Steps 3 to 5 change the NodeClaim's conditions (Drained,
+// VolumesDetached, InstanceTerminating) in memory and each reconcile
+// writes them in one status patch, as Karpenter's termination controller
+// does: an empty Node's termination is one write, not one per condition.
+//
 // The NodeClaim's own finalizer (package lifecycle) deletes the Node
 // through this path and waits for it before releasing the NodeClaim; it
 // terminates the instance itself only when InstanceTerminating is not

@@ -114,30 +114,29 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := clusterstate.SetDisruptedTaint(ctx, c.kube, node, true); err != nil {
 		return reconcile.Result{}, err
 	}
-	// 3. Drain.
 	deadline, err := c.deadline(ctx, node, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if done, err := c.drain(ctx, node, nc, deadline); err != nil {
-		return reconcile.Result{}, err
-	} else if !done {
-		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
+	// 3-5 change the NodeClaim's conditions in memory only; writeConditions
+	// writes what changed in one status patch per reconcile, as Karpenter's
+	// termination controller does (Reconcile,
+	// pkg/controllers/node/termination/controller.go@v1.14.0): an empty
+	// Node's Drained, VolumesDetached and InstanceTerminating go in one
+	// write, not four.
+	var read *karpv1.NodeClaim
+	if nc != nil {
+		read = nc.DeepCopy()
 	}
-	// 4. The drained pods' volumes detach before the instance goes
-	// (VolumesDetached), bounded by the terminationGracePeriod.
-	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil {
+	wait, stepErr := c.advance(ctx, node, nc, deadline)
+	if err := c.writeConditions(ctx, node, read, nc); err != nil {
 		return reconcile.Result{}, err
-	} else if wait {
-		log.V(1).Info("awaiting VolumeAttachments' deletion")
-		return reconcile.Result{RequeueAfter: clusterstate.DrainRequeue}, nil
 	}
-	// 5. Terminate the instance, once: the NodeClaim's InstanceTerminating
-	// condition records that the cloud confirmed it, before the Node is
-	// released, so neither a later reconcile nor the NodeClaim's finalizer
-	// (package lifecycle) asks again.
-	if err := c.terminate(ctx, node, nc); err != nil {
-		return reconcile.Result{}, err
+	if stepErr != nil {
+		return reconcile.Result{}, stepErr
+	}
+	if wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	// 6. Release the Node.
 	stored := node.DeepCopy()
@@ -150,21 +149,58 @@ func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{}, nil
 }
 
+// advance runs steps 3 to 5 of node's termination as far as they go now:
+// 3. drain (bounded by deadline, nil for none), 4. the drained pods'
+// VolumeAttachments, 5. the instance's termination, whose cloud
+// confirmation InstanceTerminating records, so that the Node is released
+// (step 6) only after it. It changes the conditions of nc (nil when the
+// Node has no NodeClaim) in memory, for writeConditions. It returns how long
+// to wait before the next step (0: all done), or the API server's or the
+// cloud's error.
+func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (time.Duration, error) {
+	if done, err := c.drain(ctx, node, nc, deadline); err != nil || !done {
+		return clusterstate.DrainRequeue, err
+	}
+	if wait, err := c.awaitVolumes(ctx, node, nc, deadline); err != nil || wait {
+		if wait {
+			logr.FromContextOrDiscard(ctx).V(1).Info("awaiting VolumeAttachments' deletion")
+		}
+		return clusterstate.DrainRequeue, err
+	}
+	return 0, c.terminate(ctx, node, nc)
+}
+
+// writeConditions writes nc's conditions when they differ from stored's
+// (nc as read at the start of the reconcile), with an optimistic lock: a
+// merge patch replaces the list whole, so a stale copy must not win. It
+// counts the Node as drained (karpentermetrics.NodeDrained) once Drained=True
+// is written, not before, so a retried reconcile does not count it twice. A
+// nil nc (no NodeClaim) or a NodeClaim already gone needs nothing; it
+// returns the API server's other errors.
+func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, stored, nc *karpv1.NodeClaim) error {
+	if nc == nil || equality.Semantic.DeepEqual(stored.Status.Conditions, nc.Status.Conditions) {
+		return nil
+	}
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
+	}
+	if !stored.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
+		karpentermetrics.NodeDrained(node)
+	}
+	return nil
+}
+
 // drain runs one step of node's drain (Drainer.Drain, bounded by deadline,
 // nil for none) and keeps nc's Drained condition as Karpenter's
 // termination controller writes it (awaitDrain,
 // pkg/controllers/node/termination/controller.go@v1.14.0): Unknown with
-// reason Draining while the drain runs, True once it is done. nc is nil when the Node has no
-// NodeClaim. It reports whether the drain is done, and the API server's
-// errors.
+// reason Draining while the drain runs, True once it is done (in memory:
+// see writeConditions). nc is nil when the Node has no NodeClaim. It
+// reports whether the drain is done, and the API server's errors.
 func (c *NodeController) drain(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (bool, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeDrained) == nil {
-		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) {
-			nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeDrained, "Draining", "Draining")
-		}); err != nil {
-			return false, err
-		}
+		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeDrained, "Draining", "Draining")
 	}
 	st, err := c.drainer.Drain(ctx, node, deadline)
 	karpentermetrics.PodsDrained(nc, st.Evicted)
@@ -176,11 +212,8 @@ func (c *NodeController) drain(ctx context.Context, node *corev1.Node, nc *karpv
 			"doNotDisrupt", len(st.Protected))
 		return false, nil
 	}
-	if nc != nil && !nc.StatusConditions().Get(karpv1.ConditionTypeDrained).IsTrue() {
-		if err := c.setCondition(ctx, nc, func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained) }); err != nil {
-			return false, err
-		}
-		karpentermetrics.NodeDrained(node)
+	if nc != nil {
+		nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained)
 	}
 	return true, nil
 }
@@ -188,9 +221,9 @@ func (c *NodeController) drain(ctx context.Context, node *corev1.Node, nc *karpv
 // terminate terminates the instance behind node (one Delete: see
 // cloudprovider.TerminateInstance) unless nc, the Node's NodeClaim (nil
 // when there is none), already has InstanceTerminating=True, and then sets
-// that condition on nc. It returns the cloud's error, or the API server's
-// when the condition cannot be recorded, so the caller retries; a Node
-// without providerID has no instance and needs nothing.
+// that condition on nc in memory (see writeConditions). It returns the
+// cloud's error, so the caller retries; a Node without providerID has no
+// instance and needs nothing.
 func (c *NodeController) terminate(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) error {
 	if node.Spec.ProviderID == "" || (nc != nil && nc.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating).IsTrue()) {
 		return nil
@@ -198,40 +231,10 @@ func (c *NodeController) terminate(ctx context.Context, node *corev1.Node, nc *k
 	if err := cloudprovider.TerminateInstance(ctx, c.cloud, nc, node.Spec.ProviderID); err != nil {
 		return err
 	}
-	if nc == nil {
-		return nil
-	}
-	stored := nc.DeepCopy()
-	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
-	// The optimistic lock keeps a stale copy's conditions from replacing
-	// the stored list (a merge patch replaces lists whole).
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("recording %s on NodeClaim %s: %w", karpv1.ConditionTypeInstanceTerminating, nc.Name, err)
+	if nc != nil {
+		nc.StatusConditions().SetTrue(karpv1.ConditionTypeInstanceTerminating)
 	}
 	return nil
-}
-
-// setCondition applies set to nc's conditions and writes them with an
-// optimistic lock (a merge patch replaces the list whole, so a stale copy
-// must not win); a NodeClaim already gone needs nothing.
-func (c *NodeController) setCondition(ctx context.Context, nc *karpv1.NodeClaim, set func(*karpv1.NodeClaim)) error {
-	stored := nc.DeepCopy()
-	set(nc)
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
-	}
-	return nil
-}
-
-// setConditionIfChanged is setCondition when set changes nc's conditions
-// (an unchanged one is not written again).
-func (c *NodeController) setConditionIfChanged(ctx context.Context, nc *karpv1.NodeClaim, set func(*karpv1.NodeClaim)) error {
-	probe := nc.DeepCopy()
-	set(probe)
-	if equality.Semantic.DeepEqual(probe.Status.Conditions, nc.Status.Conditions) {
-		return nil
-	}
-	return c.setCondition(ctx, nc, set)
 }
 
 // deadline is when the remaining pods are deleted rather than evicted: the

@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -63,7 +64,14 @@ func registeredClaim(mutate ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
 
 func newNodeController(t *testing.T, cloud cloudprovider.CloudProvider, objs ...client.Object) (*NodeController, client.Client) {
 	t.Helper()
-	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+	return newNodeControllerWith(t, cloud, interceptor.Funcs{}, objs...)
+}
+
+// newNodeControllerWith is newNodeController whose client calls funcs
+// (interceptor.Funcs) first.
+func newNodeControllerWith(t *testing.T, cloud cloudprovider.CloudProvider, funcs interceptor.Funcs, objs ...client.Object) (*NodeController, client.Client) {
+	t.Helper()
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs).
 		WithStatusSubresource(&karpv1.NodeClaim{}).
 		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		WithIndex(&karpv1.NodeClaim{}, clusterstate.NodeClaimProviderIDField, func(o client.Object) []string {
@@ -137,7 +145,7 @@ func TestReconcileTerminatesOnceAndRecordsIt(t *testing.T) {
 }
 
 // TestReconcileKeepsTheNodeUntilTheCloudConfirms checks that a cloud
-// error keeps the Node's finalizer and records nothing, and that a Node
+// error keeps the Node's finalizer and records no InstanceTerminating, and that a Node
 // whose NodeClaim is gone is still terminated through its providerID
 // (control: the same Node released after one Delete).
 func TestReconcileKeepsTheNodeUntilTheCloudConfirms(t *testing.T) {
@@ -198,6 +206,54 @@ func TestReconcileDrainsBeforeTerminating(t *testing.T) {
 	}
 	if cond := claimCondition(t, kube, karpv1.ConditionTypeDrained); cond == nil || !cond.IsTrue() {
 		t.Fatalf("once drained: Drained %+v; want True", cond)
+	}
+}
+
+// TestReconcileWritesTheConditionsOncePerReconcile: the NodeClaim's
+// termination conditions are written in one status patch per reconcile,
+// as Karpenter's termination controller writes them. An empty Node is
+// drained, its volumes found detached and its instance terminated in one
+// reconcile: one write with Drained, VolumesDetached and
+// InstanceTerminating all True (four writes before: Drained Unknown, then
+// each condition on its own). Its control is a Node with a pod to evict:
+// the first reconcile writes Drained=Unknown (reason Draining) alone, the
+// second the other three.
+func TestReconcileWritesTheConditionsOncePerReconcile(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		pods   []client.Object
+		writes []int // status writes after each reconcile, cumulated
+	}{
+		{"empty Node", nil, []int{1}},
+		{"a pod to evict (control)", []client.Object{pod("web")}, []int{1, 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			writes := 0
+			funcs := interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				if _, ok := o.(*karpv1.NodeClaim); ok && sub == "status" {
+					writes++
+				}
+				return c.SubResource(sub).Patch(ctx, o, p, opts...)
+			}}
+			cloud := &countingCloud{}
+			c, kube := newNodeControllerWith(t, cloud, funcs, append([]client.Object{deletingNode(), registeredClaim()}, tt.pods...)...)
+			for i, want := range tt.writes {
+				if _, err := reconcileNode(t, c); err != nil {
+					t.Fatal(err)
+				}
+				if writes != want {
+					t.Fatalf("after reconcile %d: %d status writes of the NodeClaim, want %d", i+1, writes, want)
+				}
+			}
+			for _, typ := range []string{karpv1.ConditionTypeDrained, karpv1.ConditionTypeVolumesDetached, karpv1.ConditionTypeInstanceTerminating} {
+				if cond := claimCondition(t, kube, typ); !cond.IsTrue() {
+					t.Errorf("%s = %+v, want True", typ, cond)
+				}
+			}
+			if cloud.deletes != 1 || !nodeReleased(t, kube) {
+				t.Errorf("%d Deletes, released %t; want 1, true", cloud.deletes, nodeReleased(t, kube))
+			}
+		})
 	}
 }
 

@@ -68,33 +68,36 @@ func indexVolumeAttachments(ctx context.Context, indexer client.FieldIndexer) er
 // Once deadline (the terminationGracePeriod's end; nil: none) has passed it
 // stops waiting and records VolumesDetached=False (reason
 // TerminationGracePeriodElapsed); with no attachment left,
-// VolumesDetached=True. nc may be nil (no NodeClaim: nothing recorded). It
+// VolumesDetached=True. The condition is set on nc in memory (see
+// writeConditions); nc may be nil (no NodeClaim: nothing recorded). It
 // returns the API server's error when the attachments, pods or claims
-// cannot be read or the condition cannot be written.
+// cannot be read.
 func (c *NodeController) awaitVolumes(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (bool, error) {
 	pending, err := c.pendingVolumeAttachments(ctx, node)
 	if err != nil {
 		return false, err
 	}
-	cond := func(set func(*karpv1.NodeClaim)) error {
-		if nc == nil {
-			return nil
+	cond := func(set func(*karpv1.NodeClaim)) {
+		if nc != nil {
+			set(nc)
 		}
-		return c.setConditionIfChanged(ctx, nc, set)
 	}
 	switch {
 	case len(pending) == 0:
-		return false, cond(func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeVolumesDetached) })
+		cond(func(nc *karpv1.NodeClaim) { nc.StatusConditions().SetTrue(karpv1.ConditionTypeVolumesDetached) })
+		return false, nil
 	case deadline == nil || !c.clock.Now().After(*deadline):
 		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonAwaitingVolumeDetachment,
 			"Awaiting deletion of bound volumeattachments (%s)", attachmentNames(pending))
-		return true, cond(func(nc *karpv1.NodeClaim) {
+		cond(func(nc *karpv1.NodeClaim) {
 			nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeVolumesDetached, ReasonAwaitingVolumeDetachment, ReasonAwaitingVolumeDetachment)
 		})
+		return true, nil
 	default:
-		return false, cond(func(nc *karpv1.NodeClaim) {
+		cond(func(nc *karpv1.NodeClaim) {
 			nc.StatusConditions().SetFalse(karpv1.ConditionTypeVolumesDetached, ReasonTerminationGracePeriodElapsed, ReasonTerminationGracePeriodElapsed)
 		})
+		return false, nil
 	}
 }
 

@@ -133,3 +133,14 @@ func TestNodeClaimOverlayAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeClaimCarriesTheTerminationFinalizer: a planned NodeClaim is
+// created with karpenter.sh/termination, so its instance is terminated
+// before it goes whenever it is deleted, with no patch to add the
+// finalizer after the creation.
+func TestNodeClaimCarriesTheTerminationFinalizer(t *testing.T) {
+	nc := scheduling.NodeClaimPlan{NodePool: generalPurpose()}.NodeClaim()
+	if len(nc.Finalizers) != 1 || nc.Finalizers[0] != karpv1.TerminationFinalizer {
+		t.Errorf("finalizers %v, want [%s]", nc.Finalizers, karpv1.TerminationFinalizer)
+	}
+}

@@ -230,6 +230,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
+	// NodeClaims karpx plans carry the finalizer from their creation
+	// (scheduling.NodeClaimPlan.NodeClaim); one created elsewhere (by hand,
+	// by another tool) gets it here.
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
 		stored := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)

@@ -5,7 +5,9 @@
 //	Registered  – a Node with that providerID joined; karpx syncs the
 //	              NodeClaim's labels and taints onto it, removes the
 //	              karpenter.sh/unregistered taint, owns the Node and adds
-//	              the karpenter.sh/termination finalizer to it.
+//	              the karpenter.sh/termination finalizer to it, in one
+//	              JSON patch that tests only the taints it replaces, so
+//	              the kubelet's status writes do not make it fail.
 //	Initialized – the Node is Ready, its startup taints and the known
 //	              ephemeral taints are gone, and every requested extended
 //	              resource is allocatable.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,10 @@ import (
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
+
+// errNoJSONPatch stands for a registration that registrationPatch cannot
+// write.
+var errNoJSONPatch = errors.New("no JSON patch for this change")
 
 func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
@@ -71,7 +76,20 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		return reconcile.Result{}, err
 	}
 	if !equality.Semantic.DeepEqual(stored, node) {
-		if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		locked := client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})
+		err := errNoJSONPatch
+		if patch, ok := registrationPatch(stored, node); ok {
+			err = c.kube.Patch(ctx, node, patch)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			// The taints changed since the read (the JSON patch's test
+			// failed: 422 Invalid), the change needs the whole Node, or the
+			// server refused the JSON patch: the merge patch under the
+			// Node's resourceVersion decides, and says whether the read
+			// was stale.
+			err = c.kube.Patch(ctx, node, locked)
+		}
+		if err != nil {
 			if apierrors.IsConflict(err) {
 				// Another writer (kwok or kubelet, the termination
 				// controller) changed the Node since it was read: try

@@ -7,8 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
 // TestRegistrationCountsTheNode: a launched NodeClaim whose Node appeared
@@ -65,4 +72,97 @@ func nodesCreated(t *testing.T, pool string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestRegistrationPatchesPastAStatusWrite: registration reads a Node its
+// kubelet has written status to since (kwok, or a real kubelet, writes
+// status just after the Node appears): the registration patch still
+// applies, in one request, and keeps that status. Before, a merge patch
+// under the whole Node's resourceVersion failed with 409 on nearly every
+// Node of a burst and was sent again. Its control is a Node whose taints
+// changed since the read (the node lifecycle controller added
+// node.kubernetes.io/not-ready): registration writes nothing and tries
+// again from a fresh read, so no taint is lost.
+func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	for _, tt := range []struct {
+		name       string
+		write      func(context.Context, client.Client, *corev1.Node) error // what another writer changed after the read
+		registered bool
+	}{
+		{"status written since the read", func(ctx context.Context, c client.Client, n *corev1.Node) error {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady"}}
+			return c.Status().Update(ctx, n)
+		}, true},
+		{"taints changed since the read (control)", func(ctx context.Context, c client.Client, n *corev1.Node) error {
+			n.Spec.Taints = append(n.Spec.Taints, notReady)
+			return c.Update(ctx, n)
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			nc, node := launchedClaim(now, corev1.ConditionUnknown)
+			node.Labels = map[string]string{corev1.LabelHostname: node.Name}
+			api := fakeAPI(nc, node)
+			var read corev1.Node
+			if err := api.Get(ctx, client.ObjectKeyFromObject(node), &read); err != nil {
+				t.Fatal(err)
+			}
+			var current corev1.Node
+			if err := api.Get(ctx, client.ObjectKeyFromObject(node), &current); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.write(ctx, api, &current); err != nil {
+				t.Fatal(err)
+			}
+			patches := 0
+			// The controller's cache still holds the Node as read.
+			kube := interceptor.NewClient(api, interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if nodes, ok := list.(*corev1.NodeList); ok {
+						nodes.Items = []corev1.Node{*read.DeepCopy()}
+						return nil
+					}
+					return c.List(ctx, list, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+					if _, ok := o.(*corev1.Node); ok {
+						patches++
+					}
+					return c.Patch(ctx, o, p, opts...)
+				},
+			})
+			health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
+			c := New(kube, nil, record.NewFakeRecorder(100), health, Options{Clock: clocktesting.NewFakePassiveClock(now)})
+			res, err := c.register(ctx, nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.Node
+			if err := api.Get(ctx, client.ObjectKeyFromObject(node), &got); err != nil {
+				t.Fatal(err)
+			}
+			registered := got.Labels[karpv1.NodeRegisteredLabelKey] == "true"
+			if registered != tt.registered {
+				t.Fatalf("Node registered %t, want %t (labels %v, taints %v)", registered, tt.registered, got.Labels, got.Spec.Taints)
+			}
+			if !tt.registered {
+				if res.RequeueAfter != conflictRequeue || !hasTaint(got.Spec.Taints, notReady) || !hasTaint(got.Spec.Taints, node.Spec.Taints[0]) {
+					t.Fatalf("after a taint change: requeue %s, taints %v; want a requeue after %s, both taints kept", res.RequeueAfter, got.Spec.Taints, conflictRequeue)
+				}
+				return
+			}
+			if patches != 1 {
+				t.Errorf("%d Node patches, want 1", patches)
+			}
+			if hasTaint(got.Spec.Taints, node.Spec.Taints[0]) || !controllerutil.ContainsFinalizer(&got, karpv1.TerminationFinalizer) ||
+				len(got.OwnerReferences) != 1 || got.Labels[corev1.LabelHostname] != node.Name || got.Labels[karpv1.NodePoolLabelKey] != "gpu" {
+				t.Errorf("registered Node: labels %v, taints %v, finalizers %v, owners %v", got.Labels, got.Spec.Taints, got.Finalizers, got.OwnerReferences)
+			}
+			if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Reason != "KubeletNotReady" {
+				t.Errorf("the kubelet's status was lost: %v", got.Status.Conditions)
+			}
+		})
+	}
 }

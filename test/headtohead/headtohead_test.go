@@ -48,6 +48,9 @@ func TestHeadToHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(bin)
+	// HEAD when the run starts: the binaries under test were built by then,
+	// and commits made during a run (it takes 10-30 minutes) are not in it.
+	head, _ := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, Timeout: *h2hTimeout, KwokPodWorkers: *h2hKwok}
 	results := map[string]*Results{}
 	// The table's columns, karpx first: the ratios are karpx / each other.
@@ -72,7 +75,6 @@ func TestHeadToHead(t *testing.T) {
 		})
 	}
 	var table bytes.Buffer
-	head, _ := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	table.WriteString("commit " + strings.TrimSpace(string(head)) + "; ")
 	for _, name := range columns {
 		if r := results[name]; r != nil {

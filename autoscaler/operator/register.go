@@ -192,7 +192,7 @@ func registerLifecycle(w *wiring) error {
 // registerNodeTermination adds the Node termination controller (drain,
 // then the instance's termination).
 func registerNodeTermination(w *wiring) error {
-	c := termination.NewNodeController(w.mgr.GetClient(), w.metered(karpentermetrics.ControllerNodeTermination), w.recorder, w.clock())
+	c := termination.NewNodeController(w.mgr.GetClient(), w.mgr.GetAPIReader(), w.metered(karpentermetrics.ControllerNodeTermination), w.recorder, w.clock())
 	if err := c.Register(w.mgr); err != nil {
 		return fmt.Errorf("registering Node termination: %w", err)
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/awslabs/operatorpkg/status"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -33,6 +35,7 @@ import (
 // carry the karpenter.sh/termination finalizer.
 type NodeController struct {
 	kube     client.Client
+	reader   client.Reader
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	drainer  *Drainer
@@ -41,9 +44,11 @@ type NodeController struct {
 
 // NewNodeController returns a NodeController. kube must be a cached client
 // whose cache indexes pods by clusterstate.PodNodeNameField and NodeClaims by
-// clusterstate.NodeClaimProviderIDField.
-func NewNodeController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.PassiveClock) *NodeController {
-	return &NodeController{kube: kube, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk)}
+// clusterstate.NodeClaimProviderIDField; reader is an uncached one
+// (mgr.GetAPIReader()), which reads a NodeClaim afresh when the cache's copy
+// was stale (see writeConditions).
+func NewNodeController(kube client.Client, reader client.Reader, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.PassiveClock) *NodeController {
+	return &NodeController{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk)}
 }
 
 // Register adds the controller to mgr and the VolumeAttachment index
@@ -170,24 +175,54 @@ func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *kar
 	return 0, c.terminate(ctx, node, nc)
 }
 
-// writeConditions writes nc's conditions when they differ from stored's
+// writeConditions writes nc's conditions when they differ from read's
 // (nc as read at the start of the reconcile), with an optimistic lock: a
-// merge patch replaces the list whole, so a stale copy must not win. It
-// counts the Node as drained (karpentermetrics.NodeDrained) once Drained=True
-// is written, not before, so a retried reconcile does not count it twice. A
+// merge patch replaces the list whole, so a stale copy must not win. When
+// the cache's copy was stale (409: the reconcile before this one wrote,
+// and the cache does not show it yet), it reads the NodeClaim from the API
+// server and writes the conditions this reconcile changed onto that copy,
+// once: giving up would leave an instance just terminated unrecorded, and
+// the next reconcile would ask EC2 to terminate it again. It counts the
+// Node as drained (karpentermetrics.NodeDrained) once Drained=True is
+// written, not before, so a retried reconcile does not count it twice. A
 // nil nc (no NodeClaim) or a NodeClaim already gone needs nothing; it
 // returns the API server's other errors.
-func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, stored, nc *karpv1.NodeClaim) error {
-	if nc == nil || equality.Semantic.DeepEqual(stored.Status.Conditions, nc.Status.Conditions) {
+func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, read, nc *karpv1.NodeClaim) error {
+	if nc == nil || equality.Semantic.DeepEqual(read.Status.Conditions, nc.Status.Conditions) {
 		return nil
 	}
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		fresh := &karpv1.NodeClaim{}
+		if err = c.reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err == nil {
+			stored := fresh.DeepCopy()
+			for _, cond := range nc.Status.Conditions {
+				if before := read.StatusConditions().Get(cond.Type); before == nil || !equality.Semantic.DeepEqual(*before, cond) {
+					setCondition(fresh, cond)
+				}
+			}
+			err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		}
+	}
+	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
 	}
-	if !stored.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
+	if !read.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
 		karpentermetrics.NodeDrained(node)
 	}
 	return nil
+}
+
+// setCondition puts cond into nc's conditions, in place of the one of its
+// type or after the others.
+func setCondition(nc *karpv1.NodeClaim, cond status.Condition) {
+	for i := range nc.Status.Conditions {
+		if nc.Status.Conditions[i].Type == cond.Type {
+			nc.Status.Conditions[i] = cond
+			return
+		}
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, cond)
 }
 
 // drain runs one step of node's drain (Drainer.Drain, bounded by deadline,

@@ -81,7 +81,7 @@ func newNodeControllerWith(t *testing.T, cloud cloudprovider.CloudProvider, func
 			return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
 		}).Build()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
-	return NewNodeController(kube, cloud, record.NewFakeRecorder(100), clk), kube
+	return NewNodeController(kube, kube, cloud, record.NewFakeRecorder(100), clk), kube
 }
 
 func reconcileNode(t *testing.T, c *NodeController) (reconcile.Result, error) {
@@ -254,6 +254,72 @@ func TestReconcileWritesTheConditionsOncePerReconcile(t *testing.T) {
 				t.Errorf("%d Deletes, released %t; want 1, true", cloud.deletes, nodeReleased(t, kube))
 			}
 		})
+	}
+}
+
+// TestReconcileWritesPastAStaleCache: the cache's copy of the NodeClaim
+// lacks a write made since (here another writer's DisruptionReason), so
+// the conditions' write under its resourceVersion conflicts. Termination
+// reads the NodeClaim afresh and writes its conditions onto that copy:
+// InstanceTerminating is recorded, the other writer's condition kept, the
+// Node released, and EC2 asked once. Returning the conflict instead left
+// the termination unrecorded, and the next reconcile asked EC2 again. The
+// control is the same Node read from a cache that is up to date.
+func TestReconcileWritesPastAStaleCache(t *testing.T) {
+	for _, stale := range []bool{true, false} {
+		cloud := &countingCloud{}
+		claim := registeredClaim()
+		api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deletingNode(), claim).
+			WithStatusSubresource(&karpv1.NodeClaim{}).
+			WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+			WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
+				return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
+			}).Build()
+		ctx := context.Background()
+		var cached karpv1.NodeClaim
+		if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &cached); err != nil {
+			t.Fatal(err)
+		}
+		if stale {
+			var current karpv1.NodeClaim
+			if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &current); err != nil {
+				t.Fatal(err)
+			}
+			current.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, "Empty", "Empty")
+			if err := api.Status().Update(ctx, &current); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conflicts := 0
+		kube := interceptor.NewClient(api, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if l, ok := list.(*karpv1.NodeClaimList); ok {
+					l.Items = []karpv1.NodeClaim{*cached.DeepCopy()}
+					return nil
+				}
+				return c.List(ctx, list, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				err := c.SubResource(sub).Patch(ctx, o, p, opts...)
+				if apierrors.IsConflict(err) {
+					conflicts++
+				}
+				return err
+			},
+		})
+		c := NewNodeController(kube, api, cloud, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
+		if _, err := reconcileNode(t, c); err != nil {
+			t.Fatalf("stale cache %t: %v", stale, err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[stale]; conflicts != want {
+			t.Errorf("stale cache %t: %d conflicts, want %d", stale, conflicts, want)
+		}
+		if cloud.deletes != 1 || !nodeReleased(t, api) || !claimTerminating(t, api) {
+			t.Errorf("stale cache %t: %d Deletes, released %t, InstanceTerminating %t; want 1, true, true", stale, cloud.deletes, nodeReleased(t, api), claimTerminating(t, api))
+		}
+		if got := claimCondition(t, api, karpv1.ConditionTypeDisruptionReason); stale && !got.IsTrue() {
+			t.Errorf("the other writer's DisruptionReason was lost: %+v", got)
+		}
 	}
 }
 

@@ -10,7 +10,10 @@
 //	              the kubelet's status writes do not make it fail.
 //	Initialized – the Node is Ready, its startup taints and the known
 //	              ephemeral taints are gone, and every requested extended
-//	              resource is allocatable.
+//	              resource is allocatable. Until then the condition says
+//	              why not; a new reason is written only once 2 s have
+//	              passed since the registration
+//	              (InitializationReasonSettle).
 //
 // A NodeClaim whose Node has not registered within the registration TTL is
 // deleted, and so is a registered NodeClaim whose Node is gone. Deletion (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,20 @@ import (
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
+
+// InitializationReasonSettle (2 s) is how long after registration (the
+// Registered condition's lastTransitionTime) a new reason why the Node is
+// not initialised yet waits before it is written; the reason registration
+// found is written with Registered. A Node that starts well goes from
+// NotReady through the node.kubernetes.io/not-ready taint to initialised
+// within about a second, and each step was a status write of its own (two
+// of the five per NodeClaim in a 500-pod burst); Karpenter folds such
+// steps into the one write at the end of its lifecycle reconcile. A reason
+// that lasts (a startup taint its agent never removes, a GPU that never
+// appears) is written at most 2 s late; Initialized=True is never delayed.
+// The condition's lastTransitionTime has whole seconds, so the wait is
+// between 1 and 2 s in fact.
+const InitializationReasonSettle = 2 * time.Second
 
 // errNoJSONPatch stands for a registration that registrationPatch cannot
 // write.
@@ -125,9 +140,16 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 // startup or known ephemeral taints and with every requested extended
 // resource allocatable; until then it records why not
 // (Initialized=Unknown, reason NotInitialized), writing only when that
-// reason changes.
+// reason changes, and a change only once InitializationReasonSettle has
+// passed since the registration.
 func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (reconcile.Result, error) {
 	if reason := notInitialized(nc, node); reason != "" {
+		cur, reg := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized), nc.StatusConditions().Get(karpv1.ConditionTypeRegistered)
+		if cur != nil && cur.Reason == "NotInitialized" && cur.Message != reason && reg.IsTrue() {
+			if wait := InitializationReasonSettle - c.opts.Clock.Now().Sub(reg.LastTransitionTime.Time); wait > 0 {
+				return reconcile.Result{RequeueAfter: wait}, nil
+			}
+		}
 		stored := nc.DeepCopy()
 		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", reason)
 		if err := c.patchStatus(ctx, nc, stored); err != nil {

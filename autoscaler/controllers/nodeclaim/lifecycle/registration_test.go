@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
@@ -164,5 +166,60 @@ func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
 				t.Errorf("the kubelet's status was lost: %v", got.Status.Conditions)
 			}
 		})
+	}
+}
+
+// TestInitializationReasonSettles: a NodeClaim registered a moment ago
+// whose Node moves on to another reason not to be initialised yet (Ready
+// now, still tainted node.kubernetes.io/not-ready) writes nothing within
+// InitializationReasonSettle of its registration and asks to be looked at
+// again when it ends; after it the new reason is written. The control is a
+// Node that is initialised within the window: Initialized=True is written
+// at once.
+func TestInitializationReasonSettles(t *testing.T) {
+	ctx := context.Background()
+	for _, initialised := range []bool{false, true} {
+		now := time.Now()
+		nc, node := launchedClaim(now, corev1.ConditionTrue)
+		nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+		nc.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, "NotInitialized", "Node not Ready")
+		nc.Status.NodeName = node.Name
+		node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+		if initialised {
+			node.Spec.Taints = nil
+		}
+		api := fakeAPI(nc, node)
+		clk := clocktesting.NewFakeClock(now.Add(500 * time.Millisecond))
+		health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
+		c := New(api, nil, record.NewFakeRecorder(100), health, Options{Clock: clk})
+		initialize := func() (reconcile.Result, *status.Condition) {
+			t.Helper()
+			var cur karpv1.NodeClaim
+			if err := api.Get(ctx, client.ObjectKeyFromObject(nc), &cur); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.initialize(ctx, &cur, node.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := api.Get(ctx, client.ObjectKeyFromObject(nc), &cur); err != nil {
+				t.Fatal(err)
+			}
+			return res, cur.StatusConditions().Get(karpv1.ConditionTypeInitialized)
+		}
+		res, cond := initialize()
+		if initialised {
+			if !cond.IsTrue() {
+				t.Fatalf("an initialised Node within the window: Initialized %+v, want True at once", cond)
+			}
+			continue
+		}
+		if cond.Message != "Node not Ready" || res.RequeueAfter <= 0 || res.RequeueAfter > InitializationReasonSettle {
+			t.Fatalf("within the window: Initialized %q, requeue %s; want the old reason kept and a requeue within %s", cond.Message, res.RequeueAfter, InitializationReasonSettle)
+		}
+		clk.Step(InitializationReasonSettle)
+		if _, cond = initialize(); cond.Message == "Node not Ready" || !cond.IsUnknown() {
+			t.Fatalf("after the window: Initialized %+v, want Unknown with the new reason", cond)
+		}
 	}
 }

@@ -184,30 +184,35 @@ func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *kar
 // once: giving up would leave an instance just terminated unrecorded, and
 // the next reconcile would ask EC2 to terminate it again. It counts the
 // Node as drained (karpentermetrics.NodeDrained) once Drained=True is
-// written, not before, so a retried reconcile does not count it twice. A
+// written, not before, and only when the copy the write was made from did
+// not have it yet, so neither a retried reconcile nor one that read a stale
+// cache counts it twice. A
 // nil nc (no NodeClaim) or a NodeClaim already gone needs nothing; it
 // returns the API server's other errors.
 func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, read, nc *karpv1.NodeClaim) error {
 	if nc == nil || equality.Semantic.DeepEqual(read.Status.Conditions, nc.Status.Conditions) {
 		return nil
 	}
+	// base is the copy the write that succeeds was made from: whether
+	// Drained was already True there says whether this write made it so.
+	base := read
 	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
 		fresh := &karpv1.NodeClaim{}
 		if err = c.reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err == nil {
-			stored := fresh.DeepCopy()
+			base = fresh.DeepCopy()
 			for _, cond := range nc.Status.Conditions {
 				if before := read.StatusConditions().Get(cond.Type); before == nil || !equality.Semantic.DeepEqual(*before, cond) {
 					setCondition(fresh, cond)
 				}
 			}
-			err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+			err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		}
 	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
 	}
-	if !read.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
+	if !base.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
 		karpentermetrics.NodeDrained(node)
 	}
 	return nil

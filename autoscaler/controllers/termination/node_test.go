@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/karpx/karpx/apis/scheme"
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
+	"github.com/karpx/karpx/autoscaler/karpentermetrics"
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
@@ -258,68 +260,87 @@ func TestReconcileWritesTheConditionsOncePerReconcile(t *testing.T) {
 }
 
 // TestReconcileWritesPastAStaleCache: the cache's copy of the NodeClaim
-// lacks a write made since (here another writer's DisruptionReason), so
-// the conditions' write under its resourceVersion conflicts. Termination
-// reads the NodeClaim afresh and writes its conditions onto that copy:
-// InstanceTerminating is recorded, the other writer's condition kept, the
-// Node released, and EC2 asked once. Returning the conflict instead left
-// the termination unrecorded, and the next reconcile asked EC2 again. The
-// control is the same Node read from a cache that is up to date.
+// lacks a write made since, so the conditions' write under its
+// resourceVersion conflicts. Termination reads the NodeClaim afresh and
+// writes its conditions onto that copy: InstanceTerminating is recorded,
+// the other write kept, the Node released, and EC2 asked once. Returning
+// the conflict instead left the termination unrecorded, and the next
+// reconcile asked EC2 again. When the write missed was this controller's
+// own Drained=True (the reconcile before), karpenter_nodes_drained_total
+// does not count the Node again. The control is the same Node read from a
+// cache that is up to date.
 func TestReconcileWritesPastAStaleCache(t *testing.T) {
-	for _, stale := range []bool{true, false} {
-		cloud := &countingCloud{}
-		claim := registeredClaim()
-		api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deletingNode(), claim).
-			WithStatusSubresource(&karpv1.NodeClaim{}).
-			WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
-			WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
-				return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
-			}).Build()
-		ctx := context.Background()
-		var cached karpv1.NodeClaim
-		if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &cached); err != nil {
-			t.Fatal(err)
-		}
-		if stale {
-			var current karpv1.NodeClaim
-			if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &current); err != nil {
+	for _, tt := range []struct {
+		name        string
+		since       func(*karpv1.NodeClaim) // written after the cache's copy; nil: none
+		wantKept    string                  // a condition of that write that must stay True
+		wantDrained float64                 // karpenter_nodes_drained_total's increase
+	}{
+		{"cache up to date (control)", nil, "", 1},
+		{"another writer's DisruptionReason since", func(nc *karpv1.NodeClaim) {
+			nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, "Empty", "Empty")
+		}, karpv1.ConditionTypeDisruptionReason, 1},
+		{"its own Drained=True since", func(nc *karpv1.NodeClaim) {
+			nc.StatusConditions().SetTrue(karpv1.ConditionTypeDrained)
+		}, karpv1.ConditionTypeDrained, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cloud := &countingCloud{}
+			claim := registeredClaim()
+			api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deletingNode(), claim).
+				WithStatusSubresource(&karpv1.NodeClaim{}).
+				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+				WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
+					return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
+				}).Build()
+			ctx := context.Background()
+			var cached karpv1.NodeClaim
+			if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &cached); err != nil {
 				t.Fatal(err)
 			}
-			current.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, "Empty", "Empty")
-			if err := api.Status().Update(ctx, &current); err != nil {
+			if tt.since != nil {
+				current := cached.DeepCopy()
+				tt.since(current)
+				if err := api.Status().Update(ctx, current); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conflicts := 0
+			kube := interceptor.NewClient(api, interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if l, ok := list.(*karpv1.NodeClaimList); ok {
+						l.Items = []karpv1.NodeClaim{*cached.DeepCopy()}
+						return nil
+					}
+					return c.List(ctx, list, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					err := c.SubResource(sub).Patch(ctx, o, p, opts...)
+					if apierrors.IsConflict(err) {
+						conflicts++
+					}
+					return err
+				},
+			})
+			drained := karpentermetrics.NodesDrainedTotal.WithLabelValues("")
+			before := testutil.ToFloat64(drained)
+			c := NewNodeController(kube, api, cloud, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
+			if _, err := reconcileNode(t, c); err != nil {
 				t.Fatal(err)
 			}
-		}
-		conflicts := 0
-		kube := interceptor.NewClient(api, interceptor.Funcs{
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if l, ok := list.(*karpv1.NodeClaimList); ok {
-					l.Items = []karpv1.NodeClaim{*cached.DeepCopy()}
-					return nil
-				}
-				return c.List(ctx, list, opts...)
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-				err := c.SubResource(sub).Patch(ctx, o, p, opts...)
-				if apierrors.IsConflict(err) {
-					conflicts++
-				}
-				return err
-			},
+			if want := map[bool]int{true: 1, false: 0}[tt.since != nil]; conflicts != want {
+				t.Errorf("%d conflicts, want %d", conflicts, want)
+			}
+			if cloud.deletes != 1 || !nodeReleased(t, api) || !claimTerminating(t, api) {
+				t.Errorf("%d Deletes, released %t, InstanceTerminating %t; want 1, true, true", cloud.deletes, nodeReleased(t, api), claimTerminating(t, api))
+			}
+			if tt.wantKept != "" && !claimCondition(t, api, tt.wantKept).IsTrue() {
+				t.Errorf("the write made since the cache's copy was lost: %s %+v", tt.wantKept, claimCondition(t, api, tt.wantKept))
+			}
+			if got := testutil.ToFloat64(drained) - before; got != tt.wantDrained {
+				t.Errorf("karpenter_nodes_drained_total rose by %v, want %v", got, tt.wantDrained)
+			}
 		})
-		c := NewNodeController(kube, api, cloud, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
-		if _, err := reconcileNode(t, c); err != nil {
-			t.Fatalf("stale cache %t: %v", stale, err)
-		}
-		if want := map[bool]int{true: 1, false: 0}[stale]; conflicts != want {
-			t.Errorf("stale cache %t: %d conflicts, want %d", stale, conflicts, want)
-		}
-		if cloud.deletes != 1 || !nodeReleased(t, api) || !claimTerminating(t, api) {
-			t.Errorf("stale cache %t: %d Deletes, released %t, InstanceTerminating %t; want 1, true, true", stale, cloud.deletes, nodeReleased(t, api), claimTerminating(t, api))
-		}
-		if got := claimCondition(t, api, karpv1.ConditionTypeDisruptionReason); stale && !got.IsTrue() {
-			t.Errorf("the other writer's DisruptionReason was lost: %+v", got)
-		}
 	}
 }
 

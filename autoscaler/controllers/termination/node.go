@@ -186,9 +186,8 @@ func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *kar
 // Node as drained (karpentermetrics.NodeDrained) once Drained=True is
 // written, not before, and only when the copy the write was made from did
 // not have it yet, so neither a retried reconcile nor one that read a stale
-// cache counts it twice. A
-// nil nc (no NodeClaim) or a NodeClaim already gone needs nothing; it
-// returns the API server's other errors.
+// cache counts it twice. A nil nc (no NodeClaim) or a NodeClaim already gone
+// needs nothing; it returns the API server's other errors.
 func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, read, nc *karpv1.NodeClaim) error {
 	if nc == nil || equality.Semantic.DeepEqual(read.Status.Conditions, nc.Status.Conditions) {
 		return nil
@@ -202,11 +201,16 @@ func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node,
 		if err = c.reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err == nil {
 			base = fresh.DeepCopy()
 			for _, cond := range nc.Status.Conditions {
-				if before := read.StatusConditions().Get(cond.Type); before == nil || !equality.Semantic.DeepEqual(*before, cond) {
-					setCondition(fresh, cond)
+				if before := read.StatusConditions().Get(cond.Type); before != nil && equality.Semantic.DeepEqual(*before, cond) {
+					continue // not changed by this reconcile
+				}
+				if now := fresh.StatusConditions().Get(cond.Type); now == nil || now.Status != cond.Status || now.Reason != cond.Reason || now.Message != cond.Message {
+					setCondition(fresh, cond) // kept when the write missed already says the same, with its own time
 				}
 			}
-			err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+			if !equality.Semantic.DeepEqual(base.Status.Conditions, fresh.Status.Conditions) {
+				err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+			}
 		}
 	}
 	if client.IgnoreNotFound(err) != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/awslabs/operatorpkg/status"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -204,9 +203,9 @@ func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node,
 				if before := read.StatusConditions().Get(cond.Type); before != nil && equality.Semantic.DeepEqual(*before, cond) {
 					continue // not changed by this reconcile
 				}
-				if now := fresh.StatusConditions().Get(cond.Type); now == nil || now.Status != cond.Status || now.Reason != cond.Reason || now.Message != cond.Message {
-					setCondition(fresh, cond) // kept when the write missed already says the same, with its own time
-				}
+				// Set keeps fresh's lastTransitionTime when the write missed
+				// already has this status.
+				fresh.StatusConditions().Set(cond)
 			}
 			if !equality.Semantic.DeepEqual(base.Status.Conditions, fresh.Status.Conditions) {
 				err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
@@ -220,18 +219,6 @@ func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node,
 		karpentermetrics.NodeDrained(node)
 	}
 	return nil
-}
-
-// setCondition puts cond into nc's conditions, in place of the one of its
-// type or after the others.
-func setCondition(nc *karpv1.NodeClaim, cond status.Condition) {
-	for i := range nc.Status.Conditions {
-		if nc.Status.Conditions[i].Type == cond.Type {
-			nc.Status.Conditions[i] = cond
-			return
-		}
-	}
-	nc.Status.Conditions = append(nc.Status.Conditions, cond)
 }
 
 // drain runs one step of node's drain (Drainer.Drain, bounded by deadline,

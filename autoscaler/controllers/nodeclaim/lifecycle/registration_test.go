@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -106,9 +105,11 @@ func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
 			now := time.Now()
 			nc, node := launchedClaim(now, corev1.ConditionUnknown)
 			node.Labels = map[string]string{corev1.LabelHostname: node.Name}
-			api := fakeAPI(nc, node)
-			var read corev1.Node
-			if err := api.Get(ctx, client.ObjectKeyFromObject(node), &read); err != nil {
+			c, l := newLagging(t, now, nc, node)
+			api := l.store
+			// The controller's cache still holds the Node as read.
+			l.staleNode = &corev1.Node{}
+			if err := api.Get(ctx, client.ObjectKeyFromObject(node), l.staleNode); err != nil {
 				t.Fatal(err)
 			}
 			var current corev1.Node
@@ -118,25 +119,6 @@ func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
 			if err := tt.write(ctx, api, &current); err != nil {
 				t.Fatal(err)
 			}
-			patches := 0
-			// The controller's cache still holds the Node as read.
-			kube := interceptor.NewClient(api, interceptor.Funcs{
-				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-					if nodes, ok := list.(*corev1.NodeList); ok {
-						nodes.Items = []corev1.Node{*read.DeepCopy()}
-						return nil
-					}
-					return c.List(ctx, list, opts...)
-				},
-				Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-					if _, ok := o.(*corev1.Node); ok {
-						patches++
-					}
-					return c.Patch(ctx, o, p, opts...)
-				},
-			})
-			health := launchhealth.New(launchhealth.Options{BaseBackoff: time.Minute, MaxBackoff: time.Hour})
-			c := New(kube, nil, record.NewFakeRecorder(100), health, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 			res, err := c.register(ctx, nc)
 			if err != nil {
 				t.Fatal(err)
@@ -155,8 +137,8 @@ func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
 				}
 				return
 			}
-			if patches != 1 {
-				t.Errorf("%d Node patches, want 1", patches)
+			if l.writes["Node"] != 1 {
+				t.Errorf("%d Node patches, want 1", l.writes["Node"])
 			}
 			if hasTaint(got.Spec.Taints, node.Spec.Taints[0]) || !controllerutil.ContainsFinalizer(&got, karpv1.TerminationFinalizer) ||
 				len(got.OwnerReferences) != 1 || got.Labels[corev1.LabelHostname] != node.Name || got.Labels[karpv1.NodePoolLabelKey] != "gpu" {

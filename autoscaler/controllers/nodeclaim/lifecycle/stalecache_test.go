@@ -18,15 +18,17 @@ import (
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
-// lagging is a fake API server whose reads of NodeClaims can be made to
-// return an older copy, as an informer cache that has not seen the
-// controller's own last write yet does, and which counts every write.
+// lagging is a fake API server whose reads of NodeClaims and Nodes can be
+// made to return an older copy, as an informer cache that has not seen the
+// latest write yet does, and which counts every write.
 type lagging struct {
 	client.Client
 	// store is the fake API server itself, past the interceptors.
 	store client.WithWatch
 	// stale, when set, is what a Get of that NodeClaim returns.
 	stale *karpv1.NodeClaim
+	// staleNode, when set, is what a List of Nodes returns.
+	staleNode *corev1.Node
 	// writes counts PATCH requests by "kind" or "kind/subresource".
 	writes map[string]int
 }
@@ -42,6 +44,13 @@ func newLagging(t *testing.T, now time.Time, objs ...client.Object) (*Controller
 				return nil
 			}
 			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if nodes, ok := list.(*corev1.NodeList); ok && l.staleNode != nil {
+				nodes.Items = []corev1.Node{*l.staleNode.DeepCopy()}
+				return nil
+			}
+			return c.List(ctx, list, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			l.writes[kindOf(obj)]++

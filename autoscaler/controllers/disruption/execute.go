@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -135,10 +136,22 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 // within ReplacementTimeout, the command is abandoned: the remaining
 // replacements are deleted and the old Node untainted, so nothing healthy
 // is lost.
+//
+// A consolidation (Underutilized) command's node is drained only while no
+// pod is moving between nodes (see moving), one such node per pass, and
+// only when its pods still fit on the nodes ready for them now (see
+// landing). kube-scheduler puts an evicted pod where it scores best, and an
+// Initialized replacement that waits for its own command's drain is empty:
+// another command's pods may take it. Draining then would leave a pod
+// (a host-anti-affinity one in the head-to-head) Pending for a new node;
+// the command is abandoned instead, its replacements that took pods kept.
 func (c *Controller) progress(ctx context.Context, s *state) error {
 	log := logr.FromContextOrDiscard(ctx)
 	var errs []error
-	for _, nc := range s.cluster.NodeClaims {
+	// In name order: one consolidation drain per pass, the same one
+	// every time.
+	for _, name := range slices.Sorted(maps.Keys(s.cluster.NodeClaims)) {
+		nc := s.cluster.NodeClaims[name]
 		reps := splitNames(nc.Annotations[ReplacementsAnnotationKey])
 		if len(reps) == 0 || !nc.DeletionTimestamp.IsZero() {
 			continue
@@ -173,38 +186,86 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 		}
 		switch {
 		case failed != "":
-			log.Info("abandoning disruption", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey], "cause", failed)
-			c.recorder.Eventf(nc, corev1.EventTypeWarning, "DisruptionAbandoned", "%s; the node stays", failed)
-			for _, name := range reps {
-				if r := s.cluster.NodeClaims[name]; r != nil && r.DeletionTimestamp.IsZero() {
-					if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
-						errs = append(errs, err)
-					}
-				}
+			errs = append(errs, c.abandon(ctx, s, nc, reps, failed, false))
+		case ready == len(reps) && nc.Annotations[ReasonAnnotationKey] == ReasonUnderutilized:
+			if s.moving != "" {
+				log.V(1).Info("replacements initialized; the drain waits for pods to land", "NodeClaim", nc.Name,
+					"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "reason", s.moving)
+				continue
 			}
-			if node := s.cluster.NodeOf(nc); node != nil {
-				if err := c.setDisruptedTaint(ctx, node, false); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			stored := nc.DeepCopy()
-			delete(nc.Annotations, ReplacementsAnnotationKey)
-			delete(nc.Annotations, ReasonAnnotationKey)
-			if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			why, err := c.landing(ctx, s, nc)
+			if err != nil {
 				errs = append(errs, err)
+				continue
 			}
+			if why != "" {
+				errs = append(errs, c.abandon(ctx, s, nc, reps, why, true))
+				continue
+			}
+			if err := c.deleteReplaced(ctx, s, nc, reps); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// Its pods move now: no other drain or consolidation command
+			// starts in this pass, and the next pass sees them moving.
+			s.moving = fmt.Sprintf("NodeClaim %s is being drained", nc.Name)
+			errs = append(errs, c.waitForDeletion(ctx, nc))
 		case ready == len(reps):
-			log.Info("replacements initialized; deleting the replaced NodeClaim", "NodeClaim", nc.Name,
-				"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "replacements", strings.Join(reps, ","))
-			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, err)
-			} else {
-				if node := s.cluster.NodeOf(nc); node != nil {
-					c.disruptionTerminating(node, nc, nc.Annotations[ReasonAnnotationKey])
-				}
-				karpentermetrics.NodeClaimDisrupted(nc, nc.Annotations[ReasonAnnotationKey])
-			}
+			errs = append(errs, c.deleteReplaced(ctx, s, nc, reps))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteReplaced deletes nc, whose replacements reps are all Initialized,
+// with Karpenter's DisruptionTerminating events and
+// karpenter_nodeclaims_disrupted_total. It returns the deletion's error
+// (none when nc is already gone).
+func (c *Controller) deleteReplaced(ctx context.Context, s *state, nc *karpv1.NodeClaim, reps []string) error {
+	logr.FromContextOrDiscard(ctx).Info("replacements initialized; deleting the replaced NodeClaim", "NodeClaim", nc.Name,
+		"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "replacements", strings.Join(reps, ","))
+	if err := c.kube.Delete(ctx, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if node := s.cluster.NodeOf(nc); node != nil {
+		c.disruptionTerminating(node, nc, nc.Annotations[ReasonAnnotationKey])
+	}
+	karpentermetrics.NodeClaimDisrupted(nc, nc.Annotations[ReasonAnnotationKey])
+	return nil
+}
+
+// abandon gives up the replacement-first command on nc for cause: it
+// deletes the replacements reps that are still live (with keepUsed, only
+// those hosting no reschedulable pod: a replacement that took pods is an
+// ordinary node now, and deleting it would evict them), untaints nc's Node
+// and removes the command's annotations, so the node stays and a later
+// pass decides afresh. It returns the errors of those writes.
+func (c *Controller) abandon(ctx context.Context, s *state, nc *karpv1.NodeClaim, reps []string, cause string, keepUsed bool) error {
+	logr.FromContextOrDiscard(ctx).Info("abandoning disruption", "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey], "cause", cause)
+	c.recorder.Eventf(nc, corev1.EventTypeWarning, "DisruptionAbandoned", "%s; the node stays", cause)
+	var errs []error
+	for _, name := range reps {
+		r := s.cluster.NodeClaims[name]
+		if r == nil || !r.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if node := s.cluster.NodeOf(r); keepUsed && node != nil && len(reschedulable(s.cluster.Pods[node.Name])) > 0 {
+			continue
+		}
+		if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	if node := s.cluster.NodeOf(nc); node != nil {
+		if err := c.setDisruptedTaint(ctx, node, false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	stored := nc.DeepCopy()
+	delete(nc.Annotations, ReplacementsAnnotationKey)
+	delete(nc.Annotations, ReasonAnnotationKey)
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

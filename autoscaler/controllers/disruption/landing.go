@@ -1,0 +1,75 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpx/karpx/autoscaler/scheduling"
+	"github.com/karpx/karpx/autoscaler/scheduling/volumetopology"
+)
+
+// landing reports why the reschedulable pods of nc's Node would not all
+// land if nc were drained now, or "" when they would: they are placed, by
+// the scheduling code consolidation simulates with, on the Nodes that can
+// take pods at once (Initialized NodeClaims' Nodes and Nodes of no
+// NodeClaim; none being deleted, tainted karpenter.sh/disrupted or
+// interrupted), with no new node. The command's own replacements are among
+// them, so this fails only when other pods took the room its simulation
+// gave them. It returns an error when a pod's volume zones cannot be read.
+func (c *Controller) landing(ctx context.Context, s *state, nc *karpv1.NodeClaim) (string, error) {
+	node := s.cluster.NodeOf(nc)
+	if node == nil {
+		return "", nil
+	}
+	pods := reschedulable(s.cluster.Pods[node.Name])
+	if len(pods) == 0 {
+		return "", nil
+	}
+	in := scheduling.Input{
+		DaemonSetPods:      s.daemonSets,
+		VolumeRequirements: map[types.UID][]corev1.NodeSelectorRequirement{},
+		NamespaceLabels:    s.namespaces,
+		ExistingNodes: s.cluster.ExistingNodes(s.types, func(other *karpv1.NodeClaim) bool {
+			return other.Name == nc.Name || interrupted(other) || !other.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()
+		}),
+	}
+	for _, p := range pods {
+		reqs, err := volumetopology.Requirements(ctx, c.kube, p)
+		if err != nil {
+			return "", fmt.Errorf("reading the volume zones of pod %s/%s on NodeClaim %s: %w", p.Namespace, p.Name, nc.Name, err)
+		}
+		if len(reqs) > 0 {
+			in.VolumeRequirements[p.UID] = reqs
+		}
+		p = p.DeepCopy()
+		p.Spec.NodeName = ""
+		in.Pods = append(in.Pods, p)
+	}
+	res := scheduling.Solve(in)
+	for _, p := range pods {
+		if _, unplaced := res.Unschedulable[p.UID]; unplaced {
+			return fmt.Sprintf("pod %s/%s no longer fits on the nodes ready for it: other pods took the room planned for it", p.Namespace, p.Name), nil
+		}
+	}
+	return "", nil
+}
+
+// waitForDeletion waits (at most 10 s) until the cache shows nc being
+// deleted or gone, so that the next pass sees its pods moving.
+func (c *Controller) waitForDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var got karpv1.NodeClaim
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), &got); err != nil {
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}
+		return !got.DeletionTimestamp.IsZero(), nil
+	})
+}

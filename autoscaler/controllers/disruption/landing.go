@@ -62,6 +62,20 @@ func (c *Controller) landing(ctx context.Context, s *state, nc *karpv1.NodeClaim
 	return "", nil
 }
 
+// initializedAt returns when the last of the replacements reps became
+// Initialized (the zero time when s holds none of them Initialized).
+func initializedAt(s *state, reps []string) time.Time {
+	var at time.Time
+	for _, name := range reps {
+		if r := s.cluster.NodeClaims[name]; r != nil {
+			if cond := r.StatusConditions().Get(karpv1.ConditionTypeInitialized); cond.IsTrue() && cond.LastTransitionTime.After(at) {
+				at = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	return at
+}
+
 // waitForDeletion waits (at most 10 s) until the cache shows nc being
 // deleted or gone, so that the next pass sees its pods moving.
 func (c *Controller) waitForDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {

@@ -13,17 +13,17 @@ import (
 	"github.com/karpx/karpx/autoscaler/controllers/disruption"
 )
 
-// replacing adds NodeClaim name waiting for its Initialized replacement
-// name+"-new" (a consolidation command between its launch and its drain:
-// the Node tainted karpenter.sh/disrupted, the annotations on the
-// NodeClaim) with the pod name+"1" of cpu. Nothing else in the pool is
+// replacing adds NodeClaim name waiting for its replacement name+"-new",
+// Initialized readyAgo ago (a consolidation command between its launch and
+// its drain: the Node tainted karpenter.sh/disrupted, the annotations on
+// the NodeClaim), with the pod name+"1" of cpu. Nothing else in the pool is
 // consolidatable for an hour.
-func (c *cluster) replacing(name, cpu string) {
+func (c *cluster) replacing(name, cpu string, readyAgo time.Duration) {
 	n := c.node(name, "p", time.Minute, map[string]string{
 		disruption.ReplacementsAnnotationKey: name + "-new", disruption.ReasonAnnotationKey: disruption.ReasonUnderutilized})
 	c.objs[len(c.objs)-1].(*corev1.Node).Spec.Taints = []corev1.Taint{karpv1.DisruptedNoScheduleTaint}
 	c.pod(name+"1", n, cpu, nil)
-	c.node(name+"-new", "p", time.Minute, map[string]string{disruption.ReplacementForAnnotationKey: name})
+	c.node(name+"-new", "p", readyAgo, map[string]string{disruption.ReplacementForAnnotationKey: name})
 }
 
 func (c *cluster) tainted(node string) bool {
@@ -41,7 +41,8 @@ func (c *cluster) tainted(node string) bool {
 }
 
 // A consolidation command's node is drained once its replacement is
-// Initialized, but only while no pod moves between nodes, one node per
+// Initialized, but only while no pod moves between nodes (for at most
+// PodMoveWindow after the replacement became Initialized), one node per
 // pass, and only when its pods still fit: kube-scheduler may have put
 // another command's evicted pod on the empty replacement (in the
 // head-to-head a host-anti-affinity pod then waited Pending for a new
@@ -58,32 +59,39 @@ func TestReplacedNodeIsDrainedOnlyWhenItsPodsStillLand(t *testing.T) {
 		kept               []string
 	}{
 		"replacement free": {
-			setup:   func(c *cluster) { c.replacing("b", "1500m") },
+			setup:   func(c *cluster) { c.replacing("b", "1500m", time.Second) },
 			drained: "b"},
 		"replacement taken by another command's pod": {
 			setup: func(c *cluster) {
-				c.replacing("b", "1500m")
+				c.replacing("b", "1500m", time.Second)
 				c.pod("a1", "node-b-new", "1500m", nil)
 			},
 			abandoned: "b"},
 		"replacement taken, room elsewhere": {
 			setup: func(c *cluster) {
-				c.replacing("b", "1500m")
+				c.replacing("b", "1500m", time.Second)
 				c.pod("a1", "node-b-new", "1500m", nil)
 				c.node("spare", "p", time.Minute, nil)
 			},
 			drained: "b"},
 		"a pod on a draining node still to move": {
 			setup: func(c *cluster) {
-				c.replacing("b", "1500m")
+				c.replacing("b", "1500m", time.Second)
 				c.pod("d1", c.node("d", "p", time.Minute, nil), "100m", nil)
 				c.leave("d", "claim")
 			},
 			kept: []string{"b"}},
+		"a pod still to move, the replacement Initialized longer than PodMoveWindow ago": {
+			setup: func(c *cluster) {
+				c.replacing("b", "1500m", disruption.PodMoveWindow+time.Second)
+				c.pod("d1", c.node("d", "p", time.Minute, nil), "100m", nil)
+				c.leave("d", "claim")
+			},
+			drained: "b"},
 		"two commands ready": {
 			setup: func(c *cluster) {
-				c.replacing("b", "1500m")
-				c.replacing("c", "1500m")
+				c.replacing("b", "1500m", time.Second)
+				c.replacing("c", "1500m", time.Second)
 			},
 			drained: "b", kept: []string{"c"}},
 	} {

@@ -36,7 +36,9 @@ type Options struct {
 	// ReplacementTimeout is how long a replacement NodeClaim may take to
 	// become Initialized before the command is abandoned (the replacement
 	// deleted, the old node untainted). Default 20 min: Karpenter's
-	// registration TTL (15 min) plus time to initialise.
+	// registration TTL (15 min) plus time to initialise. It also bounds
+	// how long an Initialized replacement of a consolidation command waits
+	// for other pods to land before its old node is drained (see progress).
 	ReplacementTimeout time.Duration
 	// MaxMultiNodeCandidates caps how many nodes one multi-node
 	// consolidation considers at once. Default 100, as Karpenter.

@@ -57,8 +57,9 @@
 // from where they have landed. Replacements are
 // launched and Initialized before the old node is deleted; deletion goes
 // through package termination's drain. A consolidation command's old node
-// is drained under the same rule (no pod moving, for at most PodMoveWindow
-// after its replacements are Initialized; one drain at a time) and
+// is drained under the same rule (no pod moving, for at most
+// ReplacementTimeout after its replacements are Initialized; one drain at
+// a time) and
 // only while its pods still fit on the nodes ready for them: another
 // drain's pods may have taken its empty replacement, and the command is
 // then abandoned, the replacements that took pods kept. Each decision is an event on the NodeClaim and the

@@ -138,9 +138,10 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 // is lost.
 //
 // A consolidation (Underutilized) command's node is drained only while no
-// pod is moving between nodes (see moving; for at most PodMoveWindow after
-// its last replacement became Initialized, so that a steady stream of new
-// pods cannot keep a launched replacement idle), one such node per pass,
+// pod is moving between nodes (see moving; for at most ReplacementTimeout
+// after its last replacement became Initialized, so that a steady stream
+// of new pods cannot keep a launched replacement idle for good), one such
+// node per pass,
 // and only when its pods still fit on the nodes ready for them now (see
 // landing). kube-scheduler puts an evicted pod where it scores best, and an
 // Initialized replacement that waits for its own command's drain is empty:
@@ -190,7 +191,7 @@ func (c *Controller) progress(ctx context.Context, s *state) error {
 		case failed != "":
 			errs = append(errs, c.abandon(ctx, s, nc, reps, failed, false))
 		case ready == len(reps) && nc.Annotations[ReasonAnnotationKey] == ReasonUnderutilized:
-			if s.moving != "" && s.now.Before(initializedAt(s, reps).Add(PodMoveWindow)) {
+			if s.moving != "" && s.now.Before(initializedAt(s, reps).Add(c.opts.ReplacementTimeout)) {
 				log.V(1).Info("replacements initialized; the drain waits for pods to land", "NodeClaim", nc.Name,
 					"NodePool", nc.Labels[karpv1.NodePoolLabelKey], "reason", s.moving)
 				continue

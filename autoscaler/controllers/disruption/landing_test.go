@@ -42,7 +42,7 @@ func (c *cluster) tainted(node string) bool {
 
 // A consolidation command's node is drained once its replacement is
 // Initialized, but only while no pod moves between nodes (for at most
-// PodMoveWindow after the replacement became Initialized), one node per
+// ReplacementTimeout after the replacement became Initialized), one node per
 // pass, and only when its pods still fit: kube-scheduler may have put
 // another command's evicted pod on the empty replacement (in the
 // head-to-head a host-anti-affinity pod then waited Pending for a new
@@ -81,9 +81,9 @@ func TestReplacedNodeIsDrainedOnlyWhenItsPodsStillLand(t *testing.T) {
 				c.leave("d", "claim")
 			},
 			kept: []string{"b"}},
-		"a pod still to move, the replacement Initialized longer than PodMoveWindow ago": {
+		"a pod still to move, the replacement Initialized longer than ReplacementTimeout ago": {
 			setup: func(c *cluster) {
-				c.replacing("b", "1500m", disruption.PodMoveWindow+time.Second)
+				c.replacing("b", "1500m", 5*time.Minute+time.Second)
 				c.pod("d1", c.node("d", "p", time.Minute, nil), "100m", nil)
 				c.leave("d", "claim")
 			},
@@ -97,6 +97,7 @@ func TestReplacedNodeIsDrainedOnlyWhenItsPodsStillLand(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t)
+			c.opts.ReplacementTimeout = 5 * time.Minute
 			c.pool("p", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, time.Hour, "100%")
 			tc.setup(c)
 			c.pass()

@@ -141,13 +141,13 @@ func (c *Controller) announce(ctx context.Context, cmd *command, cand *candidate
 // pod is moving between nodes (see moving; for at most ReplacementTimeout
 // after its last replacement became Initialized, so that a steady stream
 // of new pods cannot keep a launched replacement idle for good), one such
-// node per pass,
-// and only when its pods still fit on the nodes ready for them now (see
-// landing). kube-scheduler puts an evicted pod where it scores best, and an
-// Initialized replacement that waits for its own command's drain is empty:
-// another command's pods may take it. Draining then would leave a pod
-// (a host-anti-affinity one in the head-to-head) Pending for a new node;
-// the command is abandoned instead, its replacements that took pods kept.
+// node per pass, and only when its pods still fit on the nodes ready for
+// them now (see landing). kube-scheduler puts an evicted pod where it
+// scores best, and an Initialized replacement that waits for its own
+// command's drain is empty: another command's pods may take it. Draining
+// then would leave a pod (a host-anti-affinity one in the head-to-head)
+// Pending for a new node; the command is abandoned instead, its
+// replacements that took pods kept.
 func (c *Controller) progress(ctx context.Context, s *state) error {
 	log := logr.FromContextOrDiscard(ctx)
 	var errs []error

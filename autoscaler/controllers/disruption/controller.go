@@ -444,6 +444,18 @@ func (c *Controller) waitForCache(ctx context.Context, cmd *command) error {
 	})
 }
 
+// waitForDeletion waits (at most 10 s) until the cache shows nc being
+// deleted or gone, so that the next pass sees its pods moving.
+func (c *Controller) waitForDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var got karpv1.NodeClaim
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), &got); err != nil {
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}
+		return !got.DeletionTimestamp.IsZero(), nil
+	})
+}
+
 // allowed returns how many more nodes of pool the budgets let a command
 // with reason disrupt now.
 func (c *Controller) allowed(s *state, pool *karpv1.NodePool, reason string) int {

@@ -6,10 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/scheduling"
@@ -74,16 +71,4 @@ func initializedAt(s *state, reps []string) time.Time {
 		}
 	}
 	return at
-}
-
-// waitForDeletion waits (at most 10 s) until the cache shows nc being
-// deleted or gone, so that the next pass sees its pods moving.
-func (c *Controller) waitForDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var got karpv1.NodeClaim
-		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), &got); err != nil {
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		}
-		return !got.DeletionTimestamp.IsZero(), nil
-	})
 }

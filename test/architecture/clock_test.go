@@ -32,7 +32,7 @@ var wallClockFuncs = map[string][]string{
 var wallClockAllowed = map[string]string{
 	"autoscaler/controllers/provisioning/provisioner.go: wait.PollUntilContextTimeout": "waitForCache waits for the informer cache to show " +
 		"the NodeClaims just created: the cache fills on the API server's watch, in wall time, whatever clock the provisioner runs on",
-	"autoscaler/controllers/disruption/controller.go: wait.PollUntilContextTimeout": "waitForCache and waitForDeletion wait for the informer cache to show " +
+	"autoscaler/controllers/disruption/controller.go: wait.PollUntilContextTimeout": "waitUntilCached (for waitForCache and waitForDeletion) waits for the informer cache to show " +
 		"a command's candidates deleted or replaced, or a replaced NodeClaim deleted: the watch delivers in wall time, whatever clock the controller runs on",
 }
 

@@ -427,32 +427,39 @@ func (c *Controller) nominated(s *state) map[string]bool {
 // waitForCache waits (at most 10 s) until the cache shows every candidate
 // of cmd deleted or carrying its replacements.
 func (c *Controller) waitForCache(ctx context.Context, cmd *command) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, cand := range cmd.candidates {
-			var nc karpv1.NodeClaim
-			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(cand.nc), &nc); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return false, err
-			}
-			if nc.DeletionTimestamp.IsZero() && nc.Annotations[ReplacementsAnnotationKey] == "" {
-				return false, nil
-			}
-		}
-		return true, nil
+	claims := make([]*karpv1.NodeClaim, len(cmd.candidates))
+	for i, cand := range cmd.candidates {
+		claims[i] = cand.nc
+	}
+	return c.waitUntilCached(ctx, claims, func(nc *karpv1.NodeClaim) bool {
+		return !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != ""
 	})
 }
 
 // waitForDeletion waits (at most 10 s) until the cache shows nc being
 // deleted or gone, so that the next pass sees its pods moving.
 func (c *Controller) waitForDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
+	return c.waitUntilCached(ctx, []*karpv1.NodeClaim{nc}, func(nc *karpv1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() })
+}
+
+// waitUntilCached polls the cache every 20 ms, for at most 10 s, until
+// each of claims is gone or its cached copy satisfies done. It returns the
+// cache's read error or the timeout's.
+func (c *Controller) waitUntilCached(ctx context.Context, claims []*karpv1.NodeClaim, done func(*karpv1.NodeClaim) bool) error {
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var got karpv1.NodeClaim
-		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), &got); err != nil {
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		for _, want := range claims {
+			var nc karpv1.NodeClaim
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(want), &nc); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return false, err
+			}
+			if !done(&nc) {
+				return false, nil
+			}
 		}
-		return !got.DeletionTimestamp.IsZero(), nil
+		return true, nil
 	})
 }
 

@@ -364,16 +364,8 @@ func TestOrphanedDisruptedTaintIsRemoved(t *testing.T) {
 				}
 			}
 			c.pass()
-			var node corev1.Node
-			if err := c.kube.Get(context.Background(), client.ObjectKey{Name: n}, &node); err != nil {
-				t.Fatal(err)
-			}
-			has := false
-			for _, taint := range node.Spec.Taints {
-				has = has || taint.Key == karpv1.DisruptedTaintKey
-			}
-			if has != tc.wantTaint {
-				t.Fatalf("after a pass the Node has karpenter.sh/disrupted=%v (taints %v), want %v", has, node.Spec.Taints, tc.wantTaint)
+			if has := c.tainted(n); has != tc.wantTaint {
+				t.Fatalf("after a pass the Node has karpenter.sh/disrupted=%v, want %v", has, tc.wantTaint)
 			}
 			if !c.exists("tainted") {
 				t.Fatal("the NodeClaim of a node with a pod was deleted")

@@ -93,39 +93,6 @@ func NominationHolds(nc *karpv1.NodeClaim, now time.Time, launchTTL, registratio
 	}
 }
 
-// reserve subtracts pod's requests (and one pod slot) from the existing
-// node that stands for nc in nodes (its Node when registered, else
-// "nodeclaim/<name>") and adds pod to that node's Pods, as
-// scheduling.ExistingNode asks of a nominated pod, so that the pod counts
-// for the affinity, anti-affinity and topology spread of the pods planned
-// after it. Without it, a pod with a required hostname anti-affinity was
-// planned onto an in-flight NodeClaim already holding a nominated pod of
-// its group, and one of the two lost its place when the Node came up. It
-// reports whether it found the node.
-func reserve(nodes []scheduling.ExistingNode, state *clusterstate.Snapshot, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
-	name := "nodeclaim/" + nc.Name
-	if n := state.NodeOf(nc); n != nil {
-		name = n.Name
-	}
-	for i := range nodes {
-		if nodes[i].Name != name {
-			continue
-		}
-		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
-		for k, q := range req {
-			if cur, ok := nodes[i].Available[k]; ok {
-				cur.Sub(q)
-				nodes[i].Available[k] = cur
-			}
-		}
-		// Clipped: Pods may share its array with the snapshot's.
-		nodes[i].Pods = append(slices.Clip(nodes[i].Pods), pod)
-		return true
-	}
-	return false
-}
-
 // stillFits reports whether pod, nominated to nc, can still go on nc's
 // Node as far as the pods there allow: it is false only when the
 // scheduler places pod on that Node alone as if it were empty (no pod

@@ -410,7 +410,7 @@ func (p *Provisioner) waitForNominations(state *clusterstate.Snapshot, in schedu
 		if name := p.nominated.get(pod.UID); name != "" {
 			nc := state.NodeClaims[name]
 			if NominationHolds(nc, now, p.opts.LaunchTTL, p.opts.RegistrationTTL, p.opts.InitializationGrace) &&
-				stillFits(in, state, nc, pod) && reserve(in.ExistingNodes, state, nc, pod) {
+				stillFits(in, state, nc, pod) && state.Reserve(in.ExistingNodes, nc, pod) {
 				waiting++
 				continue
 			}

@@ -3,11 +3,10 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/cloudprovider"
@@ -38,7 +37,8 @@ func headToHeadTypes() []*cloudprovider.InstanceType {
 // arrives over several batch windows: each pass places its pods on the
 // NodeClaims the passes before it planned (in flight, seen as
 // clusterstate.Snapshot.ExistingNodes sees a NodeClaim not yet registered,
-// with its planned pods reserved on it) or on new ones. It reports the
+// with its planned pods reserved on it by Snapshot.Reserve, as the
+// provisioner reserves a nominated pod's room) or on new ones. It reports the
 // NodeClaims planned in all (nodes) and their $/h. One pass of 2,000 needs
 // 400 nodes (one per nginx pod, the others packed beside them); the
 // smaller the passes, the more of the first 1,600 pods' nodes are full
@@ -66,21 +66,13 @@ func solveInPasses(b *testing.B, pods []*corev1.Pod, types []*cloudprovider.Inst
 	np.InstanceTypes = types
 	typesByPool := map[string][]*cloudprovider.InstanceType{np.NodePool.Name: types}
 	snap := &clusterstate.Snapshot{NodeClaims: map[string]*karpv1.NodeClaim{}}
-	planned := map[string][]*corev1.Pod{} // existing node name → pods reserved on it
+	planned := map[string][]*corev1.Pod{} // NodeClaim name → pods planned on it
 	nodes, price := 0, 0.0
 	for i := 0; i < len(pods); i += size {
 		existing := snap.ExistingNodes(typesByPool, nil)
-		for j := range existing {
-			for _, p := range planned[existing[j].Name] {
-				req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-				req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
-				for k, q := range req {
-					if cur, ok := existing[j].Available[k]; ok {
-						cur.Sub(q)
-						existing[j].Available[k] = cur
-					}
-				}
-				existing[j].Pods = append(existing[j].Pods, p)
+		for _, nc := range snap.NodeClaims {
+			for _, p := range planned[nc.Name] {
+				snap.Reserve(existing, nc, p)
 			}
 		}
 		res := scheduling.Solve(scheduling.Input{Pods: pods[i:min(i+size, len(pods))], NodePools: []scheduling.NodePoolInput{np}, ExistingNodes: existing})
@@ -88,13 +80,14 @@ func solveInPasses(b *testing.B, pods []*corev1.Pod, types []*cloudprovider.Inst
 			b.Fatalf("pass of %d pods at %d: %d pods unschedulable", size, i, len(res.Unschedulable))
 		}
 		for name, ps := range res.ExistingPlacements {
-			planned[name] = append(planned[name], ps...)
+			nc := strings.TrimPrefix(name, "nodeclaim/")
+			planned[nc] = append(planned[nc], ps...)
 		}
 		for _, plan := range res.NewNodeClaims {
 			nc := plan.NodeClaim()
 			nc.Name = fmt.Sprintf("pass-%d", nodes)
 			snap.NodeClaims[nc.Name] = nc
-			planned["nodeclaim/"+nc.Name] = slices.Clone(plan.Pods)
+			planned[nc.Name] = slices.Clone(plan.Pods)
 			nodes++
 			price += plan.PriceUSDPerHour
 		}

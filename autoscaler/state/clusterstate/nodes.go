@@ -3,6 +3,7 @@ package clusterstate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -181,6 +182,39 @@ func (s *Snapshot) ExistingNodes(typesByPool map[string][]*cloudprovider.Instanc
 		out = append(out, en)
 	}
 	return out
+}
+
+// Reserve subtracts pod's requests (and one pod slot) from the existing
+// node that stands for nc in nodes (its Node when registered, else
+// "nodeclaim/<name>", as ExistingNodes names them) and adds pod to that
+// node's Pods, as scheduling.ExistingNode asks of a pod nominated to it,
+// so that the pod counts for the affinity, anti-affinity and topology
+// spread of the pods planned after it. Without it, a pod with a required
+// hostname anti-affinity was planned onto an in-flight NodeClaim already
+// holding a nominated pod of its group, and one of the two lost its place
+// when the Node came up. It reports whether it found the node.
+func (s *Snapshot) Reserve(nodes []scheduling.ExistingNode, nc *karpv1.NodeClaim, pod *corev1.Pod) bool {
+	name := "nodeclaim/" + nc.Name
+	if n := s.NodeOf(nc); n != nil {
+		name = n.Name
+	}
+	for i := range nodes {
+		if nodes[i].Name != name {
+			continue
+		}
+		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		req[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		for k, q := range req {
+			if cur, ok := nodes[i].Available[k]; ok {
+				cur.Sub(q)
+				nodes[i].Available[k] = cur
+			}
+		}
+		// Clipped: Pods may share its array with the snapshot's.
+		nodes[i].Pods = append(slices.Clip(nodes[i].Pods), pod)
+		return true
+	}
+	return false
 }
 
 // smallestAllocatable is, per resource, the minimum allocatable across the

@@ -6,7 +6,8 @@
 // Read returns the nodes a scheduling pass may place pods on: every live
 // Node (karpx's and others) with its pods and free capacity, and every
 // NodeClaim still on its way (launching or registering) with the capacity
-// it will have; Grace says how a node still starting is seen. Provisioning
+// it will have; Grace says how a node still starting is seen, and Reserve
+// holds a pod's room on the in-flight NodeClaim it waits for. Provisioning
 // fills them before planning new NodeClaims; consolidation asks whether a
 // candidate's pods fit on them. One reader serves both, so both decide on
 // the same picture of the cluster. NodePoolInputs (with Remaining) and

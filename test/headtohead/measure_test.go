@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/karpx/karpx/autoscaler/scheduling/bench"
 )
 
 func TestWriteTable(t *testing.T) {
@@ -121,7 +123,7 @@ func TestPriceUSDPerHour(t *testing.T) {
 	if _, ok := PriceUSDPerHour("no.such", "on-demand", "us-east-1a"); ok {
 		t.Error("a type not in the catalogue has a price")
 	}
-	for _, it := range InstanceTypes {
+	for _, it := range bench.HeadToHeadInstanceTypes {
 		if _, ok := PriceUSDPerHour(it, "on-demand", "us-east-1a"); !ok {
 			t.Errorf("NodePool instance type %s has no on-demand price", it)
 		}

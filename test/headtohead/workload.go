@@ -34,18 +34,6 @@ const (
 	podKey = "karpx.dev/h2h-pod"
 )
 
-// InstanceTypes are the instance types the NodePool allows: the m5, c5
-// and r5 families from large to 4xlarge, general purpose, compute and
-// memory optimised, each with a catalogue on-demand price. A short list
-// keeps both schedulers' work comparable with what a user's NodePool
-// usually allows; Karpenter's kwok provider knows only the types in its
-// instance-types file, which is generated from the same catalogue.
-var InstanceTypes = []string{
-	"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge",
-	"c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge",
-	"r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge",
-}
-
 // Disruption settings of the main NodePool, the same for both sides:
 // consolidation of empty and underutilised nodes 30 s after their last
 // pod change, at most 20% of the nodes disrupted at a time.
@@ -73,7 +61,7 @@ func NodePool(ref karpv1.NodeClassReference) *karpv1.NodePool {
 					NodeClassRef: &ref,
 					ExpireAfter:  never,
 					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-						{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: InstanceTypes},
+						{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: bench.HeadToHeadInstanceTypes},
 						{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
 						{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
 					},

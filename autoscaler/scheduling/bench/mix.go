@@ -25,6 +25,19 @@ var (
 	labelValues = []string{"a", "b", "c", "d", "e", "f", "g"}
 )
 
+// HeadToHeadInstanceTypes are the instance types test/headtohead's
+// NodePool allows (and BenchmarkSchedulingInPasses plans on): the m5, c5
+// and r5 families from large to 4xlarge, general purpose, compute and
+// memory optimised, each with a catalogue on-demand price. A short list
+// keeps both schedulers' work comparable with what a user's NodePool
+// usually allows; Karpenter's kwok provider knows only the types in its
+// instance-types file, which is generated from the same catalogue.
+var HeadToHeadInstanceTypes = []string{
+	"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge",
+	"c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge",
+	"r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge",
+}
+
 // DiversePods returns n pods in Karpenter's benchmark mix, deterministic
 // for a seed: a fifth each of generic pods, zone topology spread (maxSkew
 // 1, DoNotSchedule, a random my-label selector), hostname topology spread

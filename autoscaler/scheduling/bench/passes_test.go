@@ -14,14 +14,12 @@ import (
 	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
-// headToHeadTypes are the instance types of test/headtohead's NodePool
-// (InstanceTypes there), on-demand only, from the EC2 catalogue.
+// headToHeadTypes are HeadToHeadInstanceTypes from the EC2 catalogue,
+// on-demand only, as the head-to-head's NodePool requires.
 func headToHeadTypes() []*cloudprovider.InstanceType {
-	names := []string{"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge",
-		"r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"}
 	var out []*cloudprovider.InstanceType
 	for _, it := range CatalogInstanceTypes() {
-		if !slices.Contains(names, it.Name) {
+		if !slices.Contains(HeadToHeadInstanceTypes, it.Name) {
 			continue
 		}
 		it.Offerings = slices.DeleteFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.CapacityType != karpv1.CapacityTypeOnDemand })

@@ -65,10 +65,12 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		opts.interruptionQueue = sqs.New(raw, opts.InterruptionQueue)
 	}
 	// Per-NodeClaim tags are applied by one CreateTags per instance after
-	// the merged CreateFleet, so that launches of identical configuration
-	// share one CreateFleet.
+	// the merged CreateFleet, in the background, so that launches of
+	// identical configuration share one CreateFleet and none waits for
+	// its tags.
 	api := batcher.New(raw, batcher.Options{
 		DeferredTagKeys: instance.NodeClaimTagKeys,
+		NodeClaimTagKey: instance.TagNodeClaim,
 		Registerer:      crmetrics.Registry,
 		Logger:          log, // batcher.New names it "batcher"
 	})

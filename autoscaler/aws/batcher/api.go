@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -51,10 +52,15 @@ type Options struct {
 	// CreateFleet requests that are merged: the merged fleet is launched
 	// without them, then each caller's instances get the caller's values
 	// with one CreateTags call per caller (through the same API stack, so
-	// within budget), before CreateFleet returns to it. Such tags land on
-	// the instances only, not on their volumes. Empty means CreateFleet
-	// requests merge only when their tags are identical.
+	// within budget), in the background once CreateFleet has returned to
+	// it (API.WaitTagged waits for them). Such tags land on the instances
+	// only, not on their volumes. Empty means CreateFleet requests merge
+	// only when their tags are identical.
 	DeferredTagKeys []string
+	// NodeClaimTagKey is the deferred tag key whose value names the
+	// NodeClaim (karpenter.sh/nodeclaim), logged as "NodeClaim" when its
+	// tagging fails. Empty logs no NodeClaim name.
+	NodeClaimTagKey string
 	// Registerer receives the batchers' metrics (MetricBatchSize,
 	// MetricWindowSeconds). Nil registers nothing.
 	Registerer prometheus.Registerer
@@ -71,6 +77,10 @@ type API struct {
 	next       ec2api.API
 	log        logr.Logger
 	deferred   map[string]bool
+	// nodeClaimTagKey is Options.NodeClaimTagKey.
+	nodeClaimTagKey string
+	// tagging counts the deferred CreateTags calls in flight (tagLater).
+	tagging sync.WaitGroup
 
 	fleet     *Batcher[fleetRequest, fleetResult]
 	describe  *Batcher[describeRequest, ec2.DescribeInstancesOutput]
@@ -85,7 +95,7 @@ func New(next ec2api.API, opts Options) *API {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	a := &API{API: next, next: next, log: opts.Logger.WithName("batcher"), deferred: map[string]bool{}}
+	a := &API{API: next, next: next, log: opts.Logger.WithName("batcher"), deferred: map[string]bool{}, nodeClaimTagKey: opts.NodeClaimTagKey}
 	for _, k := range opts.DeferredTagKeys {
 		a.deferred[k] = true
 	}

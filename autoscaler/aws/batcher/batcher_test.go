@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -121,6 +122,9 @@ func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
 	}
 	got := launch(t, api, 6, func(int) string { return "lt-a" }, tags)
 	oneEach(t, got)
+	if err := api.WaitTagged(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	counts := e.Sim.Counts()
 	if counts["CreateFleet"] != 1 || counts["CreateTags"] != 6 {
 		t.Errorf("calls %v, want 1 CreateFleet and 6 CreateTags", counts)
@@ -137,6 +141,76 @@ func TestCreateFleetDefersPerNodeClaimTags(t *testing.T) {
 		if want := fmt.Sprintf("nc-%d", i); tags["karpenter.sh/nodeclaim"] != want || tags["Name"] != want || tags["karpenter.sh/nodepool"] != "default" {
 			t.Errorf("caller %d's instance %s has tags %v", i, g[0], tags)
 		}
+	}
+}
+
+// blockingTags is an ec2api.API whose CreateTags calls wait until release
+// is closed, then go to the embedded API.
+type blockingTags struct {
+	ec2api.API
+	started chan string // receives the first resource of each CreateTags call
+	release chan struct{}
+}
+
+func (b *blockingTags) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	b.started <- in.Resources[0]
+	<-b.release
+	return b.API.CreateTags(ctx, in, optFns...)
+}
+
+// A merged launch returns with CreateFleet's answer: it does not wait for
+// its deferred CreateTags, which lands afterwards.
+func TestCreateFleetReturnsBeforeDeferredTags(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	const n = 4
+	next := &blockingTags{API: e.Client, started: make(chan string, n), release: make(chan struct{})}
+	api := batcher.New(next, batcher.Options{DeferredTagKeys: instance.NodeClaimTagKeys, NodeClaimTagKey: instance.TagNodeClaim})
+	tags := func(i int) map[string]string {
+		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i), "karpenter.sh/nodepool": "default"}
+	}
+	// launch returns only when every CreateFleet call has, which must
+	// happen with the tags still held back. The minute only bounds how long
+	// a regression (a launch waiting for its tags) hangs before it fails.
+	done := make(chan [][]string, 1)
+	go func() { done <- launch(t, api, n, func(int) string { return "lt-a" }, tags) }()
+	var got [][]string
+	select {
+	case got = <-done:
+	case <-time.After(time.Minute):
+		close(next.release)
+		<-done
+		t.Fatal("CreateFleet returned only after its deferred CreateTags was released")
+	}
+	ids := oneEach(t, got)
+	for _, inst := range e.Sim.Instances() {
+		if inst.Tags["karpenter.sh/nodeclaim"] != "" {
+			t.Errorf("instance %s tagged %v before its CreateTags was released", inst.ID, inst.Tags)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := api.WaitTagged(ctx); err == nil {
+		t.Error("WaitTagged returned nil with CreateTags calls held back and its context done")
+	}
+	close(next.release)
+	if err := api.WaitTagged(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.started) != n {
+		t.Errorf("%d CreateTags calls, want %d (one per caller)", len(next.started), n)
+	}
+	byID := map[string]ec2sim.Instance{}
+	for _, inst := range e.Sim.Instances() {
+		byID[inst.ID] = inst
+	}
+	for i, g := range got {
+		if len(g) == 1 && byID[g[0]].Tags["karpenter.sh/nodeclaim"] != fmt.Sprintf("nc-%d", i) {
+			t.Errorf("caller %d's instance %s has tags %v after WaitTagged", i, g[0], byID[g[0]].Tags)
+		}
+	}
+	if len(ids) != n {
+		t.Errorf("%d instances handed out, want %d", len(ids), n)
 	}
 }
 

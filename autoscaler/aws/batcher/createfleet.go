@@ -40,6 +40,10 @@ type fleetRequest struct {
 // get EC2's first answer again instead of a second set of instances; a
 // merged call of others leaves the token to the SDK (one per call, kept
 // across its retries). A merged call runs with the first request's optFns.
+//
+// A caller of a merged call gets its share as soon as CreateFleet answers;
+// its deferred tags follow in the background (tagLater), so that a launch
+// never waits for the CreateTags bucket.
 func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	res, err := a.fleet.Add(ctx, &fleetRequest{in: in, optFns: optFns})
 	if err != nil {
@@ -47,24 +51,67 @@ func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns 
 	}
 	out := res.out
 	if tags := a.deferredTags(in); res.merged && len(tags) > 0 && len(instanceIDs(out)) > 0 {
-		ids := instanceIDs(out)
-		// The instances exist whatever happens to the caller now: tag them
-		// even if its context ends (values such as the budget priority are
-		// kept). 30s bounds the call and its retries.
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deferredTagTimeout)
-		defer cancel()
-		if _, terr := a.next.CreateTags(tctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); terr != nil {
-			// The instances run: losing them over a tag would leak them.
-			a.log.Error(terr, "Tagging launched instances failed; they run without their per-NodeClaim tags", "instances", ids)
-		}
+		a.tagLater(ctx, instanceIDs(out), tags, optFns)
 	}
 	return out, nil
 }
 
-// deferredTagTimeout bounds the CreateTags call that follows a merged
-// CreateFleet, retries included (30 s: the SDK's standard retryer makes at
-// most 3 attempts with up to 20 s of backoff).
-const deferredTagTimeout = 30 * time.Second
+// tagLater applies a merged caller's deferred tags to its instances with
+// one CreateTags call, in a goroutine of its own, and returns at once.
+// The instances exist whatever happens to the caller now, so the call
+// outlives the caller's context (keeping its values, such as the budget
+// priority), bounded by deferredTagTimeout. A failure is logged and the
+// instances run without those tags: losing an instance over a tag would
+// leak it, and the NodeClaim claims its instance by providerID from the
+// moment CreateFleet answers. WaitTagged waits for the calls in flight.
+func (a *API) tagLater(ctx context.Context, ids []string, tags []ec2types.Tag, optFns []func(*ec2.Options)) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deferredTagTimeout)
+	a.tagging.Go(func() {
+		defer cancel()
+		if _, err := a.next.CreateTags(tctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); err != nil {
+			a.log.Error(err, "Tagging launched instances failed; they run without their per-NodeClaim tags",
+				"NodeClaim", tagValue(tags, a.nodeClaimTagKey), "instances", ids)
+		}
+	})
+}
+
+// WaitTagged blocks until every deferred CreateTags call CreateFleet has
+// started so far has returned, or ctx ends; it returns ctx.Err() in the
+// second case and nil in the first. A process that stops without it may
+// leave instances of merged launches without their deferred tags.
+func (a *API) WaitTagged(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		a.tagging.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tagValue returns the value of key among tags, or "" when key is empty or
+// absent.
+func tagValue(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if key != "" && aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// deferredTagTimeout bounds a deferred CreateTags call, its wait for a
+// client-side budget token and its retries included: 15 minutes. Since
+// the call no longer holds up the launch, the bound only has to outlast
+// the CreateTags bucket's queue after the largest burst: karpx's default
+// share of EC2's CreateTags bucket (100 tokens refilled at 10/s, halved:
+// 50 and 5/s; catalog/awsquota) tags about 4,500 instances in 15 minutes,
+// one call each; the head-to-head's 2,000-pod burst launches about 500.
+const deferredTagTimeout = 15 * time.Minute
 
 func (a *API) singleFleet(ctx context.Context, r *fleetRequest) (*fleetResult, error) {
 	out, err := a.next.CreateFleet(ctx, r.in, r.optFns...)

@@ -17,5 +17,9 @@
 //	callers → batcher.New → ec2api.Client (budget.Limiter on its stack)
 //
 // A merged call runs with the highest cloudprovider.Priority of its
-// callers and the other context values of its first caller.
+// callers and the other context values of its first caller. A merged
+// CreateFleet launches without the per-NodeClaim tags
+// (Options.DeferredTagKeys); each caller gets its instances as soon as
+// the fleet answers, and their tags follow with one CreateTags call per
+// caller in the background (API.WaitTagged waits for those).
 package batcher

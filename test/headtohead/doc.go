@@ -14,7 +14,8 @@
 // every side is measured the same way; the two ec2sim sides add the
 // decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
 // running, Node registered, Node Ready) from their simulator's instance
-// records (Decompose), and every side the split of Node Ready → pod
+// records (Decompose) and the burst's EC2 requests by action, CreateFleet
+// calls and throttled answers from its counters, and every side the split of Node Ready → pod
 // Running into karpenter.sh/unregistered gone, every blocking taint gone,
 // pod bound and pod Running (SplitBind). Every
 // side gets the same NodePool (only its nodeClassRef differs: the

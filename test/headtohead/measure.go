@@ -163,6 +163,31 @@ func sumRequests(before, after map[string]float64) float64 {
 	return total
 }
 
+// EC2Calls is what a side's ec2sim answered between two Stats snapshots.
+type EC2Calls struct {
+	// ByAction is the number of requests per action (every answer).
+	ByAction map[string]int
+	// Total is the number of requests of every action.
+	Total int
+	// Throttled is the number of throttled answers (RequestLimitExceeded,
+	// ThrottlingException) of every action.
+	Throttled int
+}
+
+// ec2Calls returns after minus before, per action and in total.
+func ec2Calls(before, after map[string]ec2sim.ActionStats) EC2Calls {
+	c := EC2Calls{ByAction: map[string]int{}}
+	for a, st := range after {
+		n := int(st.Requests - before[a].Requests)
+		if n > 0 {
+			c.ByAction[a] = n
+			c.Total += n
+		}
+		c.Throttled += int(st.Throttled - before[a].Throttled)
+	}
+	return c
+}
+
 // auditLine is the part of an audit.k8s.io/v1 Event ControllerRequests
 // reads.
 type auditLine struct {

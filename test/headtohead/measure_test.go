@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/karpx/karpx/autoscaler/scheduling/bench"
+	"github.com/karpx/karpx/ec2sim"
 )
 
 func TestWriteTable(t *testing.T) {
@@ -126,6 +127,38 @@ func TestPriceUSDPerHour(t *testing.T) {
 	for _, it := range bench.HeadToHeadInstanceTypes {
 		if _, ok := PriceUSDPerHour(it, "on-demand", "us-east-1a"); !ok {
 			t.Errorf("NodePool instance type %s has no on-demand price", it)
+		}
+	}
+}
+
+func TestEC2CallsFigures(t *testing.T) {
+	before := map[string]ec2sim.ActionStats{"CreateFleet": {Requests: 2}, "DescribeInstances": {Requests: 10, Throttled: 1}}
+	after := map[string]ec2sim.ActionStats{
+		"CreateFleet":       {Requests: 12},
+		"CreateTags":        {Requests: 30, Throttled: 2},
+		"DescribeInstances": {Requests: 10, Throttled: 1}, // no call in between
+	}
+	calls := ec2Calls(before, after)
+	if calls.Total != 40 || calls.Throttled != 2 || calls.ByAction["CreateFleet"] != 10 || calls.ByAction["CreateTags"] != 30 {
+		t.Fatalf("ec2Calls = %+v, want 40 requests (CreateFleet 10, CreateTags 30), 2 throttled", calls)
+	}
+	if _, ok := calls.ByAction["DescribeInstances"]; ok {
+		t.Errorf("DescribeInstances listed without a call in between: %v", calls.ByAction)
+	}
+	res := &Results{}
+	addEC2Calls(res, calls, 25, 100)
+	for _, want := range []struct {
+		name  string
+		value float64
+		note  string
+	}{
+		{"burst: EC2 requests per pod", 0.4, "CreateTags 30, CreateFleet 10"},
+		{"burst: EC2 CreateFleet calls", 10, "2.50 NodeClaims per call"},
+		{"burst: EC2 throttled answers", 2, ""},
+	} {
+		f, ok := res.find(want.name)
+		if !ok || f.Value != want.value || f.Note != want.note {
+			t.Errorf("%s = %+v (found %v), want %v %q", want.name, f, ok, want.value, want.note)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/apis/scheme"
+	"github.com/karpx/karpx/ec2sim"
 	"github.com/karpx/karpx/test/cluster"
 )
 
@@ -166,6 +167,10 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		r.tb.Fatal(err)
 	}
 	cpu0 := r.cpu()
+	var ec2Before map[string]ec2sim.ActionStats
+	if sim, ok := r.side.(Simulated); ok {
+		ec2Before = sim.Simulator().Stats()
+	}
 	start := time.Now()
 	if err := createAll(r.ctx, r.kube, rs); err != nil {
 		r.tb.Fatal(err)
@@ -205,8 +210,11 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		}
 	}
 	var steps Decomposition
+	var calls *EC2Calls
 	if sim, ok := r.side.(Simulated); ok {
 		steps = Decompose(ncByNode, nodes, sim.Simulator().Instances(), simPendingDelay)
+		c := ec2Calls(ec2Before, sim.Simulator().Stats())
+		calls = &c
 	}
 	var running, decision, bind []float64
 	for _, p := range s.Pods {
@@ -252,6 +260,9 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	r.res.add("burst: nodes", "", float64(len(live)), "")
 	r.res.add("burst: $/h launched", "$/h", price, "")
 	r.res.add("burst: API server requests per pod, all clients", "", sumRequests(before, after)/n, "")
+	if calls != nil {
+		addEC2Calls(r.res, *calls, launched, n)
+	}
 	r.res.add("burst: controller CPU", "s", r.cpu()-cpu0, "")
 	if rss, err := ProcStatusMiB(r.proc.PID(), "VmRSS"); err == nil {
 		r.res.add("burst: controller RSS at the end", "MiB", rss, "")

@@ -144,3 +144,18 @@ func WriteTable(w io.Writer, columns []string, results map[string]*Results) erro
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// addEC2Calls adds the burst's EC2 figures from calls: requests per pod
+// (with the four most called actions), CreateFleet calls (with the
+// NodeClaims launched per call) and throttled answers. launched is the
+// number of NodeClaims the burst launched, pods the number of its pods.
+func addEC2Calls(res *Results, calls EC2Calls, launched int, pods float64) {
+	res.add("burst: EC2 requests per pod", "", float64(calls.Total)/pods, topRequests(calls.ByAction, 4))
+	fleets := calls.ByAction["CreateFleet"]
+	note := ""
+	if fleets > 0 {
+		note = fmt.Sprintf("%.2f NodeClaims per call", float64(launched)/float64(fleets))
+	}
+	res.add("burst: EC2 CreateFleet calls", "", float64(fleets), note)
+	res.add("burst: EC2 throttled answers", "", float64(calls.Throttled), "")
+}

@@ -74,6 +74,9 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		Registerer:      crmetrics.Registry,
 		Logger:          log, // batcher.New names it "batcher"
 	})
+	// Deferred tags still in flight when the manager stops get a few
+	// seconds to land.
+	opts.onStop = append(opts.onStop, api.WaitTagged)
 	// EC2 status checks are polled through the batcher and the budget,
 	// as every other EC2 call (docs/node-repair.md).
 	opts.instanceStatus = awsinstancestatus.New(api, opts.clock())

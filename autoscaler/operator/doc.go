@@ -23,6 +23,9 @@
 //     each when the cloud provider implements the interface it needs;
 //   - the /healthz and /readyz checks.
 //
+// When the manager stops, the leader gives the batcher's deferred
+// per-NodeClaim tags still in flight up to 10 s to land (stopHook).
+//
 // Every protection against the field problems of docs/reliability.md
 // (caches, budget, batching, launch health, nomination and the grace
 // window, hydration ordering, capacity learning, periodic disruption) is

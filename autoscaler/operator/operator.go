@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,7 +75,33 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err := addStatusServer(mgr, opts.StatusBindAddress, opts.statusHandlers); err != nil {
 		return nil, err
 	}
+	for _, hook := range opts.onStop {
+		if err := mgr.Add(stopHook(logr.FromContextOrDiscard(ctx), hook)); err != nil {
+			return nil, err
+		}
+	}
 	return &w.op, nil
+}
+
+// stopHookTimeout bounds each of Options.onStop: 10 s, a third of the
+// manager's graceful shutdown period (30 s, controller-runtime v0.23
+// pkg/manager/internal.go defaultGracefulShutdownPeriod), which the
+// reconciles that are still running share with it.
+const stopHookTimeout = 10 * time.Second
+
+// stopHook is a Runnable (of the leader: only the leader launches) that
+// waits for the manager to stop, then calls hook with stopHookTimeout and
+// logs its error; it never fails the manager.
+func stopHook(log logr.Logger, hook func(context.Context) error) manager.RunnableFunc {
+	return func(ctx context.Context) error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), stopHookTimeout)
+		defer cancel()
+		if err := hook(sctx); err != nil {
+			log.Error(err, "stopping: work still in flight was left unfinished", "waited", stopHookTimeout.String())
+		}
+		return nil
+	}
 }
 
 // newManager builds the controller-runtime manager of opts: scheme,

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -174,6 +175,9 @@ type Options struct {
 	// statusHandlers are served on StatusBindAddress, path → handler
 	// (set by NewAWS).
 	statusHandlers map[string]http.Handler
+	// onStop are called once the manager stops, each within
+	// stopHookTimeout (set by NewAWS: the batcher's deferred tags).
+	onStop []func(context.Context) error
 	// hydration is the cloud data sets' registry (set by NewAWS).
 	hydration *hydration.Registry
 	// Clock is the time every controller, the cloud provider's metrics

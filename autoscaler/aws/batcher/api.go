@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -80,7 +79,7 @@ type API struct {
 	// nodeClaimTagKey is Options.NodeClaimTagKey.
 	nodeClaimTagKey string
 	// tagging counts the deferred CreateTags calls in flight (tagLater).
-	tagging sync.WaitGroup
+	tagging inFlight
 
 	fleet     *Batcher[fleetRequest, fleetResult]
 	describe  *Batcher[describeRequest, ec2.DescribeInstancesOutput]

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -66,31 +67,71 @@ func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns 
 // moment CreateFleet answers. WaitTagged waits for the calls in flight.
 func (a *API) tagLater(ctx context.Context, ids []string, tags []ec2types.Tag, optFns []func(*ec2.Options)) {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deferredTagTimeout)
-	a.tagging.Go(func() {
+	a.tagging.start()
+	go func() {
+		defer a.tagging.done()
 		defer cancel()
 		if _, err := a.next.CreateTags(tctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); err != nil {
 			a.log.Error(err, "Tagging launched instances failed; they run without their per-NodeClaim tags",
 				"NodeClaim", tagValue(tags, a.nodeClaimTagKey), "instances", ids)
 		}
-	})
+	}()
 }
 
-// WaitTagged blocks until every deferred CreateTags call CreateFleet has
-// started so far has returned, or ctx ends; it returns ctx.Err() in the
-// second case and nil in the first. A process that stops without it may
-// leave instances of merged launches without their deferred tags.
+// WaitTagged blocks until no deferred CreateTags call is in flight, or ctx
+// ends; it returns ctx.Err() in the second case and nil in the first.
+// CreateFleet may start more calls meanwhile: WaitTagged returns at the
+// first moment none is running. A process that stops without it may leave
+// instances of merged launches without their deferred tags.
 func (a *API) WaitTagged(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		a.tagging.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-a.tagging.idle():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// inFlight counts calls in flight and tells when none is. Unlike
+// sync.WaitGroup, calls may start while another goroutine waits.
+type inFlight struct {
+	mu sync.Mutex
+	n  int
+	// zero is closed while n is 0; a new channel is made when n leaves 0.
+	zero chan struct{}
+}
+
+// start counts one more call.
+func (f *inFlight) start() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 || f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+}
+
+// done counts one call less.
+func (f *inFlight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 {
+		close(f.zero)
+	}
+}
+
+// idle returns a channel that is closed once no call is in flight (at
+// once when none is).
+func (f *inFlight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.zero
 }
 
 // tagValue returns the value of key among tags, or "" when key is empty or

@@ -172,18 +172,23 @@ type EC2Calls struct {
 	// Throttled is the number of throttled answers (RequestLimitExceeded,
 	// ThrottlingException) of every action.
 	Throttled int
+	// ThrottledByAction is Throttled per action (actions with some only).
+	ThrottledByAction map[string]int
 }
 
 // ec2Calls returns after minus before, per action and in total.
 func ec2Calls(before, after map[string]ec2sim.ActionStats) EC2Calls {
-	c := EC2Calls{ByAction: map[string]int{}}
+	c := EC2Calls{ByAction: map[string]int{}, ThrottledByAction: map[string]int{}}
 	for a, st := range after {
 		n := int(st.Requests - before[a].Requests)
 		if n > 0 {
 			c.ByAction[a] = n
 			c.Total += n
 		}
-		c.Throttled += int(st.Throttled - before[a].Throttled)
+		if t := int(st.Throttled - before[a].Throttled); t > 0 {
+			c.ThrottledByAction[a] = t
+			c.Throttled += t
+		}
 	}
 	return c
 }

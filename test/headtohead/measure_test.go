@@ -154,7 +154,7 @@ func TestEC2CallsFigures(t *testing.T) {
 	}{
 		{"burst: EC2 requests per pod", 0.4, "CreateTags 30, CreateFleet 10"},
 		{"burst: EC2 CreateFleet calls", 10, "2.50 NodeClaims per call"},
-		{"burst: EC2 throttled answers", 2, ""},
+		{"burst: EC2 throttled answers", 2, "CreateTags 2"},
 	} {
 		f, ok := res.find(want.name)
 		if !ok || f.Value != want.value || f.Note != want.note {

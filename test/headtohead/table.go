@@ -147,7 +147,8 @@ func WriteTable(w io.Writer, columns []string, results map[string]*Results) erro
 
 // addEC2Calls adds the burst's EC2 figures from calls: requests per pod
 // (with the four most called actions), CreateFleet calls (with the
-// NodeClaims launched per call) and throttled answers. launched is the
+// NodeClaims launched per call) and throttled answers (with the four most
+// throttled actions). launched is the
 // number of NodeClaims the burst launched, pods the number of its pods.
 func addEC2Calls(res *Results, calls EC2Calls, launched int, pods float64) {
 	res.add("burst: EC2 requests per pod", "", float64(calls.Total)/pods, topRequests(calls.ByAction, 4))
@@ -157,5 +158,5 @@ func addEC2Calls(res *Results, calls EC2Calls, launched int, pods float64) {
 		note = fmt.Sprintf("%.2f NodeClaims per call", float64(launched)/float64(fleets))
 	}
 	res.add("burst: EC2 CreateFleet calls", "", float64(fleets), note)
-	res.add("burst: EC2 throttled answers", "", float64(calls.Throttled), "")
+	res.add("burst: EC2 throttled answers", "", float64(calls.Throttled), topRequests(calls.ThrottledByAction, 4))
 }

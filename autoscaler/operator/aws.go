@@ -75,8 +75,8 @@ func NewAWS(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, err
 		Logger:          log, // batcher.New names it "batcher"
 	})
 	// Deferred tags still in flight when the manager stops get a few
-	// seconds to land.
-	opts.onStop = append(opts.onStop, api.WaitTagged)
+	// seconds to land, then are cancelled, so none outlives the manager.
+	opts.onStop = append(opts.onStop, api.Stop)
 	// EC2 status checks are polled through the batcher and the budget,
 	// as every other EC2 call (docs/node-repair.md).
 	opts.instanceStatus = awsinstancestatus.New(api, opts.clock())

@@ -24,7 +24,8 @@
 //   - the /healthz and /readyz checks.
 //
 // When the manager stops, the leader gives the batcher's deferred
-// per-NodeClaim tags still in flight up to 10 s to land (stopHook).
+// per-NodeClaim tags still in flight up to 10 s to land, then cancels
+// them (stopHook, batcher.API.Stop).
 //
 // Every protection against the field problems of docs/reliability.md
 // (caches, budget, batching, launch health, nomination and the grace

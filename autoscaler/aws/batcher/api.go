@@ -1,6 +1,7 @@
 package batcher
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -53,8 +54,8 @@ type Options struct {
 	// with one CreateTags call per caller (through the same API stack, so
 	// within budget), in the background once CreateFleet has returned to
 	// it (API.WaitTagged waits for them). Such tags land on the instances
-	// only, not on their volumes. Empty means CreateFleet requests merge
-	// only when their tags are identical.
+	// only, not on their volumes; API.Stop ends them. Empty means
+	// CreateFleet requests merge only when their tags are identical.
 	DeferredTagKeys []string
 	// NodeClaimTagKey is the deferred tag key whose value names the
 	// NodeClaim (karpenter.sh/nodeclaim), logged as "NodeClaim" when its
@@ -80,6 +81,9 @@ type API struct {
 	nodeClaimTagKey string
 	// tagging counts the deferred CreateTags calls in flight (tagLater).
 	tagging inFlight
+	// stopTags ends when Stop cancels the calls in flight (cancelTags).
+	stopTags   context.Context
+	cancelTags context.CancelFunc
 
 	fleet     *Batcher[fleetRequest, fleetResult]
 	describe  *Batcher[describeRequest, ec2.DescribeInstancesOutput]
@@ -95,6 +99,7 @@ func New(next ec2api.API, opts Options) *API {
 		opts.Logger = logr.Discard()
 	}
 	a := &API{API: next, next: next, log: opts.Logger.WithName("batcher"), deferred: map[string]bool{}, nodeClaimTagKey: opts.NodeClaimTagKey}
+	a.stopTags, a.cancelTags = context.WithCancel(context.Background())
 	for _, k := range opts.DeferredTagKeys {
 		a.deferred[k] = true
 	}

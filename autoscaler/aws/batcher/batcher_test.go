@@ -154,7 +154,11 @@ type blockingTags struct {
 
 func (b *blockingTags) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 	b.started <- in.Resources[0]
-	<-b.release
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	return b.API.CreateTags(ctx, in, optFns...)
 }
 
@@ -211,6 +215,47 @@ func TestCreateFleetReturnsBeforeDeferredTags(t *testing.T) {
 	}
 	if len(ids) != n {
 		t.Errorf("%d instances handed out, want %d", len(ids), n)
+	}
+}
+
+// Stop lets no deferred CreateTags call outlive it: the ones in flight are
+// cancelled once its context ends, and a merged launch after it starts
+// none.
+func TestStopCancelsDeferredTags(t *testing.T) {
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	launchTemplate(t, e, "lt-a")
+	next := &blockingTags{API: e.Client, started: make(chan string, 10), release: make(chan struct{})}
+	api := batcher.New(next, batcher.Options{DeferredTagKeys: instance.NodeClaimTagKeys, NodeClaimTagKey: instance.TagNodeClaim})
+	tags := func(i int) map[string]string {
+		return map[string]string{"karpenter.sh/nodeclaim": fmt.Sprintf("nc-%d", i), "Name": fmt.Sprintf("nc-%d", i)}
+	}
+	oneEach(t, launch(t, api, 3, func(int) string { return "lt-a" }, tags))
+	for range 3 {
+		<-next.started // every call is held in CreateTags
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := api.Stop(ctx); err != context.Canceled {
+		t.Errorf("Stop with held calls and a done context = %v, want context.Canceled", err)
+	}
+	// Stop returned: every call has returned too (bounded, so that a
+	// regression fails instead of hanging).
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if err := api.WaitTagged(wctx); err != nil {
+		t.Fatalf("deferred CreateTags calls still in flight after Stop returned: %v", err)
+	}
+	oneEach(t, launch(t, api, 2, func(int) string { return "lt-a" }, tags))
+	if n := len(next.started); n != 0 {
+		t.Errorf("%d CreateTags calls started after Stop, want 0", n)
+	}
+	for _, inst := range e.Sim.Instances() {
+		if inst.Tags["karpenter.sh/nodeclaim"] != "" {
+			t.Errorf("instance %s tagged %v: its call was cancelled or never made", inst.ID, inst.Tags)
+		}
+	}
+	if err := api.Stop(context.Background()); err != nil {
+		t.Errorf("Stop again with nothing in flight = %v, want nil", err)
 	}
 }
 

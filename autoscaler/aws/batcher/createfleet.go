@@ -61,19 +61,25 @@ func (a *API) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns 
 // one CreateTags call, in a goroutine of its own, and returns at once.
 // The instances exist whatever happens to the caller now, so the call
 // outlives the caller's context (keeping its values, such as the budget
-// priority), bounded by deferredTagTimeout. A failure is logged and the
-// instances run without those tags: losing an instance over a tag would
-// leak it, and the NodeClaim claims its instance by providerID from the
-// moment CreateFleet answers. WaitTagged waits for the calls in flight.
+// priority), bounded by deferredTagTimeout and by Stop. A failure is
+// logged and the instances run without those tags: losing an instance
+// over a tag would leak it, and the NodeClaim claims its instance by
+// providerID from the moment CreateFleet answers. After Stop, nothing
+// starts: the instances are logged as untagged.
 func (a *API) tagLater(ctx context.Context, ids []string, tags []ec2types.Tag, optFns []func(*ec2.Options)) {
+	nodeClaim := tagValue(tags, a.nodeClaimTagKey)
+	if !a.tagging.start() {
+		a.log.Info("Not tagging launched instances: stopping; they run without their per-NodeClaim tags", "NodeClaim", nodeClaim, "instances", ids)
+		return
+	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deferredTagTimeout)
-	a.tagging.start()
+	unlink := context.AfterFunc(a.stopTags, cancel)
 	go func() {
 		defer a.tagging.done()
+		defer unlink()
 		defer cancel()
 		if _, err := a.next.CreateTags(tctx, &ec2.CreateTagsInput{Resources: ids, Tags: tags}, optFns...); err != nil {
-			a.log.Error(err, "Tagging launched instances failed; they run without their per-NodeClaim tags",
-				"NodeClaim", tagValue(tags, a.nodeClaimTagKey), "instances", ids)
+			a.log.Error(err, "Tagging launched instances failed; they run without their per-NodeClaim tags", "NodeClaim", nodeClaim, "instances", ids)
 		}
 	}()
 }
@@ -81,8 +87,7 @@ func (a *API) tagLater(ctx context.Context, ids []string, tags []ec2types.Tag, o
 // WaitTagged blocks until no deferred CreateTags call is in flight, or ctx
 // ends; it returns ctx.Err() in the second case and nil in the first.
 // CreateFleet may start more calls meanwhile: WaitTagged returns at the
-// first moment none is running. A process that stops without it may leave
-// instances of merged launches without their deferred tags.
+// first moment none is running.
 func (a *API) WaitTagged(ctx context.Context) error {
 	select {
 	case <-a.tagging.idle():
@@ -92,6 +97,24 @@ func (a *API) WaitTagged(ctx context.Context) error {
 	}
 }
 
+// Stop ends the deferred tagging, for a process that stops: no CreateTags
+// call starts from now on (tagLater logs the instances of a later merged
+// launch as untagged), the calls in flight get until ctx ends to finish,
+// then are cancelled, and Stop returns once every one has returned. It
+// returns nil when all finished in time, else ctx.Err(); the instances of
+// cancelled calls run without their deferred tags.
+func (a *API) Stop(ctx context.Context) error {
+	idle := a.tagging.stop()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	a.cancelTags()
+	<-idle // the calls return once cancelled: the budget's wait and the SDK honour their context
+	return ctx.Err()
+}
+
 // inFlight counts calls in flight and tells when none is. Unlike
 // sync.WaitGroup, calls may start while another goroutine waits.
 type inFlight struct {
@@ -99,16 +122,23 @@ type inFlight struct {
 	n  int
 	// zero is closed while n is 0; a new channel is made when n leaves 0.
 	zero chan struct{}
+	// stopped refuses new calls (stop).
+	stopped bool
 }
 
-// start counts one more call.
-func (f *inFlight) start() {
+// start counts one more call and reports true, or reports false after
+// stop.
+func (f *inFlight) start() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
 	if f.n == 0 || f.zero == nil {
 		f.zero = make(chan struct{})
 	}
 	f.n++
+	return true
 }
 
 // done counts one call less.
@@ -126,12 +156,24 @@ func (f *inFlight) done() {
 func (f *inFlight) idle() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.idleLocked()
+}
+
+func (f *inFlight) idleLocked() <-chan struct{} {
 	if f.n == 0 {
 		c := make(chan struct{})
 		close(c)
 		return c
 	}
 	return f.zero
+}
+
+// stop refuses every later start and returns idle's channel.
+func (f *inFlight) stop() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	return f.idleLocked()
 }
 
 // tagValue returns the value of key among tags, or "" when key is empty or

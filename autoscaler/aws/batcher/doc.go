@@ -21,5 +21,6 @@
 // CreateFleet launches without the per-NodeClaim tags
 // (Options.DeferredTagKeys); each caller gets its instances as soon as
 // the fleet answers, and their tags follow with one CreateTags call per
-// caller in the background (API.WaitTagged waits for those).
+// caller in the background (API.WaitTagged waits for those; API.Stop
+// ends them).
 package batcher

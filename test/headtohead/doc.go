@@ -15,7 +15,8 @@
 // decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
 // running, Node registered, Node Ready) from their simulator's instance
 // records (Decompose) and the burst's EC2 requests by action, CreateFleet
-// calls and throttled answers from its counters, and every side the split of Node Ready → pod
+// calls and throttled answers from its counters; every side counts its
+// controller log's error lines over the whole run (by message), and the split of Node Ready → pod
 // Running into karpenter.sh/unregistered gone, every blocking taint gone,
 // pod bound and pod Running (SplitBind). Every
 // side gets the same NodePool (only its nodeClassRef differs: the

@@ -162,3 +162,17 @@ func TestEC2CallsFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorLines(t *testing.T) {
+	log := []byte(`{"level":"info","msg":"launched instance"}
+{"level":"error","ts":"2026-11-28T17:58:52Z","logger":"batcher","msg":"Tagging launched instances failed","error":"x"}
+{"level":"ERROR","time":"2026-11-28T17:58:52Z","logger":"controller","message":"failed listing instance types"}
+{"level":"error","msg":"Tagging launched instances failed"}
+not json "level":"error"
+I1128 klog line
+`)
+	got := errorLines(log)
+	if len(got) != 2 || got["Tagging launched instances failed"] != 2 || got["failed listing instance types"] != 1 {
+		t.Errorf("errorLines = %v, want the karpx message twice and Karpenter's once", got)
+	}
+}

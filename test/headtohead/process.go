@@ -1,6 +1,8 @@
 package headtohead
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +95,37 @@ func (p *Process) ForbiddenLines() []string {
 		}
 	}
 	return lines
+}
+
+// ErrorLines counts the process's JSON log lines at level error (karpx's
+// logr/zap "error", Karpenter's "ERROR"), by message ("msg" or
+// "message"); lines that are not JSON are not counted.
+func (p *Process) ErrorLines() map[string]int {
+	out, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return nil
+	}
+	return errorLines(out)
+}
+
+// errorLines is ErrorLines of a log's content.
+func errorLines(log []byte) map[string]int {
+	byMsg := map[string]int{}
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		if !bytes.Contains(bytes.ToLower(l), []byte(`"level":"error"`)) {
+			continue
+		}
+		var line struct {
+			Level   string `json:"level"`
+			Msg     string `json:"msg"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(l, &line) != nil || !strings.EqualFold(line.Level, "error") {
+			continue
+		}
+		byMsg[line.Msg+line.Message]++
+	}
+	return byMsg
 }
 
 func tail(b []byte, n int) []byte {

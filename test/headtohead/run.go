@@ -128,6 +128,14 @@ func Run(tb testing.TB, side Autoscaler, cfg Config) *Results {
 	}
 	r.p5()
 	r.requests()
+	if p, ok := r.proc.(interface{ ErrorLines() map[string]int }); ok {
+		byMsg := p.ErrorLines()
+		total := 0
+		for _, n := range byMsg {
+			total += n
+		}
+		r.res.add("controller log: error lines, whole run", "", float64(total), topRequests(byMsg, 3))
+	}
 	if p, ok := r.proc.(interface{ ForbiddenLines() []string }); ok {
 		if lines := p.ForbiddenLines(); len(lines) > 0 {
 			tb.Errorf("%s: requests refused by RBAC (%d), first: %s (add the permission to manifests/)", side.Name(), len(lines), lines[0])

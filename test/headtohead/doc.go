@@ -16,9 +16,9 @@
 // running, Node registered, Node Ready) from their simulator's instance
 // records (Decompose) and the burst's EC2 requests by action, CreateFleet
 // calls and throttled answers from its counters; every side counts its
-// controller log's error lines over the whole run (by message), and the split of Node Ready → pod
-// Running into karpenter.sh/unregistered gone, every blocking taint gone,
-// pod bound and pod Running (SplitBind). Every
+// controller log's error lines over the whole run (by message), and
+// splits Node Ready → pod Running into karpenter.sh/unregistered gone,
+// every blocking taint gone, pod bound and pod Running (SplitBind). Every
 // side gets the same NodePool (only its nodeClassRef differs: the
 // EC2NodeClass "default" on both AWS sides, a KWOKNodeClass for the kwok
 // provider), the same instance types, zones and prices, and the same

@@ -258,7 +258,7 @@ type podRecord struct {
 }
 
 // diffRecorder polls a side's NodeClaims and Nodes every 200 ms and
-// watches its pods, keeping what a comparison needs: claimRecords and
+// watches its pods and its NodeClaims' DisruptionReason, keeping what a comparison needs: claimRecords and
 // the order in which pods left.
 type diffRecorder struct {
 	t    testing.TB
@@ -276,7 +276,7 @@ type diffRecorder struct {
 func newDiffRecorder(ctx context.Context, t testing.TB, kube client.WithWatch) *diffRecorder {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &diffRecorder{t: t, kube: kube, claims: map[string]*claimRecord{}, pods: map[string]*podRecord{}, cancel: cancel}
-	r.done.Add(2)
+	r.done.Add(3)
 	go func() {
 		defer r.done.Done()
 		for ctx.Err() == nil {
@@ -288,6 +288,7 @@ func newDiffRecorder(ctx context.Context, t testing.TB, kube client.WithWatch) *
 		}
 	}()
 	go func() { defer r.done.Done(); r.watchPods(ctx) }()
+	go func() { defer r.done.Done(); r.watchReasons(ctx) }()
 	t.Cleanup(r.stop)
 	return r
 }
@@ -383,6 +384,36 @@ func (r *diffRecorder) watchPods(ctx context.Context) {
 			if r.pods[key] == nil {
 				r.seq++
 				r.pods[key] = &podRecord{Seq: r.seq, Leaving: time.Now(), Node: p.Spec.NodeName, App: p.Labels["app"]}
+			}
+			r.mu.Unlock()
+		}
+		w.Stop()
+	}
+}
+
+// watchReasons records the DisruptionReason of every NodeClaim update the
+// polls know of: an empty NodeClaim can get its reason, be deleted and be
+// gone between two polls 200 ms apart (a cold CI run saw karpx's "removed,
+// reason " for the Empty one).
+func (r *diffRecorder) watchReasons(ctx context.Context) {
+	for ctx.Err() == nil {
+		w, err := r.kube.Watch(ctx, &karpv1.NodeClaimList{})
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			nc, ok := ev.Object.(*karpv1.NodeClaim)
+			if !ok {
+				continue
+			}
+			c := nc.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason)
+			if c == nil || !c.IsTrue() {
+				continue
+			}
+			r.mu.Lock()
+			if rec := r.claims[nc.Name]; rec != nil {
+				rec.DisruptionReason = c.Reason
 			}
 			r.mu.Unlock()
 		}

@@ -258,8 +258,8 @@ type podRecord struct {
 }
 
 // diffRecorder polls a side's NodeClaims and Nodes every 200 ms and
-// watches its pods and its NodeClaims' DisruptionReason, keeping what a comparison needs: claimRecords and
-// the order in which pods left.
+// watches its pods and its NodeClaims' DisruptionReason, keeping what a
+// comparison needs: claimRecords and the order in which pods left.
 type diffRecorder struct {
 	t    testing.TB
 	kube client.WithWatch
@@ -368,24 +368,33 @@ func (r *diffRecorder) poll(ctx context.Context) {
 // that start leaving (a deletionTimestamp, or deleted outright), re-watching
 // when a watch ends.
 func (r *diffRecorder) watchPods(ctx context.Context) {
+	watchEach(ctx, r.kube, &corev1.PodList{}, func(ev watch.Event) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || (ev.Type != watch.Deleted && p.DeletionTimestamp == nil) {
+			return
+		}
+		key := p.Namespace + "/" + p.Name
+		r.mu.Lock()
+		if r.pods[key] == nil {
+			r.seq++
+			r.pods[key] = &podRecord{Seq: r.seq, Leaving: time.Now(), Node: p.Spec.NodeName, App: p.Labels["app"]}
+		}
+		r.mu.Unlock()
+	})
+}
+
+// watchEach calls fn with every event of a watch of list's kind, watching
+// again (200 ms after a failed start) whenever the watch ends, until ctx
+// ends.
+func watchEach(ctx context.Context, kube client.WithWatch, list client.ObjectList, fn func(watch.Event)) {
 	for ctx.Err() == nil {
-		w, err := r.kube.Watch(ctx, &corev1.PodList{})
+		w, err := kube.Watch(ctx, list)
 		if err != nil {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
 		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || (ev.Type != watch.Deleted && p.DeletionTimestamp == nil) {
-				continue
-			}
-			key := p.Namespace + "/" + p.Name
-			r.mu.Lock()
-			if r.pods[key] == nil {
-				r.seq++
-				r.pods[key] = &podRecord{Seq: r.seq, Leaving: time.Now(), Node: p.Spec.NodeName, App: p.Labels["app"]}
-			}
-			r.mu.Unlock()
+			fn(ev)
 		}
 		w.Stop()
 	}
@@ -396,29 +405,21 @@ func (r *diffRecorder) watchPods(ctx context.Context) {
 // gone between two polls 200 ms apart (a cold CI run saw karpx's "removed,
 // reason " for the Empty one).
 func (r *diffRecorder) watchReasons(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := r.kube.Watch(ctx, &karpv1.NodeClaimList{})
-		if err != nil {
-			time.Sleep(200 * time.Millisecond)
-			continue
+	watchEach(ctx, r.kube, &karpv1.NodeClaimList{}, func(ev watch.Event) {
+		nc, ok := ev.Object.(*karpv1.NodeClaim)
+		if !ok {
+			return
 		}
-		for ev := range w.ResultChan() {
-			nc, ok := ev.Object.(*karpv1.NodeClaim)
-			if !ok {
-				continue
-			}
-			c := nc.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason)
-			if c == nil || !c.IsTrue() {
-				continue
-			}
-			r.mu.Lock()
-			if rec := r.claims[nc.Name]; rec != nil {
-				rec.DisruptionReason = c.Reason
-			}
-			r.mu.Unlock()
+		c := nc.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason)
+		if c == nil || !c.IsTrue() {
+			return
 		}
-		w.Stop()
-	}
+		r.mu.Lock()
+		if rec := r.claims[nc.Name]; rec != nil {
+			rec.DisruptionReason = c.Reason
+		}
+		r.mu.Unlock()
+	})
 }
 
 // resetPods forgets the pods seen leaving so far (a scenario's setup).

@@ -28,7 +28,11 @@
 // Every side's kwok controller plays 32 pods at once (flag
 // -karpx.h2h-kwok-pod-workers; kwok's default is 4), so that a wave of pods
 // bound to newly Ready Nodes does not queue in the simulator where real
-// kubelets, one per Node, would start them side by side.
+// kubelets, one per Node, would start them side by side. Every side's
+// burst starts 2 minutes after its controller (flag -karpx.h2h-warmup),
+// as a burst in a cluster finds a controller that has been running;
+// karpx's EC2 budget starts below its share (a slow start, for a
+// controller that has just restarted) and reaches it in those 2 minutes.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's
 // scheduling-benchmark pod mix), consolidation (70% of the pods deleted),

@@ -41,6 +41,13 @@ type Config struct {
 	// (cluster.Options.KwokPodWorkers) on every side's control plane; 0
 	// keeps kwok's 4.
 	KwokPodWorkers uint
+	// Warmup is the least time from the controller's start to the burst,
+	// so that the burst finds a controller that has been running, as it
+	// does in a cluster: 2 minutes ends karpx's EC2 budget slow start
+	// (budget.DefaultAdaptiveRecovery), which exists for a controller that
+	// has just restarted. 0 starts the burst as soon as both NodePools are
+	// Ready (about a second after the start).
+	Warmup time.Duration
 }
 
 // consolidationFraction is the share of burst pods consolidation deletes.
@@ -115,6 +122,14 @@ func Run(tb testing.TB, side Autoscaler, cfg Config) *Results {
 		return true, nil
 	})
 	tb.Logf("%s: NodePools Ready %s after the controller started", side.Name(), time.Since(started).Round(100*time.Millisecond))
+	if wait := cfg.Warmup - time.Since(started); wait > 0 {
+		tb.Logf("%s: warming up for %s before the burst (-karpx.h2h-warmup %s)", side.Name(), wait.Round(100*time.Millisecond), cfg.Warmup)
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("%s: %v during the warm-up", side.Name(), ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 	cpuStart := r.cpu()
 
 	rs := BurstReplicaSets(cfg.Pods, cfg.Seed)

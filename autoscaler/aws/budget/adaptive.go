@@ -168,28 +168,49 @@ func (b *bucket) setTokensLocked(now time.Time, tokens float64) {
 }
 
 // recoverLocked grows b's factor linearly from its last decrease back to 1
-// over the recovery time.
+// over the recovery time. The growth is applied lazily, when b is next
+// used or read, and rate.Limiter caps its tokens at the burst it had
+// until then: a bucket found full keeps the whole grown size, since a
+// bucket that has been growing all along refills faster than its size
+// grows (CreateFleet at the defaults: 1.25 tokens a second or more,
+// against 0.1 more size a second), and once full stays full. Without
+// that, a bucket idle through its slow start kept the tokens of its
+// smaller self (12 of CreateFleet's 25), and the first burst of launches
+// after it waited for the rest.
 func (b *bucket) recoverLocked(now time.Time) {
 	if b.adapt.factor >= 1 {
 		return
 	}
-	f := 1.0
-	if b.adaptRecovery > 0 {
-		f = b.adapt.low + (1-b.adapt.low)*now.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds()
-		if !b.adapt.throttled {
-			// Answers and time do not add up: whichever took the
-			// slow start further counts.
-			f = max(f, min(AdaptiveAnswerCeiling, b.adapt.low+b.adapt.grown))
-		}
-		f = min(1, f)
+	f := b.factorAtLocked(now)
+	if f == b.adapt.factor {
+		return
 	}
-	if f != b.adapt.factor {
-		b.adapt.factor = f
-		b.applyLocked(now)
+	full := b.lim.TokensAt(now) >= float64(b.lim.Burst())
+	b.adapt.factor = f
+	b.applyLocked(now)
+	if full {
+		b.setTokensLocked(now, float64(b.lim.Burst()))
 	}
 }
 
-// applyLocked sets the limiter to spec scaled by the current factor.
+// factorAtLocked returns the factor b's last decrease (or slow start) and
+// the answers since give it at at: linear growth over the recovery time,
+// or the answers' growth if further and not throttled since, at most 1.
+func (b *bucket) factorAtLocked(at time.Time) float64 {
+	if b.adaptRecovery <= 0 {
+		return 1
+	}
+	f := b.adapt.low + (1-b.adapt.low)*at.Sub(b.adapt.decreasedAt).Seconds()/b.adaptRecovery.Seconds()
+	if !b.adapt.throttled {
+		// Answers and time do not add up: whichever took the
+		// slow start further counts.
+		f = max(f, min(AdaptiveAnswerCeiling, b.adapt.low+b.adapt.grown))
+	}
+	return min(1, f)
+}
+
+// applyLocked sets the limiter to spec scaled by the current factor, at
+// now.
 func (b *bucket) applyLocked(now time.Time) {
 	size, refill := b.effectiveLocked()
 	b.lim.SetLimitAt(now, rate.Limit(refill))

@@ -266,3 +266,52 @@ func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
 		t.Errorf("after a throttled answer and its retry: %+v, want factor 0.25 (the slow start's 0.5 halved) and 1 slow-down", a)
 	}
 }
+
+// TestAdaptiveIdleBucketFillsAsItGrows: a bucket that grows back to its
+// share while nobody calls (the slow start after the controller started,
+// or the recovery after a throttled answer) holds the tokens a bucket of
+// the grown size would have refilled meanwhile, so that the first burst
+// after an idle spell gets the whole grown bucket. The growth is applied
+// lazily, at the next call or reading; applied in one jump, it kept the
+// tokens of the smaller bucket (12 of CreateFleet's 25 after 2 idle
+// minutes), and a burst of launches right after waited for them.
+func TestAdaptiveIdleBucketFillsAsItGrows(t *testing.T) {
+	pc := newPacedClock()
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	api := newLimited(t, e, budget.Options{Clock: pc})
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Tokens != 12 || a.Adaptive.Size != 12 {
+		t.Fatalf("new CreateFleet bucket %+v, want the slow start's 12 of 25 tokens", a)
+	}
+	// Half the recovery time (2 minutes by default) with no call and no
+	// reading: the factor is 0.75, 18 tokens, and the bucket, refilling
+	// at 1.25/s or more, is full at that size.
+	pc.Step(budget.DefaultAdaptiveRecovery / 2)
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Size != 18 || a.Tokens != 18 {
+		t.Errorf("idle for half the recovery time: %+v, want 18 of 18 tokens", a)
+	}
+	pc.Step(budget.DefaultAdaptiveRecovery / 2)
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 1 || a.Tokens != 25 {
+		t.Errorf("idle for the recovery time: %+v, want the whole share, 25 of 25 tokens", a)
+	}
+
+	// After a throttled answer a bucket is emptied and halved; idle for
+	// the recovery time, it is back at its share and full (DescribeSubnets:
+	// 50 tokens, grown back from its slow start by the readings above).
+	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.run(func() error {
+		_, err := api.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}, fastRetries(1))
+		return err
+	}); err == nil {
+		t.Fatal("DescribeSubnets answered without the injected RequestLimitExceeded")
+	}
+	a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating)
+	if a.Adaptive.Slowdowns != 1 || a.Adaptive.Factor != 0.5 || a.Tokens >= 1 {
+		t.Fatalf("after a throttled answer: %+v, want factor 0.5, 1 slow-down, no token left", a)
+	}
+	pc.Step(budget.DefaultAdaptiveRecovery)
+	if a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating); a.Adaptive.Factor != 1 || a.Tokens != 50 {
+		t.Errorf("idle for the recovery time after the slow-down: %+v, want 50 of 50 tokens", a)
+	}
+}

@@ -70,7 +70,9 @@ func newBucket(action string, cat awsquota.Category, unfiltered bool, aws awsquo
 func (b *bucket) tokens() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.lim.TokensAt(b.clock.Now())
+	now := b.clock.Now()
+	b.recoverLocked(now)
+	return b.lim.TokensAt(now)
 }
 
 // need is the number of tokens the bucket must hold to serve p.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,14 +124,54 @@ func (s *Simulator) Reconcile(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
-	var errs []error
-	for _, t := range tasks {
-		if err := s.runNodeTask(ctx, t, now); err != nil {
-			errs = append(errs, fmt.Errorf("%s node for %s: %w", t.kind, t.id, err))
-		}
-	}
+	errs := s.runNodeTasks(ctx, tasks, now)
 	errs = append(errs, s.reconcileNodeConditions(ctx, now)) // nodeconditions.go
 	return errors.Join(errs...)
+}
+
+// kubeletParallelism is how many instances' kubelet steps run at once. A
+// real kubelet registers its own Node, side by side with every other
+// one; one loop for all of them made a wave of instances that finished
+// booting together queue behind each other's API calls (two per Node
+// created: about 3 s at the 50-60 instances one burst of CreateFleet
+// calls launches), which delayed the autoscaler that launched at once
+// and not the one whose launches trickled in. 32 is the head-to-head's
+// kwok pod workers (test/headtohead), the same stand-in for independent
+// kubelets.
+const kubeletParallelism = 32
+
+// runNodeTasks carries out tasks, the steps of up to kubeletParallelism
+// instances at once and each instance's steps in order, and returns their
+// errors.
+func (s *Simulator) runNodeTasks(ctx context.Context, tasks []nodeTask, now time.Time) []error {
+	var ids []string
+	byID := map[string][]nodeTask{}
+	for _, t := range tasks {
+		if _, ok := byID[t.id]; !ok {
+			ids = append(ids, t.id)
+		}
+		byID[t.id] = append(byID[t.id], t)
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		g    errgroup.Group
+	)
+	g.SetLimit(kubeletParallelism)
+	for _, id := range ids {
+		g.Go(func() error {
+			for _, t := range byID[id] {
+				if err := s.runNodeTask(ctx, t, now); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s node for %s: %w", t.kind, t.id, err))
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines return nil; their errors are in errs
+	return errs
 }
 
 func (s *Simulator) bootDelay(in *instance) time.Duration {

@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/catalog"
@@ -405,4 +407,52 @@ func taintList(taints []corev1.Taint) string {
 		out = append(out, t.ToString())
 	}
 	return strings.Join(out, ",")
+}
+
+// TestKubeletRegistersNodesSideBySide: instances that finish booting in
+// the same pass register their Nodes at the same time, as their own
+// kubelets would, not one after the other. Each Node create is held until
+// all four are in flight; one at a time, none would see the others (and
+// each would give up after 5 s).
+func TestKubeletRegistersNodesSideBySide(t *testing.T) {
+	const instances = 4
+	var (
+		mu             sync.Mutex
+		inFlight, most int
+	)
+	all := make(chan struct{})
+	base := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithStatusSubresource(&corev1.Node{}).Build()
+	kube := interceptor.NewClient(base, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*corev1.Node); ok {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			if inFlight == instances {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second):
+			}
+			defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	clk := testingclock.NewFakeClock(t0)
+	env := &kubeEnv{testEnv: newTestEnv(t, Config{Clock: clk, Kube: kube, PendingDelay: time.Second, BootDelay: 2 * time.Second}), clk: clk, kube: kube}
+	env.launchTemplate(t, "plain", env.al2023(t, "arm64"), "")
+	var launched []types.Instance
+	for range instances {
+		launched = append(launched, env.launch(t, "plain", "m7g.large", nil))
+	}
+	env.advance(t, 3*time.Second)
+	if most != instances {
+		t.Errorf("%d Node creates in flight at most, want all %d side by side", most, instances)
+	}
+	for _, in := range launched {
+		if _, ok := env.node(t, *in.PrivateDnsName); !ok {
+			t.Errorf("instance %s: no Node after its boot", *in.InstanceId)
+		}
+	}
 }

@@ -170,13 +170,18 @@ func (b *bucket) setTokensLocked(now time.Time, tokens float64) {
 // recoverLocked grows b's factor linearly from its last decrease back to 1
 // over the recovery time. The growth is applied lazily, when b is next
 // used or read, and rate.Limiter caps its tokens at the burst it had
-// until then: a bucket found full keeps the whole grown size, since a
-// bucket that has been growing all along refills faster than its size
-// grows (CreateFleet at the defaults: 1.25 tokens a second or more,
-// against 0.1 more size a second), and once full stays full. Without
-// that, a bucket idle through its slow start kept the tokens of its
-// smaller self (12 of CreateFleet's 25), and the first burst of launches
-// after it waited for the rest.
+// until then. A bucket found full therefore gets the tokens the larger
+// size makes room for, since a bucket that has been growing all along
+// refills faster than its size grows (CreateFleet at the defaults: 1.25
+// tokens a second or more, against 0.1 more size a second), up to
+// AdaptiveAnswerCeiling of the configured share: time shows nothing of
+// what the account's other clients use, so beyond what answers could
+// confirm the tokens come from refilling at the grown rate. Without the
+// fill, a bucket idle through its slow start kept the tokens of its
+// starting size (12 of CreateFleet's 25), and the first burst of
+// launches after it waited for the rest; with a fill to the whole share,
+// scenario P1 (neighbours using 60% of every bucket) was throttled on a
+// CreateTags wave (4 answers of about 320, above its 1%).
 func (b *bucket) recoverLocked(now time.Time) {
 	if b.adapt.factor >= 1 {
 		return
@@ -185,11 +190,12 @@ func (b *bucket) recoverLocked(now time.Time) {
 	if f == b.adapt.factor {
 		return
 	}
-	full := b.lim.TokensAt(now) >= float64(b.lim.Burst())
+	tokens := b.lim.TokensAt(now)
+	full := tokens >= float64(b.lim.Burst())
 	b.adapt.factor = f
 	b.applyLocked(now)
-	if full {
-		b.setTokensLocked(now, float64(b.lim.Burst()))
+	if fill := min(float64(b.lim.Burst()), math.Floor(b.spec.Size*AdaptiveAnswerCeiling)); full && fill > tokens {
+		b.setTokensLocked(now, fill)
 	}
 }
 

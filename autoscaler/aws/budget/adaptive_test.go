@@ -270,11 +270,12 @@ func TestAdaptiveSlowStartGrowsWithAnswers(t *testing.T) {
 // TestAdaptiveIdleBucketFillsAsItGrows: a bucket that grows back to its
 // share while nobody calls (the slow start after the controller started,
 // or the recovery after a throttled answer) holds the tokens a bucket of
-// the grown size would have refilled meanwhile, so that the first burst
-// after an idle spell gets the whole grown bucket. The growth is applied
-// lazily, at the next call or reading; applied in one jump, it kept the
-// tokens of the smaller bucket (12 of CreateFleet's 25 after 2 idle
-// minutes), and a burst of launches right after waited for them.
+// the grown size would have refilled meanwhile, up to the answers'
+// ceiling (3/4 of its share), so that the first burst after an idle spell
+// does not wait for them. The growth is applied lazily, at the next call
+// or reading; applied in one jump, it kept the tokens of the smaller
+// bucket (12 of CreateFleet's 25 after 2 idle minutes), and a burst of
+// launches right after waited for them.
 func TestAdaptiveIdleBucketFillsAsItGrows(t *testing.T) {
 	pc := newPacedClock()
 	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
@@ -290,13 +291,14 @@ func TestAdaptiveIdleBucketFillsAsItGrows(t *testing.T) {
 		t.Errorf("idle for half the recovery time: %+v, want 18 of 18 tokens", a)
 	}
 	pc.Step(budget.DefaultAdaptiveRecovery / 2)
-	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 1 || a.Tokens != 25 {
-		t.Errorf("idle for the recovery time: %+v, want the whole share, 25 of 25 tokens", a)
+	if a := actionOf(t, api.Snapshot(), "CreateFleet", awsquota.Mutating); a.Adaptive.Factor != 1 || a.Tokens != 18 {
+		t.Errorf("idle for the recovery time: %+v, want the whole share with 18 of 25 tokens (the answers' ceiling; the rest refills in use)", a)
 	}
 
 	// After a throttled answer a bucket is emptied and halved; idle for
-	// the recovery time, it is back at its share and full (DescribeSubnets:
-	// 50 tokens, grown back from its slow start by the readings above).
+	// the recovery time, it is back at its share with the answers' ceiling
+	// of tokens (DescribeSubnets: 37 of 50, grown back from its slow start
+	// by the readings above).
 	if err := e.Sim.Faults().FailNext("DescribeSubnets", "RequestLimitExceeded", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +313,7 @@ func TestAdaptiveIdleBucketFillsAsItGrows(t *testing.T) {
 		t.Fatalf("after a throttled answer: %+v, want factor 0.5, 1 slow-down, no token left", a)
 	}
 	pc.Step(budget.DefaultAdaptiveRecovery)
-	if a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating); a.Adaptive.Factor != 1 || a.Tokens != 50 {
-		t.Errorf("idle for the recovery time after the slow-down: %+v, want 50 of 50 tokens", a)
+	if a := actionOf(t, api.Snapshot(), "DescribeSubnets", awsquota.NonMutating); a.Adaptive.Factor != 1 || a.Tokens != 37 {
+		t.Errorf("idle for the recovery time after the slow-down: %+v, want 37 of 50 tokens", a)
 	}
 }

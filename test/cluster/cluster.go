@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -364,7 +365,20 @@ func (c *Cluster) Probe(ctx context.Context) error {
 				Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				TerminationGracePeriodSeconds: ptr.To[int64](0),
 				Containers:                    []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}}}}}
-	if _, err := kube.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	rsGone := func(ctx context.Context) (bool, error) {
+		_, err := kube.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}
+	_, err = kube.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// An earlier probe's ReplicaSet, still being deleted (a
+		// restarted cluster keeps its etcd): wait for the garbage
+		// collector, then create ours.
+		if err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, rsGone); err == nil {
+			_, err = kube.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("creating the probe ReplicaSet: %w", err)
 	}
 	running := func(ctx context.Context) (bool, error) {
@@ -382,11 +396,11 @@ func (c *Cluster) Probe(ctx context.Context) error {
 	if err := kube.AppsV1().ReplicaSets(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 		return fmt.Errorf("deleting the probe ReplicaSet: %w", err)
 	}
-	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-		return err == nil && len(pods.Items) == 0, nil
-	}); err != nil {
-		return fmt.Errorf("probe pod not deleted: %w", err)
+	// Foreground deletion removes the ReplicaSet after its pod: once it
+	// is gone, so is the pod, and a later probe (after a restart) can
+	// create it again.
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, rsGone); err != nil {
+		return fmt.Errorf("probe ReplicaSet and its pod not deleted: %w", err)
 	}
 	if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("deleting the probe Node: %w", err)

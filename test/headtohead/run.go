@@ -76,10 +76,15 @@ type run struct {
 	windows []window
 }
 
+// window is one workload's time span for the audit log's request counts:
+// pods is the number of pods the workload changed (the figure's per-pod
+// divisor) and nodesRemoved, when above 0, the nodes the side removed in
+// it (a second divisor: see requests).
 type window struct {
-	name     string
-	from, to time.Time
-	pods     int
+	name         string
+	from, to     time.Time
+	pods         int
+	nodesRemoved int
 }
 
 // Run starts a control plane with audit logging of side's controller,
@@ -351,7 +356,7 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 			r.tb.Logf("%s: consolidation: pod %s (%s) not Running at the end: created %.1f s before, bound %v to %q", r.side.Name(), p.name, p.owner, end.Sub(p.created).Seconds(), !p.bound.IsZero(), p.nodeName)
 		}
 	}
-	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted)})
+	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted), nodesRemoved: removed})
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
 	return rest
 }
@@ -540,6 +545,13 @@ func (r *run) requests() {
 			per = float64(total) / float64(w.pods)
 		}
 		r.res.add(w.name+": controller API requests per pod", "", per, fmt.Sprintf("%d requests", total))
+		if w.nodesRemoved > 0 {
+			// Per pod, a side that removes more nodes in the same window
+			// counts more requests for the same pods; per node removed
+			// tells the cost of each removal apart from how many it made.
+			r.res.add(w.name+": controller API requests per node removed", "", float64(total)/float64(w.nodesRemoved),
+				fmt.Sprintf("%d nodes removed", w.nodesRemoved))
+		}
 		r.tb.Logf("%s: %s: controller requests %d: %s", r.side.Name(), w.name, total, topRequests(byKey, 8))
 	}
 	r.res.add("controller API requests, burst to scale to zero, per burst pod", "", float64(sum)/float64(r.cfg.Pods), topRequests(all, 3))

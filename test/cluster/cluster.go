@@ -105,6 +105,13 @@ type Options struct {
 	// kubelets, one per Node, would start them side by side. 0 keeps
 	// kwok's default; the head-to-head sets it for every side alike.
 	KwokPodWorkers uint
+	// KwokNodeWorkers is how many Nodes kwok's controller plays through
+	// their stages at once (kwok v0.8.0's nodePlayStageParallelism, whose
+	// node-initialize stage posts a Node's Ready condition): with kwok's
+	// default of 4 a wave of Nodes registered within a second queues in
+	// kwok before Ready, where each real kubelet posts its own. 0 keeps
+	// kwok's default; the head-to-head sets it for every side alike.
+	KwokNodeWorkers uint
 }
 
 // kwokctlConfig is the KwokctlConfiguration (kwok v0.8.0's
@@ -123,12 +130,13 @@ type Options struct {
 // that is not ready (ec2sim.KwokStatusAnnotation): without it kwok's
 // node-initialize stage turns such a Node's Ready back to True at once.
 //
-// With kwokPodWorkers > 0 a KwokConfiguration document follows, which
-// kwokctl hands to the kwok controller as it is: kwok then applies no
+// With workers set (kwokWorkers) a KwokConfiguration document follows,
+// which kwokctl hands to the kwok controller as it is: kwok then applies no
 // defaults to its options, so it carries kwok v0.8.0's defaults
 // (pkg/apis/config/v1alpha1/zz_generated.defaults.go) for every field the
-// controller reads besides podPlayStageParallelism.
-func kwokctlConfig(leaderElect bool, ports Ports, kwokPodWorkers uint) string {
+// controller reads besides podPlayStageParallelism and
+// nodePlayStageParallelism.
+func kwokctlConfig(leaderElect bool, ports Ports, workers kwokWorkers) string {
 	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
@@ -151,28 +159,43 @@ componentsPatches:
 `, leaderElect, ports.Etcd, ports.EtcdPeer, ports.APIServer,
 		ports.ControllerManager, ports.Scheduler, ports.KwokController,
 		"kwok.x-k8s.io/status", "custom") + // ec2sim.KwokStatusAnnotation, ec2sim.KwokStatusCustom
-		kwokConfig(kwokPodWorkers)
+		kwokConfig(workers)
 }
 
+// kwokWorkers is how many pods and Nodes kwok's controller plays through
+// their stages at once (Options.KwokPodWorkers, Options.KwokNodeWorkers);
+// 0 is kwok's default, 4, for either.
+type kwokWorkers struct{ pods, nodes uint }
+
+// kwokDefaultWorkers is kwok v0.8.0's default podPlayStageParallelism and
+// nodePlayStageParallelism (pkg/apis/config/v1alpha1/zz_generated.defaults.go).
+const kwokDefaultWorkers = 4
+
 // kwokConfig returns the KwokConfiguration document of kwokctlConfig, or ""
-// for kwok's defaults.
-func kwokConfig(podWorkers uint) string {
-	if podWorkers == 0 {
+// when both of workers are kwok's defaults (0).
+func kwokConfig(workers kwokWorkers) string {
+	if workers.pods == 0 && workers.nodes == 0 {
 		return ""
+	}
+	orDefault := func(n uint) uint {
+		if n == 0 {
+			return kwokDefaultWorkers
+		}
+		return n
 	}
 	return fmt.Sprintf(`---
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
   cidr: 10.0.0.0/24
-  nodePlayStageParallelism: 4
+  nodePlayStageParallelism: %d
   nodeLeaseParallelism: 4
   podsOnNodeSyncParallelism: 1
   enablePodsOnNodeSyncListPager: true
   enableDebuggingHandlers: true
   enableProfilingHandler: true
   podPlayStageParallelism: %d
-`, podWorkers)
+`, orDefault(workers.nodes), orDefault(workers.pods))
 }
 
 // Start creates and starts a cluster. It returns an error naming the
@@ -225,7 +248,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		audit = []string{"--kube-audit-policy", policy}
 	}
 	config := filepath.Join(opts.Workdir, opts.Name+"-kwokctl.yaml")
-	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection, ports, opts.KwokPodWorkers)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(kwokctlConfig(opts.LeaderElection, ports, kwokWorkers{pods: opts.KwokPodWorkers, nodes: opts.KwokNodeWorkers})), 0o600); err != nil {
 		return nil, err
 	}
 	_, err = c.kwokctl(ctx, append([]string{"create", "cluster",

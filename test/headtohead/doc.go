@@ -25,10 +25,12 @@
 // simulated boot delay (ec2sim's BootDelay; the KWOKNodeClass's
 // nodeRegistrationDelay). The AWS sides' simulators share
 // one SimConfig, so their throttling buckets are ec2sim's defaults on both.
-// Every side's kwok controller plays 32 pods at once (flag
-// -karpx.h2h-kwok-pod-workers; kwok's default is 4), so that a wave of pods
-// bound to newly Ready Nodes does not queue in the simulator where real
-// kubelets, one per Node, would start them side by side. Every side's
+// Every side's kwok controller plays 32 pods and 32 Nodes at once (flags
+// -karpx.h2h-kwok-pod-workers and -karpx.h2h-kwok-node-workers; kwok's
+// default is 4 of each), so that a wave of pods bound to newly Ready Nodes,
+// or of Nodes registered together, does not queue in the simulator where
+// real kubelets, one per Node, would start their pods and post their
+// Ready side by side. Every side's
 // burst starts 2 minutes after its controller (flag -karpx.h2h-warmup),
 // as a burst in a cluster finds a controller that has been running;
 // karpx's EC2 budget starts below its share (a slow start, for a

@@ -41,6 +41,10 @@ type Config struct {
 	// (cluster.Options.KwokPodWorkers) on every side's control plane; 0
 	// keeps kwok's 4.
 	KwokPodWorkers uint
+	// KwokNodeWorkers is the kwok controller's Node workers
+	// (cluster.Options.KwokNodeWorkers), which post each Node's Ready, on
+	// every side's control plane; 0 keeps kwok's 4.
+	KwokNodeWorkers uint
 	// Warmup is the least time from the controller's start to the burst,
 	// so that the burst finds a controller that has been running, as it
 	// does in a cluster: 2 minutes ends karpx's EC2 budget slow start
@@ -94,7 +98,7 @@ func Run(tb testing.TB, side Autoscaler, cfg Config) *Results {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	c := cluster.StartForTestWith(tb, cluster.Options{AuditUsers: []string{side.User()}, KwokPodWorkers: cfg.KwokPodWorkers})
+	c := cluster.StartForTestWith(tb, cluster.Options{AuditUsers: []string{side.User()}, KwokPodWorkers: cfg.KwokPodWorkers, KwokNodeWorkers: cfg.KwokNodeWorkers})
 	dir := tb.TempDir()
 	side.Install(ctx, tb, c, dir, cfg.BootDelay)
 	kube, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})

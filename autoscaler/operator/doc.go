@@ -23,6 +23,12 @@
 //     each when the cloud provider implements the interface it needs;
 //   - the /healthz and /readyz checks.
 //
+// Before it indexes NodeClaims, New waits up to KindsTimeout (2 minutes)
+// for the API server to serve NodeClaim and NodePool (kinds.go): an API
+// server that has just restarted serves its CRDs a moment after it
+// answers, and controller-runtime's IndexField, unlike its watches, fails
+// at once on a kind not served yet.
+//
 // When the manager stops, the leader gives the batcher's deferred
 // per-NodeClaim tags still in flight up to 10 s to land, then cancels
 // them (stopHook, batcher.API.Stop).

@@ -63,6 +63,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options, newCloud CloudProv
 	if err != nil {
 		return nil, err
 	}
+	if err := waitForKinds(ctx, mgr.GetRESTMapper(), kindsPollInterval, KindsTimeout, servedKinds...); err != nil {
+		return nil, err
+	}
 	w, err := newWiring(ctx, mgr, opts, newCloud)
 	if err != nil {
 		return nil, err

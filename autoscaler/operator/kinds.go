@@ -37,7 +37,10 @@ var servedKinds = []schema.GroupVersionKind{
 // otherwise exit with "no matches for kind". It logs once per kind it
 // waits for. It returns nil once all are mapped, ctx's error when ctx
 // ends, or, after timeout, an error naming the first kind still missing,
-// its last mapping error and the fix (install karpx's CRDs).
+// its last mapping error and the fix (install karpx's CRDs). It waits in
+// wall time, not on Options.Clock: the API server serves the CRDs in wall
+// time, and a fake clock that no test steps this early would wait for good
+// (test/architecture's wallClockAllowed).
 func waitForKinds(ctx context.Context, mapper meta.RESTMapper, interval, timeout time.Duration, kinds ...schema.GroupVersionKind) error {
 	log := logr.FromContextOrDiscard(ctx)
 	deadline, cancel := context.WithTimeout(ctx, timeout)

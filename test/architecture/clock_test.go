@@ -34,6 +34,8 @@ var wallClockAllowed = map[string]string{
 		"the NodeClaims just created: the cache fills on the API server's watch, in wall time, whatever clock the provisioner runs on",
 	"autoscaler/controllers/disruption/controller.go: wait.PollUntilContextTimeout": "waitUntilCached (for waitForCache and waitForDeletion) waits for the informer cache to show " +
 		"a command's candidates deleted or replaced, or a replaced NodeClaim deleted: the watch delivers in wall time, whatever clock the controller runs on",
+	"autoscaler/operator/kinds.go: wait.PollUntilContextCancel": "waitForKinds waits at start for the API server to serve the CRDs it indexes: " +
+		"a restarted API server registers them in wall time, whatever clock the operator runs on, and a fake clock that no test steps this early would wait forever",
 }
 
 // wallClockUses returns "pkg.Func" for every reference (a call or a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -260,7 +261,7 @@ func (c *Controller) abandon(ctx context.Context, s *state, nc *karpv1.NodeClaim
 		}
 	}
 	if node := s.cluster.NodeOf(nc); node != nil {
-		if err := c.setDisruptedTaint(ctx, node, false); err != nil {
+		if err := c.releaseTaint(ctx, node); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -279,9 +280,32 @@ func (c *Controller) setDisruptedTaint(ctx context.Context, node *corev1.Node, o
 	return clusterstate.SetDisruptedTaint(ctx, c.kube, node, on)
 }
 
+// releaseTaint removes karpenter.sh/disrupted from node. The write carries
+// node's resourceVersion (SetDisruptedTaint replaces the whole taint list),
+// so it conflicts whenever the Node changed since that copy was read: its
+// kubelet's status, another controller's label. On a conflict it reads the
+// Node afresh through the uncached reader and writes once more, so that
+// the node takes pods again now rather than at the next pass
+// (releaseOrphanedTaints). A Node already gone is not an error. It returns
+// the last write's or read's error.
+func (c *Controller) releaseTaint(ctx context.Context, node *corev1.Node) error {
+	err := c.setDisruptedTaint(ctx, node, false)
+	if !apierrors.IsConflict(err) {
+		return client.IgnoreNotFound(err)
+	}
+	fresh := &corev1.Node{}
+	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return client.IgnoreNotFound(c.setDisruptedTaint(ctx, fresh, false))
+}
+
+// untaint releases the candidates' Nodes (releaseTaint) after a command
+// that did not start, logging each failure: the next pass's
+// releaseOrphanedTaints removes what is left.
 func (c *Controller) untaint(ctx context.Context, cands []*candidate) {
 	for _, cand := range cands {
-		if err := c.setDisruptedTaint(ctx, cand.node, false); err != nil {
+		if err := c.releaseTaint(ctx, cand.node); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "removing the disrupted taint", "Node", cand.node.Name, "NodeClaim", cand.name())
 		}
 	}

@@ -462,13 +462,16 @@ H2H_CONSOLIDATION_WINDOW ?= 2m
 H2H_WARMUP ?= 2m
 H2H_SIDES ?= karpx,karpenter-aws,karpenter-kwok
 H2H_OUT ?= _output/head-to-head.md
+# More flags for karpx's controller, e.g. --aws-api-budget-fraction=1 (all of
+# EC2's buckets, as Karpenter AWS takes); empty runs its defaults.
+H2H_KARPX_FLAGS ?=
 .PHONY: bench-vs-karpenter-e2e
 bench-vs-karpenter-e2e: tools build karpenter-kwok karpenter-aws ## karpx vs Karpenter AWS (on ec2sim) vs Karpenter's kwok provider on the same workloads; prints one table.
 	@mkdir -p $(dir $(H2H_OUT))
 	PATH="$(BIN):$$PATH" go test -count=1 -timeout 180m -run '^TestHeadToHead$$' -v ./test/headtohead \
 		-karpx.h2h-pods $(H2H_PODS) -karpx.h2h-boot-delay $(H2H_BOOT_DELAY) \
 		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-sides $(H2H_SIDES) \
-		-karpx.h2h-warmup $(H2H_WARMUP) \
+		-karpx.h2h-warmup $(H2H_WARMUP) -karpx.h2h-karpx-flags '$(H2H_KARPX_FLAGS)' \
 		-karpx.h2h-out $(abspath $(H2H_OUT)) \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|^\s*\||commit '
 	@echo "--- table (also in $(H2H_OUT)) ---" && cat $(H2H_OUT)

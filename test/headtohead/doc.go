@@ -35,6 +35,10 @@
 // as a burst in a cluster finds a controller that has been running;
 // karpx's EC2 budget starts below its share (a slow start, for a
 // controller that has just restarted) and reaches it in those 2 minutes.
+// Each controller runs with its defaults: karpx keeps to half of EC2's
+// buckets (--aws-api-budget-fraction 0.5, problem P1), Karpenter AWS has
+// no such bound. Flag -karpx.h2h-karpx-flags (H2H_KARPX_FLAGS) adds flags
+// to karpx's, which the table's header then lists.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's
 // scheduling-benchmark pod mix), consolidation (70% of the pods deleted),

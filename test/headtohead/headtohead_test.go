@@ -27,6 +27,7 @@ var (
 	h2hSides     = flag.String("karpx.h2h-sides", "karpx,karpenter-aws,karpenter-kwok", "TestHeadToHead: comma-separated sides to run, in order: karpx, karpenter-aws (bin/karpenter-aws on its own ec2sim), karpenter-kwok (bin/karpenter-kwok; \"karpenter\" is accepted for it)")
 	h2hKwok      = flag.Uint("karpx.h2h-kwok-pod-workers", 32, "TestHeadToHead: pods the kwok controller plays at once on every side's control plane (kwok's podPlayStageParallelism; its default 4 queues a wave of pods that real kubelets, one per Node, would start side by side; 0 keeps kwok's default)")
 	h2hKwokNodes = flag.Uint("karpx.h2h-kwok-node-workers", 32, "TestHeadToHead: Nodes the kwok controller plays at once on every side's control plane (kwok's nodePlayStageParallelism, which posts each Node's Ready; its default 4 queues a wave of Nodes registered together, whose real kubelets would each post their own; 0 keeps kwok's default)")
+	h2hKarpxArgs = flag.String("karpx.h2h-karpx-flags", "", "TestHeadToHead: more flags for karpx's controller, space-separated, after the harness's own (e.g. --aws-api-budget-fraction=1 to take all of EC2's buckets, as Karpenter AWS does); the table's header lists them")
 	h2hWarmup    = flag.Duration("karpx.h2h-warmup", 2*time.Minute, "TestHeadToHead: least time from each controller's start to its burst, as in a cluster whose controller ran before the burst (2m ends karpx's EC2 budget slow start, which is for a restarted controller; 0 starts the burst once the NodePools are Ready)")
 	h2hOut       = flag.String("karpx.h2h-out", "", "TestHeadToHead: also write the table (Markdown) to this file (a relative path is the repository root's)")
 )
@@ -61,7 +62,7 @@ func TestHeadToHead(t *testing.T) {
 		var side Autoscaler
 		switch strings.TrimSpace(name) {
 		case "karpx":
-			side = &Karpx{Root: root}
+			side = &Karpx{Root: root, Flags: strings.Fields(*h2hKarpxArgs)}
 		case "karpenter-aws":
 			side = newKarpenterAWS(t, filepath.Join(bin, upstream.AWSBinaryName))
 		case "karpenter-kwok", "karpenter":
@@ -84,7 +85,11 @@ func TestHeadToHead(t *testing.T) {
 		}
 	}
 	table.WriteString("Karpenter AWS " + upstream.AWSVersion + ", Karpenter kwok " + upstream.Version + "; ")
-	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on every side, kwok pod workers " + kwokWorkers(cfg.KwokPodWorkers) + ", burst " + cfg.Warmup.String() + " after each controller's start\n\n")
+	table.WriteString("burst " + strconv.Itoa(cfg.Pods) + " pods, simulated boot delay " + cfg.BootDelay.String() + " on every side, kwok pod workers " + kwokWorkers(cfg.KwokPodWorkers) + ", kwok Node workers " + kwokWorkers(cfg.KwokNodeWorkers) + ", burst " + cfg.Warmup.String() + " after each controller's start")
+	if flags := strings.Fields(*h2hKarpxArgs); len(flags) > 0 && results["karpx"] != nil {
+		table.WriteString("; karpx controller flags added: " + strings.Join(flags, " "))
+	}
+	table.WriteString("\n\n")
 	if err := WriteTable(&table, columns, results); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +108,8 @@ func TestHeadToHead(t *testing.T) {
 	}
 }
 
-// kwokWorkers names the kwok pod workers of a run for the table's header.
+// kwokWorkers names the kwok pod or Node workers of a run for the table's
+// header.
 func kwokWorkers(n uint) string {
 	if n == 0 {
 		return "4 (kwok's default)"

@@ -51,6 +51,9 @@ type Controller interface {
 type Karpx struct {
 	// Root is the repository root (manifests/, bin/).
 	Root string
+	// Flags are more karpx-controller flags, passed after the harness's
+	// own (a later flag wins); nil runs the controller's defaults.
+	Flags []string
 
 	cluster    *cluster.Cluster
 	dir        string
@@ -134,7 +137,7 @@ func (k *Karpx) Install(ctx context.Context, tb testing.TB, c *cluster.Cluster, 
 // that is set (a build of the worktree under test), else bin/karpx-controller
 // (make build), with its default
 // batch window (1 s idle, 10 s at most, Karpenter's defaults) and
-// disruption period, without leader election.
+// disruption period, without leader election, and then k.Flags.
 func (k *Karpx) Start(tb testing.TB) Controller {
 	tb.Helper()
 	binary := filepath.Join(k.Root, "bin", "karpx-controller")
@@ -142,7 +145,7 @@ func (k *Karpx) Start(tb testing.TB) Controller {
 		binary = filepath.Join(dir, "karpx-controller")
 	}
 	tb.Logf("karpx: controller %s, log %s", binary, filepath.Join(k.dir, "karpx-controller.log"))
-	return StartProcess(tb, k.dir, "karpx-controller", binary, []string{
+	args := []string{
 		"--kubeconfig=" + k.kubeconfig,
 		"--cluster-name=" + k.cluster.Name,
 		"--cluster-endpoint=" + k.cluster.RESTConfig.Host,
@@ -151,7 +154,9 @@ func (k *Karpx) Start(tb testing.TB) Controller {
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=0",
 		"--leader-elect=false",
-	}, []string{
+	}
+	args = append(args, k.Flags...)
+	return StartProcess(tb, k.dir, "karpx-controller", binary, args, []string{
 		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEKARPXSIM00",
 		"AWS_SECRET_ACCESS_KEY=karpx-simulator-secret",
 		"AWS_EC2_METADATA_DISABLED=true",

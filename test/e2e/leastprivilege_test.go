@@ -16,6 +16,7 @@ const controllerUser = "system:serviceaccount:karpx:karpx"
 var controllerRBACAllowlist = map[cluster.Permission]string{
 	{Verb: "delete", Resource: "pods"}:                                                "pods still on a draining node when its NodeClaim's terminationGracePeriod runs out (termination/drain.go)",
 	{Verb: "get", Group: "karpenter.sh", Resource: "nodeclaims"}:                      "nodeclaim.lifecycle's finalize reads a NodeClaim from the API server, past the cache, only when the cache has not caught up with a write it depends on (nodeclaim/lifecycle); a run where the cache keeps up never needs it",
+	{Verb: "get", Resource: "nodes"}:                                                  "disruption re-reads a Node, past the cache, only when releasing its karpenter.sh/disrupted taint conflicted with another write to the Node (disruption.releaseTaint); a run where no Node changes between the cache's copy and that write never needs it",
 	{Verb: "get", Resource: "services"}:                                               "default/kubernetes: the service CIDR on clusters without the ServiceCIDR API, before Kubernetes 1.33 (providers/clusterinfo)",
 	{Verb: "list", Resource: "persistentvolumes"}:                                     "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",
 	{Verb: "watch", Resource: "persistentvolumes"}:                                    "volume topology: the informer starts with the first pod that has a PersistentVolumeClaim",

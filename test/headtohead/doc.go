@@ -18,7 +18,10 @@
 // calls and throttled answers from its counters; every side counts its
 // controller log's error lines over the whole run (by message), and
 // splits Node Ready → pod Running into karpenter.sh/unregistered gone,
-// every blocking taint gone, pod bound and pod Running (SplitBind). Every
+// every blocking taint gone, pod bound and pod Running (SplitBind); the
+// ec2sim sides also split each burst pod's pending → Running into the
+// steps of the launch that served it, whose means add up to the pods'
+// mean (PodPath: the other figures count per NodeClaim or Node). Every
 // side gets the same NodePool (only its nodeClassRef differs: the
 // EC2NodeClass "default" on both AWS sides, a KWOKNodeClass for the kwok
 // provider), the same instance types, zones and prices, and the same

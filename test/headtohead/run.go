@@ -243,8 +243,15 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	}
 	var steps Decomposition
 	var calls *EC2Calls
+	fleetByNode := map[string]time.Time{}
 	if sim, ok := r.side.(Simulated); ok {
-		steps = Decompose(ncByNode, nodes, sim.Simulator().Instances(), simPendingDelay)
+		instances := sim.Simulator().Instances()
+		steps = Decompose(ncByNode, nodes, instances, simPendingDelay)
+		for _, in := range instances {
+			if in.NodeName != "" {
+				fleetByNode[in.NodeName] = in.LaunchTime
+			}
+		}
 		c := ec2Calls(ec2Before, sim.Simulator().Stats())
 		calls = &c
 	}
@@ -287,6 +294,10 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		launchedNodes[name] = true
 	}
 	addBindSplit(r.res, SplitBind(s.Pods, nodes, launchedNodes, "burst"))
+	if len(fleetByNode) > 0 {
+		path, left := PodPath(s.Pods, ncByNode, nodes, fleetByNode, "burst")
+		addPodPath(r.res, path, left)
+	}
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")
 	r.res.add("burst: nodes", "", float64(len(live)), "")

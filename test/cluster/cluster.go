@@ -289,6 +289,14 @@ func (c *Cluster) Stop() error {
 	return err
 }
 
+// SchedulerMetricsURL returns the address of kube-scheduler's /metrics,
+// which kwokctl serves over HTTPS on loopback with a self-signed
+// certificate and outside authorization
+// (--authorization-always-allow-paths).
+func (c *Cluster) SchedulerMetricsURL() string {
+	return fmt.Sprintf("https://127.0.0.1:%d/metrics", c.ports.Scheduler)
+}
+
 // AuditLog returns the path of kube-apiserver's audit log (JSON lines),
 // written when the cluster was started with Options.AuditUsers or
 // Options.AuditRemovals.

@@ -8,9 +8,10 @@
 // capacity goes away, how much each autoscaler loads the API server, and
 // each controller's memory and CPU.
 //
-// Every figure comes from the API server alone (pod, Node and NodeClaim
-// watches, the API server's /metrics and its audit log of the
-// controller's ServiceAccount) and from the controller's /proc entry, so
+// Every figure comes from the control plane alone (pod, Node and NodeClaim
+// watches, the API server's and kube-scheduler's /metrics, the API
+// server's audit log of the controller's ServiceAccount) and from the
+// controller's /proc entry, so
 // every side is measured the same way; the two ec2sim sides add the
 // decomposition of NodeClaim → Node Ready (CreateFleet issued, instance
 // running, Node registered, Node Ready) from their simulator's instance
@@ -21,7 +22,9 @@
 // every blocking taint gone, pod bound and pod Running (SplitBind); the
 // ec2sim sides also split each burst pod's pending → Running into the
 // steps of the launch that served it, whose means add up to the pods'
-// mean (PodPath: the other figures count per NodeClaim or Node). Every
+// mean (PodPath: the other figures count per NodeClaim or Node), and
+// every side reads kube-scheduler's attempts and requeues per burst pod
+// from its /metrics (SchedulerCounters). Every
 // side gets the same NodePool (only its nodeClassRef differs: the
 // EC2NodeClass "default" on both AWS sides, a KWOKNodeClass for the kwok
 // provider), the same instance types, zones and prices, and the same

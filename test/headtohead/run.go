@@ -199,6 +199,7 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 		r.tb.Fatal(err)
 	}
 	cpu0 := r.cpu()
+	schedBefore, schedErr := SchedulerCounters(r.ctx, r.c.SchedulerMetricsURL())
 	var ec2Before map[string]ec2sim.ActionStats
 	if sim, ok := r.side.(Simulated); ok {
 		ec2Before = sim.Simulator().Stats()
@@ -215,6 +216,10 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	after, err := APIServerRequests(r.ctx, r.c.RESTConfig)
 	if err != nil {
 		r.tb.Fatal(err)
+	}
+	schedAfter, err := SchedulerCounters(r.ctx, r.c.SchedulerMetricsURL())
+	if schedErr == nil {
+		schedErr = err
 	}
 	s := r.rec.Snapshot()
 	ncByNode := map[string]nodeClaimRecord{}
@@ -297,6 +302,12 @@ func (r *run) burst(rs []*appsv1.ReplicaSet) {
 	if len(fleetByNode) > 0 {
 		path, left := PodPath(s.Pods, ncByNode, nodes, fleetByNode, "burst")
 		addPodPath(r.res, path, left)
+	}
+	if schedErr != nil {
+		// A diagnostic: its figures are left out, the run goes on.
+		r.tb.Logf("%s: no kube-scheduler figures: %v", r.side.Name(), schedErr)
+	} else {
+		addSchedulerCounters(r.res, schedBefore, schedAfter, float64(len(rs)))
 	}
 	r.res.add("burst: NodeClaims launched", "", float64(launched), "")
 	r.res.add("burst: NodeClaims deleted before every pod Running", "", float64(gone), "")

@@ -261,7 +261,7 @@ func (c *Controller) abandon(ctx context.Context, s *state, nc *karpv1.NodeClaim
 		}
 	}
 	if node := s.cluster.NodeOf(nc); node != nil {
-		if err := c.releaseTaint(ctx, node); err != nil {
+		if _, err := c.releaseTaint(ctx, node); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -283,21 +283,32 @@ func (c *Controller) setDisruptedTaint(ctx context.Context, node *corev1.Node, o
 // releaseTaint removes karpenter.sh/disrupted from node. The write carries
 // node's resourceVersion (SetDisruptedTaint replaces the whole taint list),
 // so it conflicts whenever the Node changed since that copy was read: its
-// kubelet's status, another controller's label. On a conflict it reads the
-// Node afresh through the uncached reader and writes once more, so that
-// the node takes pods again now rather than at the next pass
-// (releaseOrphanedTaints). A Node already gone is not an error. It returns
-// the last write's or read's error.
-func (c *Controller) releaseTaint(ctx context.Context, node *corev1.Node) error {
+// kubelet's status, another controller's label, this controller's own
+// release of the taint that the cache does not show yet. On a conflict it
+// reads the Node afresh through the uncached reader and writes once more
+// (no write when the fresh copy has no such taint), so that the node takes
+// pods again now rather than at the next pass (releaseOrphanedTaints). A
+// Node found deleting on the fresh read keeps its taint (termination holds
+// it: a draining node must take no pods), and a Node already gone is not
+// an error. It reports whether it removed a taint, and returns the last
+// write's or read's error.
+func (c *Controller) releaseTaint(ctx context.Context, node *corev1.Node) (bool, error) {
+	had := hasDisruptedTaint(node)
 	err := c.setDisruptedTaint(ctx, node, false)
 	if !apierrors.IsConflict(err) {
-		return client.IgnoreNotFound(err)
+		return had && err == nil, client.IgnoreNotFound(err)
 	}
 	fresh := &corev1.Node{}
 	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
-	return client.IgnoreNotFound(c.setDisruptedTaint(ctx, fresh, false))
+	if !fresh.DeletionTimestamp.IsZero() || !hasDisruptedTaint(fresh) {
+		return false, nil
+	}
+	if err := c.setDisruptedTaint(ctx, fresh, false); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
 }
 
 // untaint releases the candidates' Nodes (releaseTaint) after a command
@@ -305,7 +316,7 @@ func (c *Controller) releaseTaint(ctx context.Context, node *corev1.Node) error 
 // releaseOrphanedTaints removes what is left.
 func (c *Controller) untaint(ctx context.Context, cands []*candidate) {
 	for _, cand := range cands {
-		if err := c.releaseTaint(ctx, cand.node); err != nil {
+		if _, err := c.releaseTaint(ctx, cand.node); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "removing the disrupted taint", "Node", cand.node.Name, "NodeClaim", cand.name())
 		}
 	}

@@ -20,7 +20,10 @@ import (
 // any decision, so a pass never mistakes its own command in flight for an
 // orphan (a pass runs one command at a time and waits for the cache to
 // show it). Nodes without a NodeClaim are left alone: they are not karpx's.
-// It returns the patch errors, joined.
+// The cache may still show a taint this controller released in its last
+// pass; releaseTaint's write from that copy conflicts, and its fresh read
+// finds nothing to remove (the 500-pod head-to-head of 2026-11-29 failed a
+// pass on that conflict). It returns the patch errors, joined.
 func (c *Controller) releaseOrphanedTaints(ctx context.Context, s *state) error {
 	var errs []error
 	for name, node := range s.cluster.Nodes {
@@ -31,10 +34,14 @@ func (c *Controller) releaseOrphanedTaints(ctx context.Context, s *state) error 
 		if nc == nil || !nc.DeletionTimestamp.IsZero() || nc.Annotations[ReplacementsAnnotationKey] != "" {
 			continue
 		}
-		logr.FromContextOrDiscard(ctx).Info("removing a karpenter.sh/disrupted taint that no disruption holds (left by a stopped or replaced controller)",
-			"Node", name, "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
-		if err := c.setDisruptedTaint(ctx, node.DeepCopy(), false); err != nil {
+		released, err := c.releaseTaint(ctx, node.DeepCopy())
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if released {
+			logr.FromContextOrDiscard(ctx).Info("removed a karpenter.sh/disrupted taint that no disruption held (left by a stopped or replaced controller)",
+				"Node", name, "NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/apis/scheme"
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 )
 
 // taintedNodeFixture is a fake API server holding Node n1 with the
@@ -73,8 +74,72 @@ func TestReleaseTaintOfANodeGone(t *testing.T) {
 	if err := kube.Delete(ctx, stale.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if err := clientsOnly(kube).releaseTaint(ctx, stale.DeepCopy()); err != nil {
-		t.Errorf("releaseTaint of a deleted Node: %v, want nil", err)
+	if released, err := clientsOnly(kube).releaseTaint(ctx, stale.DeepCopy()); err != nil || released {
+		t.Errorf("releaseTaint of a deleted Node: released %v, %v; want false, nil", released, err)
+	}
+}
+
+// orphanState is a disruption pass's state holding node (the cache's
+// copy) with NodeClaim nc1 and nothing that holds its taint.
+func orphanState(node *corev1.Node) *state {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc1", Labels: map[string]string{karpv1.NodePoolLabelKey: "p"}}}
+	return &state{cluster: &clusterstate.Snapshot{Nodes: map[string]*corev1.Node{node.Name: node},
+		NodeClaimOf: map[string]*karpv1.NodeClaim{node.Name: nc}}}
+}
+
+// TestOrphanSweepAfterItsOwnReleaseInTheCache: a pass released a
+// candidate's taint and the next pass's cache still shows it (the 500-pod
+// head-to-head of 2026-11-29 failed a disruption pass on this conflict).
+// The sweep finds nothing to remove on its fresh read and does not fail.
+func TestOrphanSweepAfterItsOwnReleaseInTheCache(t *testing.T) {
+	kube, stale := taintedNodeFixture(t)
+	ctx := context.Background()
+	if _, err := clientsOnly(kube).releaseTaint(ctx, stale.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientsOnly(kube).releaseOrphanedTaints(ctx, orphanState(stale.DeepCopy())); err != nil {
+		t.Errorf("orphan sweep from a copy older than its own release: %v, want nil", err)
+	}
+	got := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "n1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if hasDisruptedTaint(got) || got.Labels["example.com/written-later"] != "true" {
+		t.Errorf("taints %v, labels %v: want no karpenter.sh/disrupted and the other writer's label", got.Spec.Taints, got.Labels)
+	}
+}
+
+// TestOrphanSweepLeavesADeletingNodesTaint: a Node deleted since the
+// cache's copy is draining, and its taint keeps pods off it: the sweep's
+// fresh read sees the deletion and leaves the taint. The control: the
+// same stale copy of a Node not being deleted is released.
+func TestOrphanSweepLeavesADeletingNodesTaint(t *testing.T) {
+	for _, deleting := range []bool{true, false} {
+		kube, stale := taintedNodeFixture(t)
+		ctx := context.Background()
+		if deleting {
+			now := &corev1.Node{}
+			if err := kube.Get(ctx, client.ObjectKey{Name: "n1"}, now); err != nil {
+				t.Fatal(err)
+			}
+			now.Finalizers = []string{karpv1.TerminationFinalizer}
+			if err := kube.Update(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+			if err := kube.Delete(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := clientsOnly(kube).releaseOrphanedTaints(ctx, orphanState(stale.DeepCopy())); err != nil {
+			t.Errorf("deleting %v: orphan sweep: %v, want nil", deleting, err)
+		}
+		got := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "n1"}, got); err != nil {
+			t.Fatal(err)
+		}
+		if hasDisruptedTaint(got) != deleting {
+			t.Errorf("deleting %v: karpenter.sh/disrupted on the Node %v, want %v", deleting, hasDisruptedTaint(got), deleting)
+		}
 	}
 }
 

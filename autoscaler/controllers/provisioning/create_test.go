@@ -135,3 +135,37 @@ func TestCreateNodeClaimsInParallel(t *testing.T) {
 		})
 	}
 }
+
+// A pass creates the NodeClaims that carry the most pods first (ties in
+// plan order), so that with more NodeClaims than createWorkers the pods
+// that wait for the last round trips are few, and the launches, which
+// follow creation, take their CreateFleet tokens in that order too.
+// Created lists that order.
+func TestCreateNodeClaimsMostPodsFirst(t *testing.T) {
+	withPods := func(name string, n int) scheduling.NodeClaimPlan {
+		plan := testPlan("default", name+"-0")
+		for i := 1; i < n; i++ {
+			plan.Pods = append(plan.Pods, testPlan("default", fmt.Sprintf("%s-%d", name, i)).Pods[0])
+		}
+		return plan
+	}
+	plans := []scheduling.NodeClaimPlan{withPods("one", 1), withPods("three", 3), withPods("two-a", 2), withPods("two-b", 2)}
+	kube := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	p := NewProvisioner(kube, twoFamilies{}, record.NewFakeRecorder(32), nil, Options{})
+	var res PassResult
+	if errs := p.createNodeClaims(context.Background(), plans, &res); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := []string{"three", "two-a", "two-b", "one"}
+	if len(res.Created) != len(want) {
+		t.Fatalf("created %v, want %d NodeClaims", res.Created, len(want))
+	}
+	for i, name := range want {
+		if got := p.nominated.get(types.UID(name + "-0")); got != res.Created[i] {
+			t.Errorf("Created[%d] = %s, but the pods of plan %q are nominated to %q: want that plan at %d", i, res.Created[i], name, got, i)
+		}
+	}
+	if plans[0].Pods[0].Name != "one-0" {
+		t.Errorf("the caller's plans were reordered: first is %s", plans[0].Pods[0].Name)
+	}
+}

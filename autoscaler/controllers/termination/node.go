@@ -85,8 +85,24 @@ func (c *NodeController) Register(mgr manager.Manager) error {
 }
 
 // Reconcile advances the termination of one Node by as many steps as the
-// world allows (see the package documentation).
+// world allows (see the package documentation). A write that conflicts on
+// the Node (its taint or its finalizer, written from the cache's copy,
+// while the kubelet or kube-controller-manager has just changed the Node)
+// is not an error: the reconcile runs again after
+// clusterstate.ConflictRequeue from a fresh read, as Karpenter's
+// controllers requeue on a conflict. It returns the other errors of
+// reconcile.
 func (c *NodeController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Node changed since the cache's copy; requeued", "Node", req.Name, "error", err.Error())
+		return reconcile.Result{RequeueAfter: clusterstate.ConflictRequeue}, nil
+	}
+	return res, err
+}
+
+// reconcile is Reconcile's work, one pass over the steps.
+func (c *NodeController) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

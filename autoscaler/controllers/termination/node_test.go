@@ -381,3 +381,46 @@ func TestReconcileWarnsOfTheTerminationDeadline(t *testing.T) {
 		t.Fatalf("events %q; want %q twice (Node and NodeClaim), once each", got, want)
 	}
 }
+
+// TestReconcileRequeuesOnANodeConflict: the Node changed since the cache's
+// copy (kwok's or the kubelet's status, kube-controller-manager's taint),
+// so the write of its taint or its finalizer gets a 409. That is not an
+// error (the 500-pod head-to-head of 2026-11-29 logged it as a "Reconciler
+// error"): the reconcile runs again soon from a fresh read, and then
+// releases the Node. The control: another API error stays an error.
+func TestReconcileRequeuesOnANodeConflict(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"conflict", apierrors.NewConflict(corev1.Resource("nodes"), "n1", errors.New("the object has been modified")), false},
+		{"server error (control)", apierrors.NewInternalError(errors.New("etcd unavailable")), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fail := true
+			funcs := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if _, ok := obj.(*corev1.Node); ok && fail {
+					fail = false
+					return tt.err
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			}}
+			c, kube := newNodeControllerWith(t, &countingCloud{}, funcs, deletingNode(), registeredClaim())
+			res, err := reconcileNode(t, c)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("Reconcile = %+v, nil; want the server's error", res)
+				}
+			} else if err != nil || res.RequeueAfter != clusterstate.ConflictRequeue {
+				t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, clusterstate.ConflictRequeue)
+			}
+			if _, err := reconcileNode(t, c); err != nil {
+				t.Fatalf("the reconcile after: %v", err)
+			}
+			if !nodeReleased(t, kube) {
+				t.Error("the Node was not released by the reconcile after")
+			}
+		})
+	}
+}

@@ -18,6 +18,16 @@ import (
 // again (lifecycle). Pod and Node deletions wake the controllers sooner.
 const DrainRequeue = 2 * time.Second
 
+// ConflictRequeue is how soon a controller reconciles again, from a fresh
+// read, after a write made from its cache's copy lost an optimistic-lock
+// conflict (409: the kubelet, kube-controller-manager or another
+// controller changed the object first): about the first steps of
+// controller-runtime's default per-item backoff (5 ms doubling), without
+// its deprecated Result.Requeue, and without logging the conflict as an
+// error. Used by lifecycle (a NodeClaim's Node and status writes) and
+// termination (the draining Node's taint and finalizer).
+const ConflictRequeue = 100 * time.Millisecond
+
 // SetDisruptedTaint adds (on) or removes karpenter.sh/disrupted:NoSchedule
 // on node, with an optimistic lock, and does nothing when node already is
 // as asked (any taint with the disrupted key counts). It returns the

@@ -34,12 +34,6 @@ import (
 // once. Cloud calls are bounded by the EC2 API budget below, not by this.
 const MaxConcurrentReconciles = 256
 
-// conflictRequeue is how soon a NodeClaim whose Node patch lost an
-// optimistic-lock conflict is reconciled again (from a fresh read): about
-// the first steps of controller-runtime's default per-item backoff (5 ms
-// doubling), without its deprecated Result.Requeue.
-const conflictRequeue = 100 * time.Millisecond
-
 // cacheLagLimit bounds how long a reconcile trusts the controller's own
 // record of a phase it wrote (Controller.written) over an informer cache
 // that does not show it yet. The watch event of the write normally wakes
@@ -360,7 +354,7 @@ func (c *Controller) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 				if apierrors.IsConflict(err) {
 					// A stale copy: the next read asks the cloud again,
 					// which answers shutting-down without a terminate.
-					return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+					return reconcile.Result{RequeueAfter: clusterstate.ConflictRequeue}, nil
 				}
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}

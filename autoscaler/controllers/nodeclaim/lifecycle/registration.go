@@ -111,7 +111,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 				// Another writer (kwok or kubelet, the termination
 				// controller) changed the Node since it was read: try
 				// again soon from a fresh read.
-				return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+				return reconcile.Result{RequeueAfter: clusterstate.ConflictRequeue}, nil
 			}
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}

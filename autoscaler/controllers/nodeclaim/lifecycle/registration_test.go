@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpx/karpx/autoscaler/state/clusterstate"
 	"github.com/karpx/karpx/autoscaler/state/launchhealth"
 )
 
@@ -132,8 +133,8 @@ func TestRegistrationPatchesPastAStatusWrite(t *testing.T) {
 				t.Fatalf("Node registered %t, want %t (labels %v, taints %v)", registered, tt.registered, got.Labels, got.Spec.Taints)
 			}
 			if !tt.registered {
-				if res.RequeueAfter != conflictRequeue || !hasTaint(got.Spec.Taints, notReady) || !hasTaint(got.Spec.Taints, node.Spec.Taints[0]) {
-					t.Fatalf("after a taint change: requeue %s, taints %v; want a requeue after %s, both taints kept", res.RequeueAfter, got.Spec.Taints, conflictRequeue)
+				if res.RequeueAfter != clusterstate.ConflictRequeue || !hasTaint(got.Spec.Taints, notReady) || !hasTaint(got.Spec.Taints, node.Spec.Taints[0]) {
+					t.Fatalf("after a taint change: requeue %s, taints %v; want a requeue after %s, both taints kept", res.RequeueAfter, got.Spec.Taints, clusterstate.ConflictRequeue)
 				}
 				return
 			}

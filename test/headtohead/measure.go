@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -140,18 +141,28 @@ func APIServerRequests(ctx context.Context, cfg *rest.Config) (map[string]float6
 	if fam == nil {
 		return nil, fmt.Errorf("the API server's /metrics has no apiserver_request_total")
 	}
+	sumCounter(fam, out, func(labels map[string]string) string {
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		return key
+	})
+	return out, nil
+}
+
+// sumCounter adds each series of the counter family fam to out under the
+// key that key makes of the series' labels (name → value), so series that
+// differ only in labels the key leaves out are summed. A nil fam adds
+// nothing.
+func sumCounter(fam *dto.MetricFamily, out map[string]float64, key func(labels map[string]string) string) {
 	for _, m := range fam.GetMetric() {
 		labels := map[string]string{}
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		out[key] += m.GetCounter().GetValue()
+		out[key(labels)] += m.GetCounter().GetValue()
 	}
-	return out, nil
 }
 
 // sumRequests returns after minus before, summed over every key.

@@ -79,17 +79,7 @@ func parseSchedulerCounters(r io.Reader) (map[string]float64, error) {
 			return schedIncomingPrefix + l["event"] + " → " + l["queue"]
 		},
 	} {
-		fam := families[name]
-		if fam == nil {
-			continue
-		}
-		for _, m := range fam.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			out[key(labels)] += m.GetCounter().GetValue()
-		}
+		sumCounter(families[name], out, key)
 	}
 	return out, nil
 }

@@ -2,12 +2,9 @@ package headtohead
 
 import (
 	"testing"
-	"time"
 )
 
 func TestSplitBind(t *testing.T) {
-	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	nodes := map[string]nodeRecord{
 		"node-a": {name: "node-a", ready: at(10), registered: at(10.5), schedulable: at(11)},
 		// Untainted before the watch saw it Ready: 0, not negative.

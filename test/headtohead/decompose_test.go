@@ -10,8 +10,6 @@ import (
 )
 
 func TestDecompose(t *testing.T) {
-	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	claims := map[string]nodeClaimRecord{
 		"node-a": {name: "nc-a", nodeName: "node-a", created: at(0)},
 		"node-b": {name: "nc-b", nodeName: "node-b", created: at(10)},
@@ -65,6 +63,12 @@ func checkSteps(t *testing.T, got, want map[string][]float64) {
 			}
 		}
 	}
+}
+
+// at returns the moment s seconds after a fixed start, the recorder's
+// watch times of the tests' fixtures.
+func at(s float64) time.Time {
+	return time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second)))
 }
 
 // checkFigure fails t unless res has the figure named name with value want.

@@ -7,8 +7,6 @@ import (
 )
 
 func TestPodPath(t *testing.T) {
-	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	claims := map[string]nodeClaimRecord{
 		"node-a": {name: "nc-a", nodeName: "node-a", created: at(2)},
 		"node-b": {name: "nc-b", nodeName: "node-b", created: at(3)},

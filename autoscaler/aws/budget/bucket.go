@@ -18,7 +18,10 @@ import (
 // DescribeInstances and DescribeSecurityGroups, of their unfiltered calls).
 // rate.Limiter keeps the tokens; bucket hands them out by priority: a call
 // that cannot be served at once queues, and dispatch serves the queues,
-// Critical first, FIFO within a priority, as tokens come back.
+// Critical first, as tokens come back. Within a priority the queue is
+// ordered by turn (see queueTurn): arrival order, except that a call
+// launching or terminating several instances is served as if it had
+// arrived earlier.
 type bucket struct {
 	action     string
 	category   awsquota.Category
@@ -46,8 +49,42 @@ type bucket struct {
 }
 
 type waiter struct {
-	prio  cloudprovider.Priority
+	prio cloudprovider.Priority
+	// turn orders the waiters of one priority, earliest first.
+	turn  time.Time
 	ready chan struct{} // closed once the waiter holds a token
+}
+
+// InstanceHeadStart is how much earlier than its arrival a queued call
+// counts for each instance it launches or terminates beyond the first
+// (callInstances), up to MaxHeadStart: a merged CreateFleet of 16 one-pod
+// NodeClaims, queued behind single-NodeClaim calls that have waited less
+// than 15 s, takes the next token. Every call costs one token, so serving
+// the calls that act on the most instances first lowers the instances'
+// mean wait (Smith's rule for jobs of equal length); the head start grows
+// with the instance count, so a one-instance call is overtaken only by
+// calls that arrived less than MaxHeadStart after it, and its wait stays
+// bounded. One second per instance: a burst's second provisioning pass
+// comes a few seconds after the first, whose single-NodeClaim launches
+// still queue then at the default fraction (CreateFleet's share refills
+// 2.5 tokens a second); its merged launch of one-pod NodeClaims should
+// overtake them, a merged launch of two or three should not overtake
+// calls that have waited seconds longer.
+const InstanceHeadStart = time.Second
+
+// MaxHeadStart caps the head start of InstanceHeadStart: a merged call of
+// up to the batcher's 1,000 instances overtakes only the calls queued less
+// than 30 s before it.
+const MaxHeadStart = 30 * time.Second
+
+// queueTurn returns the turn of a call of n instances arriving at now:
+// now, less InstanceHeadStart for each instance beyond the first, up to
+// MaxHeadStart.
+func queueTurn(now time.Time, n int) time.Time {
+	if n <= 1 {
+		return now
+	}
+	return now.Add(-min(time.Duration(n-1)*InstanceHeadStart, MaxHeadStart))
 }
 
 // newBucket returns the bucket of aws scaled by fraction: the burst is
@@ -83,10 +120,11 @@ func (b *bucket) need(p cloudprovider.Priority) float64 {
 	return 1
 }
 
-// acquire takes one token for a call of priority p. It returns how long
-// the call waited, and ctx's error when ctx ends first or *ExhaustedError
-// when a Speculative call cannot be served in time.
-func (b *bucket) acquire(ctx context.Context, p cloudprovider.Priority) (time.Duration, error) {
+// acquire takes one token for a call of priority p that launches or
+// terminates n instances (1 for any other call; see queueTurn). It returns
+// how long the call waited, and ctx's error when ctx ends first or
+// *ExhaustedError when a Speculative call cannot be served in time.
+func (b *bucket) acquire(ctx context.Context, p cloudprovider.Priority, n int) (time.Duration, error) {
 	start := b.clock.Now()
 	b.mu.Lock()
 	b.recoverLocked(start)
@@ -104,8 +142,14 @@ func (b *bucket) acquire(ctx context.Context, p cloudprovider.Priority) (time.Du
 		b.mu.Unlock()
 		return 0, err
 	}
-	w := &waiter{prio: p, ready: make(chan struct{})}
-	b.queues[p.Rank()] = append(b.queues[p.Rank()], w)
+	w := &waiter{prio: p, turn: queueTurn(start, n), ready: make(chan struct{})}
+	q := b.queues[p.Rank()]
+	// After every waiter whose turn is not later: equal turns stay FIFO.
+	i := len(q)
+	for i > 0 && q[i-1].turn.After(w.turn) {
+		i--
+	}
+	b.queues[p.Rank()] = slices.Insert(q, i, w)
 	b.scheduleLocked(start)
 	b.mu.Unlock()
 

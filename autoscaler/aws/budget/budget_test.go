@@ -359,6 +359,67 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 	}
 }
 
+// TestCallsActingOnMoreInstancesQueueAhead queues TerminateInstances
+// calls behind an empty bucket that refills one token every 10 s: A (one
+// instance) at 0 s, then at 5 s B (three instances, head start 2 s, turn
+// 3 s), C (ten instances, head start 9 s, turn -4 s) and D (one instance,
+// turn 5 s). Each call takes one token; they are served in the order of
+// their turns, C, A, B, D, not in arrival order (A, B, C, D): C overtakes
+// A, which had waited 5 s, while B's head start is too short to.
+func TestCallsActingOnMoreInstancesQueueAhead(t *testing.T) {
+	clk := newFakeClock()
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	bucket := awsquota.Bucket{Size: 1, RefillPerSecond: 0.1}
+	api := newLimited(t, e, budget.Options{Fraction: 1, Clock: clk, AdaptiveStart: 1,
+		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.TerminateInstances: bucket}})
+	terminate := func(n int) {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("i-%017x", i+1)
+		}
+		// The instances do not exist: EC2's error answer comes after the
+		// token, which is all the order needs.
+		_, _ = api.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: ids}, fastRetries(1))
+	}
+	terminate(1) // takes the bucket's only token
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	served := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order)
+	}
+	queue := func(name string, n, queuedBefore int) {
+		go func() {
+			terminate(n)
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		}()
+		waitUntil(t, name+" queued", func() bool { return api.Queued("TerminateInstances") == queuedBefore+1 })
+	}
+	queue("A", 1, 0)
+	clk.Step(5 * time.Second)
+	queue("B", 3, 1)
+	queue("C", 10, 2)
+	queue("D", 1, 3)
+	if n := served(); n != 0 {
+		t.Fatalf("%d calls served before the bucket's next token", n)
+	}
+	for n := 1; n <= 4; n++ {
+		clk.Step(5 * time.Second) // the first step completes A's 10 s
+		if n > 1 {
+			clk.Step(5 * time.Second)
+		}
+		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return served() == n })
+	}
+	if got := strings.Join(order, ","); got != "C,A,B,D" {
+		t.Errorf("served in order %s, want C,A,B,D: a call counts InstanceHeadStart earlier per instance beyond its first", got)
+	}
+}
+
 // TestMetricsCountRetriesAndThrottling injects two RequestLimitExceeded
 // answers: the SDK retries twice and the third attempt succeeds.
 func TestMetricsCountRetriesAndThrottling(t *testing.T) {

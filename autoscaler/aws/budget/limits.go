@@ -72,3 +72,23 @@ func isBare(in any) bool {
 	}
 	return false
 }
+
+// callInstances returns the number of instances a call launches (a
+// CreateFleet's TotalTargetCapacity) or terminates (a TerminateInstances'
+// instance ids), at least 1; any other call counts 1. The batcher merges
+// the launches and terminations of many NodeClaims into one such call,
+// which takes one token like any other.
+func callInstances(in any) int {
+	n := 1
+	switch in := in.(type) {
+	case *ec2.CreateFleetInput:
+		if in != nil && in.TargetCapacitySpecification != nil && in.TargetCapacitySpecification.TotalTargetCapacity != nil {
+			n = int(*in.TargetCapacitySpecification.TotalTargetCapacity)
+		}
+	case *ec2.TerminateInstancesInput:
+		if in != nil {
+			n = len(in.InstanceIds)
+		}
+	}
+	return max(n, 1)
+}

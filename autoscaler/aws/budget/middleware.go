@@ -49,11 +49,14 @@ func (l *Limiter) AddToStack(stack *middleware.Stack) error {
 
 // call is one operation call in flight: its bucket, priority and attempts.
 type call struct {
-	l        *Limiter
-	b        *bucket
-	st       *counters
-	prio     cloudprovider.Priority
-	attempts atomic.Int32
+	l    *Limiter
+	b    *bucket
+	st   *counters
+	prio cloudprovider.Priority
+	// instances is the number of instances the call launches or
+	// terminates (callInstances), which orders it in its bucket's queue.
+	instances int
+	attempts  atomic.Int32
 }
 
 type callKey struct{}
@@ -73,7 +76,7 @@ func (m admission) HandleInitialize(ctx context.Context, in middleware.Initializ
 	if !ok {
 		return next.HandleInitialize(ctx, in) // not an operation of ec2api.API
 	}
-	c := &call{l: m.l, b: b, st: m.l.stats[k], prio: cloudprovider.PriorityFrom(ctx)}
+	c := &call{l: m.l, b: b, st: m.l.stats[k], prio: cloudprovider.PriorityFrom(ctx), instances: callInstances(in.Parameters)}
 	if err := c.take(ctx); err != nil {
 		return middleware.InitializeOutput{}, middleware.Metadata{}, err
 	}
@@ -133,7 +136,7 @@ func (c *call) take(ctx context.Context) error {
 	if c.l.opts.passThrough {
 		return nil
 	}
-	wait, err := c.b.acquire(ctx, c.prio)
+	wait, err := c.b.acquire(ctx, c.prio, c.instances)
 	c.l.metrics.wait.WithLabelValues(c.b.action, c.prio.String()).Observe(wait.Seconds())
 	c.st.observeWait(wait.Seconds())
 	var exhausted *ExhaustedError

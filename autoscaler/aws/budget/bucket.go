@@ -64,12 +64,13 @@ type waiter struct {
 // mean wait (Smith's rule for jobs of equal length); the head start grows
 // with the instance count, so a one-instance call is overtaken only by
 // calls that arrived less than MaxHeadStart after it, and its wait stays
-// bounded. One second per instance: a burst's second provisioning pass
-// comes a few seconds after the first, whose single-NodeClaim launches
-// still queue then at the default fraction (CreateFleet's share refills
-// 2.5 tokens a second); its merged launch of one-pod NodeClaims should
+// bounded. One second per instance: a burst's later provisioning passes
+// come seconds after the first, whose single-NodeClaim launches still
+// queue then at the default fraction (CreateFleet's share refills 2.5
+// tokens a second); a merged launch of a dozen one-pod NodeClaims should
 // overtake them, a merged launch of two or three should not overtake
-// calls that have waited seconds longer.
+// calls that have waited seconds longer. docs/performance.md ("Launch
+// order in the EC2 budget") has the 500-pod runs before and after.
 const InstanceHeadStart = time.Second
 
 // MaxHeadStart caps the head start of InstanceHeadStart: a merged call of

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/karpx/karpx/autoscaler/aws/budget"
 	"github.com/karpx/karpx/autoscaler/aws/budget/budgetstatus"
@@ -314,34 +315,58 @@ func TestSpeculativeFailsFastCriticalWaits(t *testing.T) {
 	}
 }
 
+// newOneBucket returns a client of a fresh simulator through a Limiter on
+// clk that gives cat's actions bucket (AWS's size and refill, whole:
+// Fraction 1, no slow start); the other categories keep AWS's buckets.
+func newOneBucket(t *testing.T, clk *testingclock.FakeClock, cat awsquota.Category, bucket awsquota.Bucket) limited {
+	t.Helper()
+	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
+	return newLimited(t, e, budget.Options{Fraction: 1, Clock: clk, AdaptiveStart: 1,
+		Buckets: map[awsquota.Category]awsquota.Bucket{cat: bucket}})
+}
+
+// servedOrder records, safely from many goroutines, the names of the calls
+// in the order the budget let them through.
+type servedOrder struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (o *servedOrder) add(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.names = append(o.names, name)
+}
+
+func (o *servedOrder) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.names)
+}
+
+// String returns the names, comma-separated.
+func (o *servedOrder) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Join(o.names, ",")
+}
+
 // TestCriticalServedBeforeQueuedNormal queues three Normal calls on an
 // empty bucket, then a Critical one, on a fake clock: the next token goes
 // to the Critical call, the following ones to the Normal calls.
 func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 	clk := newFakeClock()
-	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
 	bucket := awsquota.Bucket{Size: 1, RefillPerSecond: 5}
-	api := newLimited(t, e, budget.Options{Fraction: 1, Clock: clk, AdaptiveStart: 1,
-		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.NonMutating: bucket}})
+	api := newOneBucket(t, clk, awsquota.NonMutating, bucket)
 	if _, err := api.DescribeImages(context.Background(), &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu    sync.Mutex
-		order []string
-	)
-	served := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(order)
-	}
+	var order servedOrder
 	record := func(name string, ctx context.Context) {
 		if _, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{}, ec2apitest.Loopback); err != nil {
 			t.Error(err)
 		}
-		mu.Lock()
-		order = append(order, name)
-		mu.Unlock()
+		order.add(name)
 	}
 	for range 3 {
 		go record("normal", context.Background())
@@ -352,9 +377,9 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 	oneToken := time.Duration(float64(time.Second) / bucket.RefillPerSecond)
 	for n := 1; n <= 4; n++ {
 		clk.Step(oneToken)
-		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return served() == n })
+		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return order.len() == n })
 	}
-	if got := strings.Join(order, ","); got != "critical,normal,normal,normal" {
+	if got := order.String(); got != "critical,normal,normal,normal" {
 		t.Errorf("served in order %s: the critical call should overtake the queued normal calls", got)
 	}
 }
@@ -368,10 +393,7 @@ func TestCriticalServedBeforeQueuedNormal(t *testing.T) {
 // A, which had waited 5 s, while B's head start is too short to.
 func TestCallsActingOnMoreInstancesQueueAhead(t *testing.T) {
 	clk := newFakeClock()
-	e := ec2apitest.Start(t, ec2sim.Config{}, ec2api.Config{})
-	bucket := awsquota.Bucket{Size: 1, RefillPerSecond: 0.1}
-	api := newLimited(t, e, budget.Options{Fraction: 1, Clock: clk, AdaptiveStart: 1,
-		Buckets: map[awsquota.Category]awsquota.Bucket{awsquota.TerminateInstances: bucket}})
+	api := newOneBucket(t, clk, awsquota.TerminateInstances, awsquota.Bucket{Size: 1, RefillPerSecond: 0.1})
 	terminate := func(n int) {
 		ids := make([]string, n)
 		for i := range ids {
@@ -382,21 +404,11 @@ func TestCallsActingOnMoreInstancesQueueAhead(t *testing.T) {
 		_, _ = api.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: ids}, fastRetries(1))
 	}
 	terminate(1) // takes the bucket's only token
-	var (
-		mu    sync.Mutex
-		order []string
-	)
-	served := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(order)
-	}
+	var order servedOrder
 	queue := func(name string, n, queuedBefore int) {
 		go func() {
 			terminate(n)
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
+			order.add(name)
 		}()
 		waitUntil(t, name+" queued", func() bool { return api.Queued("TerminateInstances") == queuedBefore+1 })
 	}
@@ -405,7 +417,7 @@ func TestCallsActingOnMoreInstancesQueueAhead(t *testing.T) {
 	queue("B", 3, 1)
 	queue("C", 10, 2)
 	queue("D", 1, 3)
-	if n := served(); n != 0 {
+	if n := order.len(); n != 0 {
 		t.Fatalf("%d calls served before the bucket's next token", n)
 	}
 	for n := 1; n <= 4; n++ {
@@ -413,9 +425,9 @@ func TestCallsActingOnMoreInstancesQueueAhead(t *testing.T) {
 		if n > 1 {
 			clk.Step(5 * time.Second)
 		}
-		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return served() == n })
+		waitUntil(t, fmt.Sprintf("%d calls served", n), func() bool { return order.len() == n })
 	}
-	if got := strings.Join(order, ","); got != "C,A,B,D" {
+	if got := order.String(); got != "C,A,B,D" {
 		t.Errorf("served in order %s, want C,A,B,D: a call counts InstanceHeadStart earlier per instance beyond its first", got)
 	}
 }

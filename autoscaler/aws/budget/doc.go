@@ -20,8 +20,12 @@
 // on the context with cloudprovider.WithPriority (the seam's, so that the
 // cloud-neutral controllers mark their calls without importing this
 // package): PriorityCritical calls are served first, PriorityNormal calls
-// (the default for an unmarked context) next, in arrival order; both wait
-// as long as their context allows. PrioritySpeculative calls (catalogue
+// (the default for an unmarked context) next; both wait as long as their
+// context allows. Within a priority, calls are served in arrival order,
+// except that a CreateFleet or TerminateInstances call counts
+// InstanceHeadStart earlier for each instance beyond its first (up to
+// MaxHeadStart): the batcher's merged launches go before single ones
+// queued a little earlier. PrioritySpeculative calls (catalogue
 // and spot price refreshes) never dig into the last
 // Options.SpeculativeReserve of a bucket and fail fast with *ExhaustedError
 // when they would wait longer than Options.SpeculativeMaxWait, so they

@@ -554,3 +554,26 @@ func TestOptionsValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCallInstances: the instances that order a call in its queue are a
+// CreateFleet's TotalTargetCapacity and a TerminateInstances' ids, at
+// least 1; every other call, or one without them, counts 1.
+func TestCallInstances(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   any
+		want int
+	}{
+		{"CreateFleet of 16", &ec2.CreateFleetInput{TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(16)}}, 16},
+		{"CreateFleet without capacity", &ec2.CreateFleetInput{TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{}}, 1},
+		{"CreateFleet without specification", &ec2.CreateFleetInput{}, 1},
+		{"nil CreateFleet", (*ec2.CreateFleetInput)(nil), 1},
+		{"TerminateInstances of 3", &ec2.TerminateInstancesInput{InstanceIds: []string{"i-1", "i-2", "i-3"}}, 3},
+		{"TerminateInstances of none", &ec2.TerminateInstancesInput{}, 1},
+		{"DescribeInstances of 5 ids", &ec2.DescribeInstancesInput{InstanceIds: []string{"i-1", "i-2", "i-3", "i-4", "i-5"}}, 1},
+	} {
+		if got := budget.CallInstances(c.in); got != c.want {
+			t.Errorf("%s: %d instances, want %d", c.name, got, c.want)
+		}
+	}
+}

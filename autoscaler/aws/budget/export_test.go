@@ -18,3 +18,6 @@ func (l *Limiter) Queued(action string) int {
 	defer b.mu.Unlock()
 	return b.queuedAtOrAbove(cloudprovider.PrioritySpeculative)
 }
+
+// CallInstances is callInstances, for TestCallInstances.
+var CallInstances = callInstances

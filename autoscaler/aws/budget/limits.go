@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/karpx/karpx/autoscaler/aws/ec2api"
@@ -82,8 +83,8 @@ func callInstances(in any) int {
 	n := 1
 	switch in := in.(type) {
 	case *ec2.CreateFleetInput:
-		if in != nil && in.TargetCapacitySpecification != nil && in.TargetCapacitySpecification.TotalTargetCapacity != nil {
-			n = int(*in.TargetCapacitySpecification.TotalTargetCapacity)
+		if in != nil && in.TargetCapacitySpecification != nil {
+			n = int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity))
 		}
 	case *ec2.TerminateInstancesInput:
 		if in != nil {

@@ -459,6 +459,9 @@ H2H_PODS ?= 500
 H2H_PODS_LARGE ?= 2000
 H2H_BOOT_DELAY ?= 5s
 H2H_CONSOLIDATION_WINDOW ?= 2m
+# After the window, how long no Node may change before the consolidation
+# counts as settled (its own rows) and drift starts; 0 skips the wait.
+H2H_CONSOLIDATION_QUIET ?= 90s
 H2H_WARMUP ?= 2m
 H2H_SIDES ?= karpx,karpenter-aws,karpenter-kwok
 H2H_OUT ?= _output/head-to-head.md
@@ -470,7 +473,8 @@ bench-vs-karpenter-e2e: tools build karpenter-kwok karpenter-aws ## karpx vs Kar
 	@mkdir -p $(dir $(H2H_OUT))
 	PATH="$(BIN):$$PATH" go test -count=1 -timeout 180m -run '^TestHeadToHead$$' -v ./test/headtohead \
 		-karpx.h2h-pods $(H2H_PODS) -karpx.h2h-boot-delay $(H2H_BOOT_DELAY) \
-		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-sides $(H2H_SIDES) \
+		-karpx.h2h-consolidation-window $(H2H_CONSOLIDATION_WINDOW) -karpx.h2h-consolidation-quiet $(H2H_CONSOLIDATION_QUIET) \
+		-karpx.h2h-sides $(H2H_SIDES) \
 		-karpx.h2h-warmup $(H2H_WARMUP) -karpx.h2h-karpx-flags '$(H2H_KARPX_FLAGS)' \
 		-karpx.h2h-out $(abspath $(H2H_OUT)) \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|headtohead_test.go|^\s*\||commit '

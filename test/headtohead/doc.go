@@ -47,8 +47,11 @@
 // to karpx's, which the table's header then lists.
 //
 // The workloads, in order on one cluster per side: burst (Karpenter's
-// scheduling-benchmark pod mix), consolidation (70% of the pods deleted),
-// drift (a NodePool template label changed, with a PodDisruptionBudget),
+// scheduling-benchmark pod mix), consolidation (70% of the pods deleted;
+// counted at the end of a fixed window, then again once it has settled:
+// no Node change for -karpx.h2h-consolidation-quiet, so that the sides
+// are also compared at the end state each reaches, and drift starts
+// from it), drift (a NodePool template label changed, with a PodDisruptionBudget),
 // scale to zero, and P5 (a WhenEmpty NodePool, preferred anti-affinity
 // pods, and a controller restart once the nodes are empty).
 //

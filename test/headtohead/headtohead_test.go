@@ -23,6 +23,7 @@ var (
 	h2hSeed       = flag.Int64("karpx.h2h-seed", 1, "TestHeadToHead: seed of the pod mix and of the pods consolidation deletes")
 	h2hBoot       = flag.Duration("karpx.h2h-boot-delay", 5*time.Second, "TestHeadToHead: simulated boot delay, NodeClaim launched → Node registered, on both sides")
 	h2hWindow     = flag.Duration("karpx.h2h-consolidation-window", 2*time.Minute, "TestHeadToHead: time after deleting 70% of the pods at which nodes and $/h are counted")
+	h2hQuiet      = flag.Duration("karpx.h2h-consolidation-quiet", 90*time.Second, "TestHeadToHead: after the consolidation window, how long no Node may appear or begin deleting before the consolidation counts as settled and drift starts (90s: longer than consolidateAfter 30s, Karpenter's 15s validation and 10s poll, and a node's drain; 0 starts drift at the window's end)")
 	h2hTimeout    = flag.Duration("karpx.h2h-timeout", 10*time.Minute, "TestHeadToHead: bound of each wait (pods Running, nodes replaced, NodeClaims gone)")
 	h2hSides      = flag.String("karpx.h2h-sides", "karpx,karpenter-aws,karpenter-kwok", "TestHeadToHead: comma-separated sides to run, in order: karpx, karpenter-aws (bin/karpenter-aws on its own ec2sim), karpenter-kwok (bin/karpenter-kwok; \"karpenter\" is accepted for it)")
 	h2hKwok       = flag.Uint("karpx.h2h-kwok-pod-workers", 32, "TestHeadToHead: pods the kwok controller plays at once on every side's control plane (kwok's podPlayStageParallelism; its default 4 queues a wave of pods that real kubelets, one per Node, would start side by side; 0 keeps kwok's default)")
@@ -55,7 +56,7 @@ func TestHeadToHead(t *testing.T) {
 	// and commits made during a run (it takes 10-30 minutes) are not in it.
 	head, _ := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	karpxFlags := strings.Fields(*h2hKarpxFlags)
-	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, Timeout: *h2hTimeout, KwokPodWorkers: *h2hKwok, KwokNodeWorkers: *h2hKwokNodes, Warmup: *h2hWarmup}
+	cfg := Config{Pods: *h2hPods, Seed: *h2hSeed, BootDelay: *h2hBoot, ConsolidationWindow: *h2hWindow, ConsolidationQuiet: *h2hQuiet, Timeout: *h2hTimeout, KwokPodWorkers: *h2hKwok, KwokNodeWorkers: *h2hKwokNodes, Warmup: *h2hWarmup}
 	results := map[string]*Results{}
 	// The table's columns, karpx first: the ratios are karpx / each other.
 	columns := []string{"karpx", "Karpenter AWS", "Karpenter kwok"}

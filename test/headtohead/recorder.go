@@ -283,6 +283,25 @@ func (s Snapshot) LiveNodes(nodePool string) []nodeRecord {
 	return out
 }
 
+// LastNodeChange returns the latest time after since at which a Node of
+// nodePool (Nodes without one never count) appeared or began to be
+// deleted, or since when none did: the consolidation has settled once it
+// lies far enough behind.
+func (s Snapshot) LastNodeChange(nodePool string, since time.Time) time.Time {
+	last := since
+	for _, n := range s.Nodes {
+		if n.nodePool == "" || n.nodePool != nodePool {
+			continue
+		}
+		for _, t := range []time.Time{n.created, n.deleted} {
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	return last
+}
+
 // LiveNodeClaims returns how many NodeClaims exist (being deleted or not).
 func (s Snapshot) LiveNodeClaims() int {
 	n := 0

@@ -24,3 +24,28 @@ func TestOldestNotRunning(t *testing.T) {
 		t.Fatalf("every live burst pod Running: OldestNotRunning = %s, want 0", got)
 	}
 }
+
+// LastNodeChange takes the newest creation or deletion of the NodePool's
+// Nodes after since, ignores other NodePools' and unowned Nodes and what
+// happened before since, and returns since when nothing changed.
+func TestLastNodeChange(t *testing.T) {
+	start := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	s := Snapshot{Nodes: []nodeRecord{
+		{name: "kept", nodePool: "burst", created: at(-time.Hour)},
+		{name: "removed", nodePool: "burst", created: at(-time.Hour), deleted: at(40 * time.Second)},
+		{name: "replacement", nodePool: "burst", created: at(55 * time.Second)},
+		{name: "other-pool", nodePool: "p5", created: at(2 * time.Minute)},
+		{name: "probe", created: at(3 * time.Minute), deleted: at(4 * time.Minute)},
+	}}
+	if got, want := s.LastNodeChange("burst", start), at(55*time.Second); !got.Equal(want) {
+		t.Fatalf("LastNodeChange = %s, want the replacement's creation %s", got, want)
+	}
+	s.Nodes = append(s.Nodes, nodeRecord{name: "replacement-removed", nodePool: "burst", created: at(10 * time.Second), deleted: at(70 * time.Second)})
+	if got, want := s.LastNodeChange("burst", start), at(70*time.Second); !got.Equal(want) {
+		t.Fatalf("LastNodeChange = %s, want the newest deletion %s", got, want)
+	}
+	if got := s.LastNodeChange("burst", at(time.Hour)); !got.Equal(at(time.Hour)) {
+		t.Fatalf("nothing changed after since: LastNodeChange = %s, want since %s", got, at(time.Hour))
+	}
+}

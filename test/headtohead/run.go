@@ -34,8 +34,15 @@ type Config struct {
 	// ConsolidationWindow is how long after deleting 70% of the pods the
 	// nodes and $/h are counted (2 minutes in the issue).
 	ConsolidationWindow time.Duration
+	// ConsolidationQuiet is how long, after the ConsolidationWindow, no
+	// Node of the burst's NodePool may appear or begin deleting (and every
+	// burst pod must be Running) before the consolidation counts as
+	// settled; the settled figures compare both sides at the end state
+	// they each reach, and the drift then starts from it. 0 skips the
+	// wait: drift starts at the window's end.
+	ConsolidationQuiet time.Duration
 	// Timeout bounds each wait (all pods Running, every node replaced,
-	// every NodeClaim gone).
+	// every NodeClaim gone, the consolidation settled).
 	Timeout time.Duration
 	// KwokPodWorkers is the kwok controller's pod workers
 	// (cluster.Options.KwokPodWorkers) on every side's control plane; 0
@@ -89,6 +96,10 @@ type window struct {
 	from, to     time.Time
 	pods         int
 	nodesRemoved int
+	// overlaps is true for a window that holds another's span (the
+	// consolidation until settled holds its first ConsolidationWindow):
+	// its requests are not added again to the burst-to-zero total.
+	overlaps bool
 }
 
 // Run starts a control plane with audit logging of side's controller,
@@ -388,7 +399,56 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	}
 	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted), nodesRemoved: removed})
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
+	r.settle(start, before, gone, len(deleted))
 	return rest
+}
+
+// settle carries the consolidation on past its window until it settles
+// (see Config.ConsolidationQuiet), bounded by Timeout, and adds the
+// figures at that end: seconds from deleting the pods to the last Node
+// change, nodes, $/h, pods evicted, and the controller's requests from
+// deleting the pods to the settled point (per deleted pod and per node
+// removed, see requests). A side whose consolidation is quicker than the
+// window removes more nodes inside it, and its requests per pod there
+// count that work; at the settled point both sides have done theirs.
+func (r *run) settle(start time.Time, before []nodeRecord, gone map[string]bool, deleted int) {
+	r.tb.Helper()
+	if r.cfg.ConsolidationQuiet <= 0 {
+		return
+	}
+	var last time.Time
+	settled := wait.PollUntilContextTimeout(r.ctx, time.Second, r.cfg.Timeout, true, func(context.Context) (bool, error) {
+		s := r.rec.Snapshot()
+		last = s.LastNodeChange(PoolName, start)
+		live, running := s.WorkloadPods("burst")
+		return live == running && s.At.Sub(last) >= r.cfg.ConsolidationQuiet, nil
+	}) == nil
+	end := time.Now()
+	s := r.rec.Snapshot()
+	live := s.LiveNodes(PoolName)
+	price, _ := nodesPrice(live)
+	removed := 0
+	for _, b := range before {
+		if !slices.ContainsFunc(live, func(n nodeRecord) bool { return n.name == b.name }) {
+			removed++
+		}
+	}
+	evicted := 0
+	for _, p := range s.Pods {
+		if p.workload == "burst" && !gone[p.owner] && !p.deleted.IsZero() && !p.deleted.Before(start) {
+			evicted++
+		}
+	}
+	note := fmt.Sprintf("no Node change for %s after", r.cfg.ConsolidationQuiet)
+	if !settled {
+		note = fmt.Sprintf("NOT SETTLED within %s of the window's end", r.cfg.Timeout)
+	}
+	r.res.add("consolidation settled: seconds to the last Node change", "s", last.Sub(start).Seconds(), note)
+	r.res.add("consolidation settled: nodes", "", float64(len(live)), "")
+	r.res.add("consolidation settled: $/h", "$/h", price, "")
+	r.res.add("consolidation settled: pods evicted", "", float64(evicted), fmt.Sprintf("%d nodes removed", removed))
+	r.windows = append(r.windows, window{name: "consolidation until settled", from: start, to: end, pods: deleted, nodesRemoved: removed, overlaps: true})
+	r.tb.Logf("%s: consolidation settled (%s): %d → %d nodes, $%.3f/h, last Node change %.1fs after the pods' deletion, %d pods evicted", r.side.Name(), note, len(before), len(live), price, last.Sub(start).Seconds(), evicted)
 }
 
 // drift adds the PodDisruptionBudget, changes the NodePool template
@@ -566,9 +626,11 @@ func (r *run) requests() {
 	sum := 0
 	for _, w := range r.windows {
 		byKey, total := countRequests(reqs, w.from, w.to)
-		sum += total
-		for k, v := range byKey {
-			all[k] += v
+		if !w.overlaps {
+			sum += total
+			for k, v := range byKey {
+				all[k] += v
+			}
 		}
 		per := 0.0
 		if w.pods > 0 {

@@ -452,9 +452,11 @@ bench-vs-karpenter: ## Karpenter v1.13.0's own scheduling benchmark and karpx's 
 # version) + its own ec2sim with the same settings, and upstream Karpenter
 # v1.13.0's kwok provider, each on a fresh control plane, all with the
 # simulated boot delay H2H_BOOT_DELAY; prints one table with a column per
-# side (figures in docs/performance.md). About 15 minutes per side at 500
-# pods on 2 cores. bench-vs-karpenter-e2e-large is the same at
-# H2H_PODS_LARGE (2,000) pods, the larger burst (about 30 minutes per side).
+# side (figures in docs/performance.md). About 65 minutes for the three
+# sides at 500 pods on 2 cores (each Karpenter side spends up to 10 minutes
+# of it waiting for its consolidation to settle). bench-vs-karpenter-e2e-large
+# is the same at H2H_PODS_LARGE (2,000) pods, the larger burst (about 40
+# minutes per side).
 H2H_PODS ?= 500
 H2H_PODS_LARGE ?= 2000
 H2H_BOOT_DELAY ?= 5s

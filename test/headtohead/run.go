@@ -96,9 +96,9 @@ type window struct {
 	from, to     time.Time
 	pods         int
 	nodesRemoved int
-	// overlaps is true for a window that holds another's span (the
-	// consolidation until settled holds its first ConsolidationWindow):
-	// its requests are not added again to the burst-to-zero total.
+	// overlaps is true for a window whose span lies inside another's (the
+	// consolidation's fixed window inside the consolidation until
+	// settled): the burst-to-zero total counts the larger one only.
 	overlaps bool
 }
 
@@ -447,7 +447,12 @@ func (r *run) settle(start time.Time, before []nodeRecord, gone map[string]bool,
 	r.res.add("consolidation settled: nodes", "", float64(len(live)), "")
 	r.res.add("consolidation settled: $/h", "$/h", price, "")
 	r.res.add("consolidation settled: pods evicted", "", float64(evicted), fmt.Sprintf("%d nodes removed", removed))
-	r.windows = append(r.windows, window{name: "consolidation until settled", from: start, to: end, pods: deleted, nodesRemoved: removed, overlaps: true})
+	for i := range r.windows {
+		if r.windows[i].name == "consolidation" {
+			r.windows[i].overlaps = true
+		}
+	}
+	r.windows = append(r.windows, window{name: "consolidation until settled", from: start, to: end, pods: deleted, nodesRemoved: removed})
 	r.tb.Logf("%s: consolidation settled (%s): %d → %d nodes, $%.3f/h, last Node change %.1fs after the pods' deletion, %d pods evicted", r.side.Name(), note, len(before), len(live), price, last.Sub(start).Seconds(), evicted)
 }
 
@@ -622,16 +627,8 @@ func (r *run) requests() {
 		r.tb.Logf("%s: %d Node creates by the controller's process left out of its requests (the kwok provider's stand-in for the kubelet)", r.side.Name(), simulated)
 	}
 	reqs = own
-	all := map[string]int{}
-	sum := 0
 	for _, w := range r.windows {
 		byKey, total := countRequests(reqs, w.from, w.to)
-		if !w.overlaps {
-			sum += total
-			for k, v := range byKey {
-				all[k] += v
-			}
-		}
 		per := 0.0
 		if w.pods > 0 {
 			per = float64(total) / float64(w.pods)
@@ -646,7 +643,26 @@ func (r *run) requests() {
 		}
 		r.tb.Logf("%s: %s: controller requests %d: %s", r.side.Name(), w.name, total, topRequests(byKey, 8))
 	}
+	all, sum := windowsTotal(reqs, r.windows)
 	r.res.add("controller API requests, burst to scale to zero, per burst pod", "", float64(sum)/float64(r.cfg.Pods), topRequests(all, 3))
+}
+
+// windowsTotal counts reqs over the windows that lie inside no other
+// (window.overlaps), each request once, by "verb resource" and in all:
+// the requests from the burst to scale to zero.
+func windowsTotal(reqs []Request, windows []window) (byKey map[string]int, total int) {
+	byKey = map[string]int{}
+	for _, w := range windows {
+		if w.overlaps {
+			continue
+		}
+		keys, n := countRequests(reqs, w.from, w.to)
+		total += n
+		for k, v := range keys {
+			byKey[k] += v
+		}
+	}
+	return byKey, total
 }
 
 // loadAverage returns the 1, 5 and 15 minute load averages

@@ -366,18 +366,7 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	live := s.LiveNodes(PoolName)
 	price, _ := nodesPrice(live)
 	priceBefore, _ := nodesPrice(before)
-	removed := 0
-	for _, b := range before {
-		if !slices.ContainsFunc(live, func(n nodeRecord) bool { return n.name == b.name }) {
-			removed++
-		}
-	}
-	evicted := 0
-	for _, p := range s.Pods {
-		if p.workload == "burst" && !gone[p.owner] && !p.deleted.IsZero() && !p.deleted.Before(start) {
-			evicted++
-		}
-	}
+	removed, evicted := consolidated(s, before, gone, start)
 	livePods, running := s.WorkloadPods("burst")
 	r.res.add("consolidation: nodes before", "", float64(len(before)), fmt.Sprintf("$%.3f/h", priceBefore))
 	r.res.add(fmt.Sprintf("consolidation: nodes %s after deleting 70%% of pods", r.cfg.ConsolidationWindow), "", float64(len(live)), "")
@@ -401,6 +390,26 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
 	r.settle(start, before, gone, len(deleted))
 	return rest
+}
+
+// consolidated returns, from snapshot s, how many of the Nodes before
+// (the burst's NodePool's when the pods were deleted at start) are gone or
+// being deleted, and how many burst pods of the ReplicaSets not deleted
+// (gone holds the deleted ones' names) were deleted since start: the
+// consolidation's evictions.
+func consolidated(s Snapshot, before []nodeRecord, gone map[string]bool, start time.Time) (removed, evicted int) {
+	live := s.LiveNodes(PoolName)
+	for _, b := range before {
+		if !slices.ContainsFunc(live, func(n nodeRecord) bool { return n.name == b.name }) {
+			removed++
+		}
+	}
+	for _, p := range s.Pods {
+		if p.workload == "burst" && !gone[p.owner] && !p.deleted.IsZero() && !p.deleted.Before(start) {
+			evicted++
+		}
+	}
+	return removed, evicted
 }
 
 // settle carries the consolidation on past its window until it settles
@@ -427,18 +436,7 @@ func (r *run) settle(start time.Time, before []nodeRecord, gone map[string]bool,
 	s := r.rec.Snapshot()
 	live := s.LiveNodes(PoolName)
 	price, _ := nodesPrice(live)
-	removed := 0
-	for _, b := range before {
-		if !slices.ContainsFunc(live, func(n nodeRecord) bool { return n.name == b.name }) {
-			removed++
-		}
-	}
-	evicted := 0
-	for _, p := range s.Pods {
-		if p.workload == "burst" && !gone[p.owner] && !p.deleted.IsZero() && !p.deleted.Before(start) {
-			evicted++
-		}
-	}
+	removed, evicted := consolidated(s, before, gone, start)
 	note := fmt.Sprintf("no Node change for %s after", r.cfg.ConsolidationQuiet)
 	if !settled {
 		note = fmt.Sprintf("NOT SETTLED within %s of the window's end", r.cfg.Timeout)

@@ -42,3 +42,29 @@ func TestWindowsTotal(t *testing.T) {
 		t.Errorf("byKey = %v, want only %v", byKey, want)
 	}
 }
+
+// consolidated counts the Nodes of before that are gone or being deleted,
+// and the evictions: burst pods of ReplicaSets not deleted on purpose,
+// deleted since start.
+func TestConsolidated(t *testing.T) {
+	start := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+	before := []nodeRecord{{name: "a", nodePool: PoolName}, {name: "b", nodePool: PoolName}, {name: "c", nodePool: PoolName}}
+	s := Snapshot{
+		Nodes: []nodeRecord{
+			{name: "a", nodePool: PoolName},
+			{name: "b", nodePool: PoolName, deleted: start.Add(time.Minute)},
+			{name: "replacement", nodePool: PoolName, created: start.Add(time.Minute)},
+		},
+		Pods: []podRecord{
+			{name: "evicted", workload: "burst", owner: "kept", deleted: start.Add(30 * time.Second)},
+			{name: "deleted-on-purpose", workload: "burst", owner: "gone", deleted: start.Add(time.Second)},
+			{name: "deleted-before", workload: "burst", owner: "kept", deleted: start.Add(-time.Second)},
+			{name: "running", workload: "burst", owner: "kept"},
+			{name: "other-workload", workload: "p5", owner: "kept", deleted: start.Add(time.Second)},
+		},
+	}
+	removed, evicted := consolidated(s, before, map[string]bool{"gone": true}, start)
+	if removed != 2 || evicted != 1 {
+		t.Fatalf("consolidated = %d removed, %d evicted; want 2 (b being deleted, c gone), 1", removed, evicted)
+	}
+}

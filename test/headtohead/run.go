@@ -366,7 +366,7 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	live := s.LiveNodes(PoolName)
 	price, _ := nodesPrice(live)
 	priceBefore, _ := nodesPrice(before)
-	removed, evicted := consolidated(s, before, gone, start)
+	removed, evicted := consolidated(s, live, before, gone, start)
 	livePods, running := s.WorkloadPods("burst")
 	r.res.add("consolidation: nodes before", "", float64(len(before)), fmt.Sprintf("$%.3f/h", priceBefore))
 	r.res.add(fmt.Sprintf("consolidation: nodes %s after deleting 70%% of pods", r.cfg.ConsolidationWindow), "", float64(len(live)), "")
@@ -386,19 +386,19 @@ func (r *run) consolidation(rs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 			r.tb.Logf("%s: consolidation: pod %s (%s) not Running at the end: created %.1f s before, bound %v to %q", r.side.Name(), p.name, p.owner, end.Sub(p.created).Seconds(), !p.bound.IsZero(), p.nodeName)
 		}
 	}
-	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted), nodesRemoved: removed})
+	// settle's window, when it runs, holds this one.
+	r.windows = append(r.windows, window{name: "consolidation", from: start, to: end, pods: len(deleted), nodesRemoved: removed, overlaps: r.cfg.ConsolidationQuiet > 0})
 	r.tb.Logf("%s: consolidation: %d → %d nodes, $%.3f → $%.3f/h, %d pods evicted", r.side.Name(), len(before), len(live), priceBefore, price, evicted)
 	r.settle(start, before, gone, len(deleted))
 	return rest
 }
 
-// consolidated returns, from snapshot s, how many of the Nodes before
-// (the burst's NodePool's when the pods were deleted at start) are gone or
-// being deleted, and how many burst pods of the ReplicaSets not deleted
-// (gone holds the deleted ones' names) were deleted since start: the
-// consolidation's evictions.
-func consolidated(s Snapshot, before []nodeRecord, gone map[string]bool, start time.Time) (removed, evicted int) {
-	live := s.LiveNodes(PoolName)
+// consolidated returns how many of the Nodes before (the burst's
+// NodePool's when the pods were deleted at start) are not in live (s's
+// live Nodes of that NodePool), and how many burst pods of the
+// ReplicaSets not deleted (gone holds the deleted ones' names) snapshot s
+// saw deleted since start: the consolidation's evictions.
+func consolidated(s Snapshot, live, before []nodeRecord, gone map[string]bool, start time.Time) (removed, evicted int) {
 	for _, b := range before {
 		if !slices.ContainsFunc(live, func(n nodeRecord) bool { return n.name == b.name }) {
 			removed++
@@ -436,7 +436,7 @@ func (r *run) settle(start time.Time, before []nodeRecord, gone map[string]bool,
 	s := r.rec.Snapshot()
 	live := s.LiveNodes(PoolName)
 	price, _ := nodesPrice(live)
-	removed, evicted := consolidated(s, before, gone, start)
+	removed, evicted := consolidated(s, live, before, gone, start)
 	note := fmt.Sprintf("no Node change for %s after", r.cfg.ConsolidationQuiet)
 	if !settled {
 		note = fmt.Sprintf("NOT SETTLED within %s of the window's end", r.cfg.Timeout)
@@ -445,11 +445,6 @@ func (r *run) settle(start time.Time, before []nodeRecord, gone map[string]bool,
 	r.res.add("consolidation settled: nodes", "", float64(len(live)), "")
 	r.res.add("consolidation settled: $/h", "$/h", price, "")
 	r.res.add("consolidation settled: pods evicted", "", float64(evicted), fmt.Sprintf("%d nodes removed", removed))
-	for i := range r.windows {
-		if r.windows[i].name == "consolidation" {
-			r.windows[i].overlaps = true
-		}
-	}
 	r.windows = append(r.windows, window{name: "consolidation until settled", from: start, to: end, pods: deleted, nodesRemoved: removed})
 	r.tb.Logf("%s: consolidation settled (%s): %d → %d nodes, $%.3f/h, last Node change %.1fs after the pods' deletion, %d pods evicted", r.side.Name(), note, len(before), len(live), price, last.Sub(start).Seconds(), evicted)
 }

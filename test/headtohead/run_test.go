@@ -63,7 +63,7 @@ func TestConsolidated(t *testing.T) {
 			{name: "other-workload", workload: "p5", owner: "kept", deleted: start.Add(time.Second)},
 		},
 	}
-	removed, evicted := consolidated(s, before, map[string]bool{"gone": true}, start)
+	removed, evicted := consolidated(s, s.LiveNodes(PoolName), before, map[string]bool{"gone": true}, start)
 	if removed != 2 || evicted != 1 {
 		t.Fatalf("consolidated = %d removed, %d evicted; want 2 (b being deleted, c gone), 1", removed, evicted)
 	}

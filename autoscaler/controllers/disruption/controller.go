@@ -95,6 +95,10 @@ type Controller struct {
 	// the last pass set (recordPassMetrics).
 	metricsMu       sync.Mutex
 	poolsWithGauges map[string]bool
+	// poolBlockedAt is when each NodePool's DisruptionBlocked event was
+	// last emitted, by NodePool UID and reason (budgetBlocked); guarded by
+	// metricsMu.
+	poolBlockedAt map[string]time.Time
 }
 
 // New returns a Controller. kube is the manager's cached client; reader an

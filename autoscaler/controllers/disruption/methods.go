@@ -69,8 +69,7 @@ func (c *Controller) emptiness(_ context.Context, s *state) (*command, error) {
 			continue
 		}
 		if taken[cand.pool.Name] >= c.allowed(s, cand.pool, ReasonEmpty) {
-			c.blockedEvent(cand, "disruption budget for reason Empty allows no more nodes now")
-			continue
+			continue // a budget of zero is the NodePool's event (budgetBlocked)
 		}
 		taken[cand.pool.Name]++
 		cmd.candidates = append(cmd.candidates, cand)

@@ -1,7 +1,10 @@
 package disruption
 
 import (
+	"time"
+
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpx/karpx/autoscaler/karpentermetrics"
@@ -82,4 +85,49 @@ func (c *Controller) recordPassMetrics(s *state) {
 	karpentermetrics.DisruptionEligible(ReasonDrifted, drifted)
 	karpentermetrics.DisruptionEligible(ReasonEmpty, empty)
 	karpentermetrics.DisruptionEligible(ReasonUnderutilized, underutilized)
+	eligible := map[string]int{ReasonDrifted: drifted, ReasonEmpty: empty, ReasonUnderutilized: underutilized}
+	for _, reason := range budgetReasons {
+		if eligible[reason] > 0 {
+			c.budgetBlocked(s, reason)
+		}
+	}
+}
+
+// PoolBlockedDedupe is the shortest time between two DisruptionBlocked
+// events on one NodePool for one reason: 1 minute, Karpenter's
+// DedupeTimeout for NodePoolBlockedForDisruptionReason
+// (pkg/controllers/disruption/events/events.go@v1.14.0).
+const PoolBlockedDedupe = time.Minute
+
+// budgetBlocked emits, as Karpenter's BuildDisruptionBudgetMapping does
+// (pkg/controllers/disruption/helpers.go@v1.14.0) when a method with
+// reason has candidates, a DisruptionBlocked event on each NodePool that
+// has nodes and whose budgets allow no disruption for reason now ("No
+// allowed disruptions for disruption reason Empty due to blocking
+// budget"), at most once per PoolBlockedDedupe per NodePool and reason. A
+// budget used up by nodes already leaving is no event, as in Karpenter:
+// it frees itself, and kubectl karpx status shows it on each node waiting.
+func (c *Controller) budgetBlocked(s *state, reason string) {
+	now := c.clock.Now()
+	c.metricsMu.Lock()
+	defer c.metricsMu.Unlock()
+	if c.poolBlockedAt == nil {
+		c.poolBlockedAt = map[string]time.Time{}
+	}
+	for key, at := range c.poolBlockedAt {
+		if now.Sub(at) >= PoolBlockedDedupe {
+			delete(c.poolBlockedAt, key)
+		}
+	}
+	for name, pool := range s.pools {
+		if s.total[name] == 0 || pool.MustGetAllowedDisruptions(c.clock, s.total[name], karpv1.DisruptionReason(reason)) != 0 {
+			continue
+		}
+		key := string(pool.UID) + "/" + name + "/" + reason
+		if _, seen := c.poolBlockedAt[key]; seen {
+			continue
+		}
+		c.poolBlockedAt[key] = now
+		c.recorder.Eventf(pool, corev1.EventTypeNormal, "DisruptionBlocked", "No allowed disruptions for disruption reason %s due to blocking budget", reason)
+	}
 }

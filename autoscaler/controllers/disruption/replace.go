@@ -74,8 +74,7 @@ func (c *Controller) replaceFirst(_ context.Context, s *state, method, reason st
 			continue
 		}
 		if c.allowed(s, cand.pool, reason) < 1 {
-			c.blockedEvent(cand, fmt.Sprintf("%s (%s) waits: the disruption budget for reason %s allows no more nodes now", reason, cause, reason))
-			continue
+			continue // a budget of zero is the NodePool's event (budgetBlocked)
 		}
 		cmd := &command{method: method, reason: reason, candidates: []*candidate{cand}, message: cause}
 		if len(cand.pods) > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,7 +40,31 @@ type NodeController struct {
 	recorder record.EventRecorder
 	drainer  *Drainer
 	clock    clock.PassiveClock
+	// written is this controller's last status write of each NodeClaim
+	// it terminates, by ownWriteKey (see ownWrite).
+	written *expirable.LRU[string, ownWrite]
 }
+
+// ownWrite is a status write of a NodeClaim by this controller: the
+// resourceVersion it was made from and the NodeClaim the API server
+// returned. A reconcile that follows it within a moment (the drain's last
+// pod gone) may read the cache's copy from before it; that copy still has
+// resourceVersion from, and the write would conflict (409) and cost a
+// fresh read and a second write. newest uses after in its place.
+type ownWrite struct {
+	from  string
+	after *karpv1.NodeClaim
+}
+
+// ownWriteTTL bounds how long an ownWrite is kept: far longer than the
+// cache takes to show a write (milliseconds to a second on a busy API
+// server), so an entry is dropped when the cache shows the write or the
+// Node is released, or at the latest after this.
+const ownWriteTTL = time.Minute
+
+// ownWriteLimit bounds the number of ownWrites kept (one per NodeClaim
+// being terminated at once; 64 reconcile at a time).
+const ownWriteLimit = 4096
 
 // NewNodeController returns a NodeController. kube must be a cached client
 // whose cache indexes pods by clusterstate.PodNodeNameField and NodeClaims by
@@ -47,7 +72,34 @@ type NodeController struct {
 // (mgr.GetAPIReader()), which reads a NodeClaim afresh when the cache's copy
 // was stale (see writeConditions).
 func NewNodeController(kube client.Client, reader client.Reader, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.PassiveClock) *NodeController {
-	return &NodeController{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk)}
+	return &NodeController{kube: kube, reader: reader, cloud: cloud, recorder: recorder, clock: clk, drainer: NewDrainer(kube, recorder, clk),
+		written: expirable.NewLRU[string, ownWrite](ownWriteLimit, nil, ownWriteTTL)}
+}
+
+// newest returns nc, the cache's copy, or, when that copy is the one this
+// controller's last write of it was made from (the cache does not show
+// the write yet), a copy of what that write returned. Equal
+// resourceVersions are the same object version; the cache never goes
+// back, so any other resourceVersion is the write or a later one, and the
+// entry is dropped.
+func (c *NodeController) newest(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	if nc == nil {
+		return nil
+	}
+	w, ok := c.written.Get(ownWriteKey(nc))
+	if !ok {
+		return nc
+	}
+	if nc.ResourceVersion == w.from {
+		return w.after.DeepCopy()
+	}
+	c.written.Remove(ownWriteKey(nc))
+	return nc
+}
+
+// ownWriteKey is the key of nc's ownWrite: its UID and name.
+func ownWriteKey(nc *karpv1.NodeClaim) string {
+	return string(nc.UID) + "/" + nc.Name
 }
 
 // Register adds the controller to mgr and the VolumeAttachment index
@@ -114,6 +166,7 @@ func (c *NodeController) reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	nc = c.newest(nc)
 	log := logr.FromContextOrDiscard(ctx).WithValues("Node", node.Name)
 	if nc != nil {
 		log = log.WithValues("NodeClaim", nc.Name, "NodePool", nc.Labels[karpv1.NodePoolLabelKey])
@@ -164,6 +217,9 @@ func (c *NodeController) reconcile(ctx context.Context, req reconcile.Request) (
 	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if nc != nil {
+		c.written.Remove(ownWriteKey(nc))
+	}
 	karpentermetrics.NodeTerminated(node, stored.DeletionTimestamp.Time, c.clock.Now())
 	log.Info("drained and terminated; Node released", "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
@@ -192,11 +248,12 @@ func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *kar
 
 // writeConditions writes nc's conditions when they differ from read's
 // (nc as read at the start of the reconcile), with an optimistic lock: a
-// merge patch replaces the list whole, so a stale copy must not win. When
-// the cache's copy was stale (409: the reconcile before this one wrote,
-// and the cache does not show it yet), it reads the NodeClaim from the API
-// server and writes the conditions this reconcile changed onto that copy,
-// once: giving up would leave an instance just terminated unrecorded, and
+// merge patch replaces the list whole, so a stale copy must not win. Its
+// own last write is remembered (ownWrite), so a cache that does not show
+// that write yet costs nothing (newest). When the cache's copy was stale
+// otherwise (409: another writer wrote since, or this process restarted),
+// it reads the NodeClaim from the API server and writes the conditions
+// this reconcile changed onto that copy, once: giving up would leave an instance just terminated unrecorded, and
 // the next reconcile would ask EC2 to terminate it again. It counts the
 // Node as drained (karpentermetrics.NodeDrained) once Drained=True is
 // written, not before, and only when the copy the write was made from did
@@ -209,12 +266,13 @@ func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node,
 	}
 	// base is the copy the write that succeeds was made from: whether
 	// Drained was already True there says whether this write made it so.
-	base := read
+	// wrote is the object that write returned (nil: nothing written).
+	base, wrote := read, nc
 	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
 		fresh := &karpv1.NodeClaim{}
 		if err = c.reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err == nil {
-			base = fresh.DeepCopy()
+			base, wrote = fresh.DeepCopy(), nil
 			for _, cond := range nc.Status.Conditions {
 				if before := read.StatusConditions().Get(cond.Type); before != nil && equality.Semantic.DeepEqual(*before, cond) {
 					continue // not changed by this reconcile
@@ -224,12 +282,15 @@ func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node,
 				fresh.StatusConditions().Set(cond)
 			}
 			if !equality.Semantic.DeepEqual(base.Status.Conditions, fresh.Status.Conditions) {
-				err = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+				err, wrote = c.kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})), fresh
 			}
 		}
 	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating the conditions of NodeClaim %s: %w", nc.Name, err)
+	}
+	if err == nil && wrote != nil {
+		c.written.Add(ownWriteKey(nc), ownWrite{from: base.ResourceVersion, after: wrote.DeepCopy()})
 	}
 	if !base.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) && nc.StatusConditions().IsTrue(karpv1.ConditionTypeDrained) {
 		karpentermetrics.NodeDrained(node)

@@ -111,13 +111,7 @@ func TestBudgetInUseIsNoEvent(t *testing.T) {
 	if _, err := ctrl.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	left := 0
-	for i := 0; i < 3; i++ {
-		if c.exists(fmt.Sprintf("n%d", i)) {
-			left++
-		}
-	}
-	if left != 2 {
+	if left := c.left(3); left != 2 {
 		t.Fatalf("%d of 3 empty nodes left after a pass under a budget of 1 node, want 2", left)
 	}
 	if got := rec.take("DisruptionBlocked"); len(got) != 0 {

@@ -125,6 +125,17 @@ func (c *cluster) halfEmptyPair(pool string) {
 	c.pod("b1", c.node("b", pool, time.Hour, nil), "600m", nil)
 }
 
+// left returns how many of the NodeClaims n0 … n<count-1> exist.
+func (c *cluster) left(count int) int {
+	n := 0
+	for i := 0; i < count; i++ {
+		if c.exists(fmt.Sprintf("n%d", i)) {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *cluster) exists(name string) bool {
 	err := c.kube.Get(context.Background(), client.ObjectKey{Name: name}, &karpv1.NodeClaim{})
 	return err == nil
@@ -179,13 +190,7 @@ func TestEmptinessBudgetLimitsNodesPerPass(t *testing.T) {
 		c.node(fmt.Sprintf("n%d", i), "p", time.Hour, nil)
 	}
 	c.pass()
-	left := 0
-	for i := 0; i < 5; i++ {
-		if c.exists(fmt.Sprintf("n%d", i)) {
-			left++
-		}
-	}
-	if left != 3 {
+	if left := c.left(5); left != 3 {
 		t.Fatalf("%d of 5 empty nodes left after one pass with a budget of 2 nodes, want 3", left)
 	}
 }

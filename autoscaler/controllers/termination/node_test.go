@@ -286,50 +286,24 @@ func TestReconcileWritesPastAStaleCache(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cloud := &countingCloud{}
-			claim := registeredClaim()
-			api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deletingNode(), claim).
-				WithStatusSubresource(&karpv1.NodeClaim{}).
-				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
-				WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
-					return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
-				}).Build()
+			sc := newStaleCache(t, deletingNode(), registeredClaim())
+			api, kube := sc.api, sc.kube
 			ctx := context.Background()
-			var cached karpv1.NodeClaim
-			if err := api.Get(ctx, client.ObjectKeyFromObject(claim), &cached); err != nil {
-				t.Fatal(err)
-			}
 			if tt.since != nil {
-				current := cached.DeepCopy()
+				current := sc.cached.DeepCopy()
 				tt.since(current)
 				if err := api.Status().Update(ctx, current); err != nil {
 					t.Fatal(err)
 				}
 			}
-			conflicts := 0
-			kube := interceptor.NewClient(api, interceptor.Funcs{
-				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-					if l, ok := list.(*karpv1.NodeClaimList); ok {
-						l.Items = []karpv1.NodeClaim{*cached.DeepCopy()}
-						return nil
-					}
-					return c.List(ctx, list, opts...)
-				},
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-					err := c.SubResource(sub).Patch(ctx, o, p, opts...)
-					if apierrors.IsConflict(err) {
-						conflicts++
-					}
-					return err
-				},
-			})
 			drained := karpentermetrics.NodesDrainedTotal.WithLabelValues("")
 			before := testutil.ToFloat64(drained)
 			c := NewNodeController(kube, api, cloud, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
 			if _, err := reconcileNode(t, c); err != nil {
 				t.Fatal(err)
 			}
-			if want := map[bool]int{true: 1, false: 0}[tt.since != nil]; conflicts != want {
-				t.Errorf("%d conflicts, want %d", conflicts, want)
+			if want := map[bool]int{true: 1, false: 0}[tt.since != nil]; sc.conflicts != want {
+				t.Errorf("%d conflicts, want %d", sc.conflicts, want)
 			}
 			if cloud.deletes != 1 || !nodeReleased(t, api) || !claimTerminating(t, api) {
 				t.Errorf("%d Deletes, released %t, InstanceTerminating %t; want 1, true, true", cloud.deletes, nodeReleased(t, api), claimTerminating(t, api))
@@ -342,6 +316,48 @@ func TestReconcileWritesPastAStaleCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// staleCache is a fake API server (api) and a client over it (kube) whose
+// NodeClaim list, the cache's, returns cached (default-abc as it was when
+// newStaleCache built it) whatever the server holds since; conflicts
+// counts kube's status writes refused with 409.
+type staleCache struct {
+	api       client.WithWatch
+	kube      client.Client
+	cached    karpv1.NodeClaim
+	conflicts int
+}
+
+// newStaleCache serves objs, which must include default-abc.
+func newStaleCache(t *testing.T, objs ...client.Object) *staleCache {
+	t.Helper()
+	sc := &staleCache{api: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&karpv1.NodeClaim{}).
+		WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
+			return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
+		}).Build()}
+	if err := sc.api.Get(context.Background(), client.ObjectKey{Name: "default-abc"}, &sc.cached); err != nil {
+		t.Fatal(err)
+	}
+	sc.kube = interceptor.NewClient(sc.api, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if l, ok := list.(*karpv1.NodeClaimList); ok {
+				l.Items = []karpv1.NodeClaim{*sc.cached.DeepCopy()}
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			err := c.SubResource(sub).Patch(ctx, o, p, opts...)
+			if apierrors.IsConflict(err) {
+				sc.conflicts++
+			}
+			return err
+		},
+	})
+	return sc
 }
 
 func claimCondition(t *testing.T, kube client.Client, typ string) *status.Condition {
@@ -446,34 +462,9 @@ func TestReconcileWritesPastItsOwnWriteInAStaleCache(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cloud := &countingCloud{}
-			api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deletingNode(), registeredClaim(), pod("web")).
-				WithStatusSubresource(&karpv1.NodeClaim{}).
-				WithIndex(&corev1.Pod{}, clusterstate.PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
-				WithIndex(&storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, func(o client.Object) []string {
-					return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
-				}).Build()
-			ctx := context.Background()
-			var cached karpv1.NodeClaim // the cache's copy: as before the first reconcile, throughout
-			if err := api.Get(ctx, client.ObjectKey{Name: "default-abc"}, &cached); err != nil {
-				t.Fatal(err)
-			}
-			conflicts, freshes := 0, 0
-			kube := interceptor.NewClient(api, interceptor.Funcs{
-				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-					if l, ok := list.(*karpv1.NodeClaimList); ok {
-						l.Items = []karpv1.NodeClaim{*cached.DeepCopy()}
-						return nil
-					}
-					return c.List(ctx, list, opts...)
-				},
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-					err := c.SubResource(sub).Patch(ctx, o, p, opts...)
-					if apierrors.IsConflict(err) {
-						conflicts++
-					}
-					return err
-				},
-			})
+			sc := newStaleCache(t, deletingNode(), registeredClaim(), pod("web"))
+			api, kube := sc.api, sc.kube
+			freshes := 0
 			reader := interceptor.NewClient(api, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 				if _, ok := o.(*karpv1.NodeClaim); ok {
 					freshes++
@@ -494,8 +485,8 @@ func TestReconcileWritesPastItsOwnWriteInAStaleCache(t *testing.T) {
 			if _, err := reconcileNode(t, c); err != nil {
 				t.Fatal(err)
 			}
-			if conflicts != tt.conflicts || freshes != tt.freshes {
-				t.Errorf("%d conflicts and %d fresh reads of the NodeClaim, want %d and %d", conflicts, freshes, tt.conflicts, tt.freshes)
+			if sc.conflicts != tt.conflicts || freshes != tt.freshes {
+				t.Errorf("%d conflicts and %d fresh reads of the NodeClaim, want %d and %d", sc.conflicts, freshes, tt.conflicts, tt.freshes)
 			}
 			if cloud.deletes != 1 || !nodeReleased(t, api) || !claimTerminating(t, api) || !claimCondition(t, api, karpv1.ConditionTypeDrained).IsTrue() {
 				t.Errorf("%d Deletes, released %t, InstanceTerminating %t, Drained %+v; want 1, true, true, True",

@@ -141,9 +141,32 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-c.trigger.C():
 		}
 		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			if onlyConflicts(err) {
+				// Another writer changed a Node or NodeClaim since the
+				// cache's copy (kube-controller-manager, the kubelet):
+				// not a failure; the next pass (that change's watch
+				// event, or the tick) reads the new copy, as Karpenter's
+				// controllers requeue on a conflict.
+				log.V(1).Info("an object changed since the cache's copy; retrying at the next pass", "error", err.Error())
+				continue
+			}
 			log.Error(err, "disruption pass failed; retrying at the next tick")
 		}
 	}
+}
+
+// onlyConflicts reports whether err is a 409 Conflict from the API server,
+// or a join (errors.Join) of nothing else.
+func onlyConflicts(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyConflicts(e) {
+				return false
+			}
+		}
+		return len(joined.Unwrap()) > 0
+	}
+	return apierrors.IsConflict(err)
 }
 
 // wakeAt arranges a pass at t (the next NodeClaim becoming consolidatable).

@@ -253,13 +253,14 @@ func (c *NodeController) advance(ctx context.Context, node *corev1.Node, nc *kar
 // that write yet costs nothing (newest). When the cache's copy was stale
 // otherwise (409: another writer wrote since, or this process restarted),
 // it reads the NodeClaim from the API server and writes the conditions
-// this reconcile changed onto that copy, once: giving up would leave an instance just terminated unrecorded, and
-// the next reconcile would ask EC2 to terminate it again. It counts the
-// Node as drained (karpentermetrics.NodeDrained) once Drained=True is
-// written, not before, and only when the copy the write was made from did
-// not have it yet, so neither a retried reconcile nor one that read a stale
-// cache counts it twice. A nil nc (no NodeClaim) or a NodeClaim already gone
-// needs nothing; it returns the API server's other errors.
+// this reconcile changed onto that copy, once: giving up would leave an
+// instance just terminated unrecorded, and the next reconcile would ask
+// EC2 to terminate it again. It counts the Node as drained
+// (karpentermetrics.NodeDrained) once Drained=True is written, not before,
+// and only when the copy the write was made from did not have it yet, so
+// neither a retried reconcile nor one that read a stale cache counts it
+// twice. A nil nc (no NodeClaim) or a NodeClaim already gone needs
+// nothing; it returns the API server's other errors.
 func (c *NodeController) writeConditions(ctx context.Context, node *corev1.Node, read, nc *karpv1.NodeClaim) error {
 	if nc == nil || equality.Semantic.DeepEqual(read.Status.Conditions, nc.Status.Conditions) {
 		return nil

@@ -51,10 +51,16 @@ var budgetReasons = []string{ReasonDrifted, ReasonEmpty, ReasonUnderutilized}
 // candidates, empty consolidatable ones, and those consolidation may
 // move), and drops the gauges of NodePools gone since the last pass.
 func (c *Controller) recordPassMetrics(s *state) {
+	// zeroBudget holds "NodePool/reason" for each NodePool with nodes whose
+	// budgets allow no disruption for reason now (budgetBlocked).
+	zeroBudget := map[string]bool{}
 	for name, pool := range s.pools {
 		for _, reason := range budgetReasons {
-			karpentermetrics.DisruptionBudget(name, reason,
-				pool.MustGetAllowedDisruptions(c.clock, s.total[name], karpv1.DisruptionReason(reason)), s.disrupting[name])
+			allowed := pool.MustGetAllowedDisruptions(c.clock, s.total[name], karpv1.DisruptionReason(reason))
+			karpentermetrics.DisruptionBudget(name, reason, allowed, s.disrupting[name])
+			if allowed == 0 && s.total[name] != 0 {
+				zeroBudget[name+"/"+reason] = true
+			}
 		}
 	}
 	c.metricsMu.Lock()
@@ -88,7 +94,7 @@ func (c *Controller) recordPassMetrics(s *state) {
 	eligible := map[string]int{ReasonDrifted: drifted, ReasonEmpty: empty, ReasonUnderutilized: underutilized}
 	for _, reason := range budgetReasons {
 		if eligible[reason] > 0 {
-			c.budgetBlocked(s, reason)
+			c.budgetBlocked(s, reason, zeroBudget)
 		}
 	}
 }
@@ -107,7 +113,9 @@ const PoolBlockedDedupe = time.Minute
 // budget"), at most once per PoolBlockedDedupe per NodePool and reason. A
 // budget used up by nodes already leaving is no event, as in Karpenter:
 // it frees itself, and kubectl karpx status shows it on each node waiting.
-func (c *Controller) budgetBlocked(s *state, reason string) {
+// zeroBudget is recordPassMetrics' set of such NodePools ("NodePool/reason"),
+// whose budgets it has just computed for the gauges.
+func (c *Controller) budgetBlocked(s *state, reason string, zeroBudget map[string]bool) {
 	now := c.clock.Now()
 	c.metricsMu.Lock()
 	defer c.metricsMu.Unlock()
@@ -120,7 +128,7 @@ func (c *Controller) budgetBlocked(s *state, reason string) {
 		}
 	}
 	for name, pool := range s.pools {
-		if s.total[name] == 0 || pool.MustGetAllowedDisruptions(c.clock, s.total[name], karpv1.DisruptionReason(reason)) != 0 {
+		if !zeroBudget[name+"/"+reason] {
 			continue
 		}
 		key := string(pool.UID) + "/" + name + "/" + reason
